@@ -1,0 +1,16 @@
+// `tdsolve info FILE.h5`: what a result file holds and whether it is complete.
+#pragma once
+
+#include <ostream>
+#include <string>
+
+namespace tdsolve::io {
+
+// Exit codes: 0 complete, 3 readable but incomplete (or not a tdsolve
+// result); throws InputError when the file cannot be read at all.
+constexpr int kInfoComplete = 0;
+constexpr int kInfoIncomplete = 3;
+
+int describe_result(const std::string& path, std::ostream& out);
+
+}  // namespace tdsolve::io

@@ -1,0 +1,408 @@
+#include "io/input.hpp"
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "io/error.hpp"
+#include "io/h5.hpp"
+
+namespace tdsolve::io {
+
+namespace {
+
+std::string lower(std::string s) {
+  for (char& c : s)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::string shape_text(const std::vector<std::uint64_t>& dims) {
+  std::string s = "(";
+  for (size_t i = 0; i < dims.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(dims[i]);
+  return s + (dims.size() == 1 ? ",)" : ")");
+}
+
+void need_2d(const std::vector<std::uint64_t>& dims, const std::string& what) {
+  if (dims.size() != 2) {
+    throw InputError(what + " is " + std::to_string(dims.size()) + "-D with shape " +
+                     shape_text(dims) + "; tdsolve needs a 2-D array of n points × d features");
+  }
+}
+
+// ---------------------------------------------------------------- HDF5
+herr_t list_datasets(hid_t group, const char* name, const H5L_info_t*, void* out) {
+  auto* names = static_cast<std::vector<std::string>*>(out);
+  const hid_t obj = H5Oopen(group, name, H5P_DEFAULT);
+  if (obj >= 0) {
+    if (H5Iget_type(obj) == H5I_DATASET && names->size() < 8)
+      names->push_back(std::string("/") + name);
+    H5Oclose(obj);
+  }
+  return 0;
+}
+
+std::string dataset_hint(hid_t file) {
+  std::vector<std::string> names;
+  H5Lvisit(file, H5_INDEX_NAME, H5_ITER_NATIVE, list_datasets, &names);
+  H5Eclear2(H5E_DEFAULT);
+  if (names.empty()) return " (the file holds no dataset)";
+  std::string s = " (datasets in the file: ";
+  for (size_t i = 0; i < names.size(); ++i)
+    s += (i ? ", " : "") + names[i];
+  return s + ")";
+}
+
+PointSet read_hdf5(const std::string& path, const std::string& dataset, const std::string& spec) {
+  if (H5Fis_hdf5(path.c_str()) <= 0) {
+    H5Eclear2(H5E_DEFAULT);
+    std::ifstream probe(path);
+    if (!probe) throw InputError("cannot open input '" + path + "': " + std::strerror(errno));
+    throw InputError("input '" + path + "' is not an HDF5 file");
+  }
+  Hid file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+  if (!file.valid())
+    throw InputError("cannot open HDF5 input '" + path + "': " + hdf5_error_text());
+  if (dataset.empty()) {
+    throw InputError("name the dataset to read: --input " + path + ":/DATASET" +
+                     dataset_hint(file));
+  }
+  if (H5Lexists(file, dataset.c_str(), H5P_DEFAULT) <= 0 ||
+      H5Oexists_by_name(file, dataset.c_str(), H5P_DEFAULT) <= 0) {
+    H5Eclear2(H5E_DEFAULT);
+    throw InputError("input '" + path + "' has no dataset '" + dataset + "'" + dataset_hint(file));
+  }
+  Hid dset(H5Dopen2(file, dataset.c_str(), H5P_DEFAULT), H5Dclose);
+  if (!dset.valid()) {
+    throw InputError("'" + dataset + "' in '" + path + "' is not a dataset" + dataset_hint(file));
+  }
+  Hid type = type_handle(H5Dget_type(dset), "H5Dget_type");
+  const H5T_class_t cls = H5Tget_class(type);
+  if (cls != H5T_FLOAT && cls != H5T_INTEGER) {
+    throw InputError("dataset '" + dataset + "' in '" + path +
+                     "' does not hold numbers (tdsolve reads float32/float64 or integers)");
+  }
+  const std::vector<hsize_t> h = dataset_shape(dset);
+  const std::vector<std::uint64_t> dims(h.begin(), h.end());
+  need_2d(dims, "dataset '" + dataset + "' in '" + path + "'");
+  PointSet p;
+  p.n = dims[0];
+  p.d = dims[1];
+  p.source = spec;
+  check_shape(p.n, p.d, p.source);
+  p.values.resize(p.n * p.d);
+  check_status(H5Dread(dset, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, p.values.data()),
+               "reading '" + dataset + "' from '" + path + "'");
+  return p;
+}
+
+// ---------------------------------------------------------------- .npy
+// Format: "\x93NUMPY", major, minor, header length (2 bytes in v1, 4 in v2/3),
+// then a Python dict literal: {'descr': '<f8', 'fortran_order': False, 'shape': (n, d), }.
+std::string dict_value(const std::string& header, const std::string& key) {
+  const size_t k = header.find("'" + key + "'");
+  if (k == std::string::npos) return "";
+  size_t v = header.find(':', k);
+  if (v == std::string::npos) return "";
+  ++v;
+  while (v < header.size() && header[v] == ' ')
+    ++v;
+  size_t e = v;
+  if (header[v] == '(') {
+    e = header.find(')', v);
+    return e == std::string::npos ? "" : header.substr(v, e - v + 1);
+  }
+  if (header[v] == '\'') {
+    e = header.find('\'', v + 1);
+    return e == std::string::npos ? "" : header.substr(v + 1, e - v - 1);
+  }
+  while (e < header.size() && header[e] != ',' && header[e] != '}')
+    ++e;
+  return header.substr(v, e - v);
+}
+
+template <typename S>
+void convert(const char* raw, bool swap, index_t count, double* out) {
+  for (index_t i = 0; i < count; ++i) {
+    unsigned char b[sizeof(S)];
+    std::memcpy(b, raw + i * sizeof(S), sizeof(S));
+    if (swap) {
+      for (size_t a = 0, z = sizeof(S) - 1; a < z; ++a, --z)
+        std::swap(b[a], b[z]);
+    }
+    S v;
+    std::memcpy(&v, b, sizeof(S));
+    out[i] = static_cast<double>(v);
+  }
+}
+
+PointSet read_npy(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError("cannot open input '" + path + "': " + std::strerror(errno));
+  char magic[8] = {};
+  in.read(magic, 8);
+  if (!in || std::memcmp(magic, "\x93NUMPY", 6) != 0)
+    throw InputError("input '" + path + "' is not a NumPy .npy file");
+  const int major = static_cast<unsigned char>(magic[6]);
+  std::uint32_t hlen = 0;
+  unsigned char lb[4] = {};
+  in.read(reinterpret_cast<char*>(lb), major == 1 ? 2 : 4);
+  hlen = lb[0] | (lb[1] << 8) | (major == 1 ? 0 : (lb[2] << 16) | (std::uint32_t(lb[3]) << 24));
+  std::string header(hlen, '\0');
+  in.read(header.data(), hlen);
+  if (!in) throw InputError("input '" + path + "' has a truncated .npy header");
+
+  const std::string descr = dict_value(header, "descr");
+  const bool fortran = dict_value(header, "fortran_order").find("True") != std::string::npos;
+  const std::string shape = dict_value(header, "shape");
+  if (descr.size() < 3 || shape.empty())
+    throw InputError("input '" + path + "' has a .npy header tdsolve cannot read: " + header);
+  std::vector<std::uint64_t> dims;
+  for (size_t i = 1; i < shape.size();) {
+    while (i < shape.size() && !std::isdigit(static_cast<unsigned char>(shape[i])))
+      ++i;
+    if (i >= shape.size()) break;
+    dims.push_back(std::strtoull(shape.c_str() + i, nullptr, 10));
+    while (i < shape.size() && std::isdigit(static_cast<unsigned char>(shape[i])))
+      ++i;
+  }
+  need_2d(dims, "array in '" + path + "'");
+
+  const char order = descr[0];
+  const char kind = descr[1];
+  const int size = std::atoi(descr.c_str() + 2);
+  const bool little =
+      order == '<' || order == '|' || (order == '=' && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__);
+  const bool swap = little != (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__);
+  const bool known =
+      (kind == 'f' && (size == 4 || size == 8)) ||
+      ((kind == 'i' || kind == 'u') && (size == 1 || size == 2 || size == 4 || size == 8));
+  if (!known)
+    throw InputError("array in '" + path + "' has dtype '" + descr +
+                     "'; tdsolve reads float32/float64 and integer arrays");
+
+  PointSet p;
+  p.n = dims[0];
+  p.d = dims[1];
+  p.source = path;
+  check_shape(p.n, p.d, p.source);
+  const index_t count = p.n * p.d;
+  std::vector<char> raw(count * static_cast<index_t>(size));
+  in.read(raw.data(), static_cast<std::streamsize>(raw.size()));
+  if (static_cast<size_t>(in.gcount()) != raw.size())
+    throw InputError("input '" + path + "' is truncated: its header promises " +
+                     std::to_string(raw.size()) + " bytes of data");
+  std::vector<double> flat(count);
+  double* o = flat.data();
+  const char* r = raw.data();
+  if (kind == 'f') {
+    size == 4 ? convert<float>(r, swap, count, o) : convert<double>(r, swap, count, o);
+  } else if (kind == 'i') {
+    if (size == 1) convert<std::int8_t>(r, swap, count, o);
+    if (size == 2) convert<std::int16_t>(r, swap, count, o);
+    if (size == 4) convert<std::int32_t>(r, swap, count, o);
+    if (size == 8) convert<std::int64_t>(r, swap, count, o);
+  } else {
+    if (size == 1) convert<std::uint8_t>(r, swap, count, o);
+    if (size == 2) convert<std::uint16_t>(r, swap, count, o);
+    if (size == 4) convert<std::uint32_t>(r, swap, count, o);
+    if (size == 8) convert<std::uint64_t>(r, swap, count, o);
+  }
+  if (fortran) {  // column-major on disk
+    p.values.resize(count);
+    for (index_t i = 0; i < p.n; ++i)
+      for (index_t k = 0; k < p.d; ++k)
+        p.values[i * p.d + k] = flat[k * p.n + i];
+  } else {
+    p.values = std::move(flat);
+  }
+  return p;
+}
+
+// ---------------------------------------------------------------- CSV / text
+// Comma, semicolon, tab or blank separated numbers, one point per line. Blank
+// lines and lines starting with '#' are skipped; a first line that is not
+// numeric is taken as a header.
+bool parse_row(const std::string& line, std::vector<double>* row) {
+  row->clear();
+  const char* s = line.c_str();
+  const char* end = s + line.size();
+  bool expect_value = true;
+  while (s < end) {
+    while (s < end && (*s == ' ' || *s == '\t' || *s == '\r'))
+      ++s;
+    if (s >= end) break;
+    if (*s == ',' || *s == ';') {
+      if (expect_value) return false;  // empty field
+      expect_value = true;
+      ++s;
+      continue;
+    }
+    char* stop = nullptr;
+    errno = 0;
+    const double v = std::strtod(s, &stop);
+    if (stop == s) return false;
+    row->push_back(v);
+    s = stop;
+    expect_value = false;
+    if (s < end && !(*s == ' ' || *s == '\t' || *s == '\r' || *s == ',' || *s == ';')) return false;
+  }
+  return !(expect_value && !row->empty());
+}
+
+// A header names its columns: no field is empty and none is a number.
+bool looks_like_header(const std::string& line) {
+  std::string field;
+  std::vector<std::string> fields;
+  for (char c : line + ",") {
+    if (c == ',' || c == ';' || c == '\t') {
+      fields.push_back(field);
+      field.clear();
+    } else if (c != '\r') {
+      field += c;
+    }
+  }
+  for (std::string& f : fields) {
+    const size_t a = f.find_first_not_of(' '), b = f.find_last_not_of(' ');
+    if (a == std::string::npos) return false;
+    f = f.substr(a, b - a + 1);
+    char* stop = nullptr;
+    std::strtod(f.c_str(), &stop);
+    if (stop != f.c_str()) return false;
+  }
+  return true;
+}
+
+PointSet read_text(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError("cannot open input '" + path + "': " + std::strerror(errno));
+  PointSet p;
+  p.source = path;
+  std::string line;
+  std::vector<double> row;
+  index_t line_no = 0;
+  bool first = true;
+  while (std::getline(in, line)) {
+    ++line_no;
+    const size_t nb = line.find_first_not_of(" \t\r");
+    if (nb == std::string::npos || line[nb] == '#') continue;
+    if (!parse_row(line, &row)) {
+      if (first && looks_like_header(line)) {
+        first = false;
+        continue;
+      }
+      throw InputError("input '" + path + "' line " + std::to_string(line_no) +
+                       " is not a row of numbers: '" + line.substr(0, 60) + "'");
+    }
+    first = false;
+    if (p.n == 0) p.d = row.size();
+    if (row.size() != p.d)
+      throw InputError("input '" + path + "' line " + std::to_string(line_no) + " has " +
+                       std::to_string(row.size()) + " values where earlier rows have " +
+                       std::to_string(p.d));
+    p.values.insert(p.values.end(), row.begin(), row.end());
+    ++p.n;
+  }
+  check_shape(p.n, p.d, p.source);
+  return p;
+}
+
+std::uint64_t splitmix64(std::uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+}  // namespace
+
+void check_shape(index_t n, index_t d, const std::string& source) {
+  if (n == 0 || d == 0) {
+    throw InputError("input '" + source + "' is empty (" + std::to_string(n) + " points × " +
+                     std::to_string(d) + " features)");
+  }
+  if (n < 2)
+    throw InputError("input '" + source + "' has " + std::to_string(n) +
+                     " point; pairs need at least 2");
+}
+
+void check_finite(const PointSet& p) {
+  index_t bad = 0, first = 0;
+  for (index_t i = 0; i < p.values.size(); ++i) {
+    if (!std::isfinite(p.values[i]) && bad++ == 0) first = i;
+  }
+  if (bad > 0) {
+    std::ostringstream s;
+    s << "input '" << p.source << "' has " << bad << " non-finite value" << (bad > 1 ? "s" : "")
+      << "; the first, " << p.values[first] << ", is at row " << first / p.d << ", column "
+      << first % p.d << " (0-based)";
+    throw InputError(s.str());
+  }
+}
+
+PointSet read_points(const std::string& spec) {
+  const size_t colon = spec.rfind(":/");
+  const std::string lspec = lower(spec);
+  if (colon != std::string::npos && colon > 0) {
+    return read_hdf5(spec.substr(0, colon), spec.substr(colon + 1), spec);
+  }
+  if (ends_with(lspec, ".npy")) return read_npy(spec);
+  if (ends_with(lspec, ".csv") || ends_with(lspec, ".txt") || ends_with(lspec, ".tsv") ||
+      ends_with(lspec, ".dat"))
+    return read_text(spec);
+  if (ends_with(lspec, ".h5") || ends_with(lspec, ".hdf5") || ends_with(lspec, ".hdf") ||
+      ends_with(lspec, ".he5"))
+    return read_hdf5(spec, "", spec);
+  std::ifstream probe(spec);
+  if (!probe) throw InputError("cannot open input '" + spec + "': " + std::strerror(errno));
+  throw InputError("cannot tell the format of input '" + spec +
+                   "': use FILE.h5:/dataset, FILE.npy or FILE.csv");
+}
+
+GeneratorSpec parse_generator(const std::string& spec) {
+  const std::string usage =
+      "--generate expects uniform:N:D[:SEED], e.g. uniform:100000:3:42; got '" + spec + "'";
+  std::vector<std::string> parts;
+  std::stringstream ss(spec);
+  for (std::string part; std::getline(ss, part, ':');)
+    parts.push_back(part);
+  if (parts.size() < 3 || parts.size() > 4 || parts[0] != "uniform") throw UsageError(usage);
+  auto number = [&](const std::string& s, const char* what) -> std::uint64_t {
+    if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos)
+      throw UsageError(usage + " (" + what + " is not a non-negative integer)");
+    errno = 0;
+    const unsigned long long v = std::strtoull(s.c_str(), nullptr, 10);
+    if (errno == ERANGE) throw UsageError(usage + " (" + what + " is too large)");
+    return v;
+  };
+  GeneratorSpec g;
+  g.kind = parts[0];
+  g.n = number(parts[1], "N");
+  g.d = number(parts[2], "D");
+  g.seed = parts.size() == 4 ? number(parts[3], "SEED") : 0;
+  check_shape(g.n, g.d, spec);
+  return g;
+}
+
+PointSet generate_points(const GeneratorSpec& g) {
+  PointSet p;
+  p.n = g.n;
+  p.d = g.d;
+  p.source =
+      g.kind + ":" + std::to_string(g.n) + ":" + std::to_string(g.d) + ":" + std::to_string(g.seed);
+  p.values.resize(g.n * g.d);
+  const std::uint64_t base = splitmix64(g.seed);
+  for (index_t i = 0; i < p.values.size(); ++i)
+    p.values[i] = static_cast<double>(splitmix64(base + i) >> 11) * 0x1.0p-53;
+  return p;
+}
+
+}  // namespace tdsolve::io

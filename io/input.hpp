@@ -1,0 +1,39 @@
+// Input points: HDF5 (FILE.h5:/dataset), NumPy .npy, CSV/text, or a
+// synthetic generator. Everything is read as float64 on one rank and checked
+// there; the driver converts to the compute precision and broadcasts.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "mapping/hd.hpp"
+
+namespace tdsolve::io {
+
+struct PointSet {
+  index_t n = 0, d = 0;
+  std::vector<double> values;  // n × d, row-major
+  std::string source;          // what to record in the file's `input` attribute
+};
+
+// Reads FILE.h5:/dataset, FILE.npy or FILE.csv (or .txt/.tsv). Throws
+// InputError naming the file and the problem.
+PointSet read_points(const std::string& spec);
+
+// --generate uniform:N:D[:SEED]: points uniform in [0,1)^D. Value (r, k) is a
+// pure function of (SEED, r, k) (SplitMix64), so it never depends on ranks.
+struct GeneratorSpec {
+  std::string kind;
+  index_t n = 0, d = 0;
+  std::uint64_t seed = 0;
+};
+GeneratorSpec parse_generator(const std::string& spec);  // throws UsageError
+PointSet generate_points(const GeneratorSpec& g);
+
+// Shape checks shared by every source: n >= 2, d >= 1.
+void check_shape(index_t n, index_t d, const std::string& source);
+// Every value finite, else InputError naming the first bad row and column.
+void check_finite(const PointSet& p);
+
+}  // namespace tdsolve::io

@@ -1,0 +1,28 @@
+// The CUDA backend as the rest of the program sees it: no CUDA types here,
+// so MPI/HDF5 code stays in .cpp files and CUDA in .cu files.
+#pragma once
+
+#include <string>
+
+#include "solver/backend.hpp"
+
+namespace tdsolve::cuda {
+
+struct CudaOptions {
+  int device = -1;            // -1: node-local rank modulo the visible devices
+  bool bounding_box = false;  // --map bb: the bounding-box grid, for comparison
+  int local_rank = 0, local_ranks = 1;
+};
+
+// Whether this build has the CUDA backend at all.
+bool built_with_cuda();
+// Visible CUDA devices; 0 when none (or no CUDA build). Never throws.
+int device_count();
+// Why device_count() is 0, for messages.
+std::string no_device_reason();
+
+template <typename T>
+std::unique_ptr<EdmBackend<T>> make_cuda_backend(const EdmProblem<T>& problem,
+                                                 const CudaOptions& options);
+
+}  // namespace tdsolve::cuda

@@ -1,0 +1,28 @@
+// Built instead of the CUDA sources when CUDA is off.
+#include "io/error.hpp"
+#include "solver/cuda/cuda_backend.hpp"
+
+namespace tdsolve::cuda {
+
+bool built_with_cuda() {
+  return false;
+}
+int device_count() {
+  return 0;
+}
+std::string no_device_reason() {
+  return "this tdsolve was built without CUDA";
+}
+
+template <typename T>
+std::unique_ptr<EdmBackend<T>> make_cuda_backend(const EdmProblem<T>&, const CudaOptions&) {
+  throw UsageError(
+      "--backend cuda: this tdsolve was built without CUDA (rebuild with the CUDA toolkit)");
+}
+
+template std::unique_ptr<EdmBackend<float>> make_cuda_backend(const EdmProblem<float>&,
+                                                              const CudaOptions&);
+template std::unique_ptr<EdmBackend<double>> make_cuda_backend(const EdmProblem<double>&,
+                                                               const CudaOptions&);
+
+}  // namespace tdsolve::cuda

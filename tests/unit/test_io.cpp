@@ -1,0 +1,261 @@
+// Input readers and the result file on one rank.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "io/error.hpp"
+#include "io/h5.hpp"
+#include "io/info.hpp"
+#include "io/input.hpp"
+#include "io/result_file.hpp"
+
+using namespace tdsolve;
+using namespace tdsolve::io;
+
+namespace {
+
+std::string tmp(const std::string& name) {
+  return "/tmp/tdsolve_unit_" + std::to_string(getpid()) + "_" + name;
+}
+
+void write_file(const std::string& path, const std::string& bytes) {
+  std::ofstream f(path, std::ios::binary);
+  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+// A .npy file: version 1 header padded to 64 bytes.
+std::string npy(const std::string& descr, const std::string& shape, bool fortran,
+                const std::string& data) {
+  std::string dict = "{'descr': '" + descr + "', 'fortran_order': " + (fortran ? "True" : "False") +
+                     ", 'shape': " + shape + ", }";
+  while ((10 + dict.size() + 1) % 64)
+    dict += ' ';
+  dict += '\n';
+  std::string s = "\x93NUMPY";
+  s += '\x01';
+  s += '\x00';
+  s += static_cast<char>(dict.size() & 0xff);
+  s += static_cast<char>(dict.size() >> 8);
+  return s + dict + data;
+}
+
+template <typename T>
+std::string raw(std::initializer_list<T> v, bool swap = false) {
+  std::string s;
+  for (T x : v) {
+    char b[sizeof(T)];
+    std::memcpy(b, &x, sizeof(T));
+    if (swap) std::reverse(b, b + sizeof(T));
+    s.append(b, sizeof(T));
+  }
+  return s;
+}
+
+std::string error_of(const std::string& spec) {
+  try {
+    read_points(spec);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST(Npy, ReadsFloatIntEndianAndFortranOrder) {
+  const std::string f = tmp("a.npy");
+  write_file(f, npy("<f8", "(2, 3)", false, raw<double>({1, 2, 3, 4, 5, 6})));
+  PointSet p = read_points(f);
+  EXPECT_EQ(p.n, 2u);
+  EXPECT_EQ(p.d, 3u);
+  EXPECT_EQ(p.values, (std::vector<double>{1, 2, 3, 4, 5, 6}));
+
+  write_file(f, npy(">f4", "(2, 3)", false, raw<float>({1, 2, 3, 4, 5, 6}, true)));
+  EXPECT_EQ(read_points(f).values, (std::vector<double>{1, 2, 3, 4, 5, 6}));
+
+  write_file(f, npy("<f8", "(2, 3)", true, raw<double>({1, 4, 2, 5, 3, 6})));
+  EXPECT_EQ(read_points(f).values, (std::vector<double>{1, 2, 3, 4, 5, 6}));
+
+  write_file(f, npy("<i8", "(3, 1)", false, raw<std::int64_t>({-1, 0, 7})));
+  EXPECT_EQ(read_points(f).values, (std::vector<double>{-1, 0, 7}));
+  std::remove(f.c_str());
+}
+
+TEST(Npy, RejectsWrongShapesTypesAndTruncation) {
+  const std::string f = tmp("b.npy");
+  write_file(f, npy("<f8", "(4,)", false, raw<double>({1, 2, 3, 4})));
+  EXPECT_NE(error_of(f).find("1-D"), std::string::npos) << error_of(f);
+  write_file(f, npy("<f8", "(2, 1, 2)", false, raw<double>({1, 2, 3, 4})));
+  EXPECT_NE(error_of(f).find("3-D"), std::string::npos) << error_of(f);
+  write_file(f, npy("<c16", "(1, 1)", false, std::string(16, '\0')));
+  EXPECT_NE(error_of(f).find("dtype"), std::string::npos) << error_of(f);
+  write_file(f, npy("<f8", "(3, 2)", false, raw<double>({1, 2, 3})));
+  EXPECT_NE(error_of(f).find("truncated"), std::string::npos) << error_of(f);
+  write_file(f, npy("<f8", "(1, 2)", false, raw<double>({1, 2})));
+  EXPECT_NE(error_of(f).find("at least 2"), std::string::npos) << error_of(f);
+  write_file(f, npy("<f8", "(5, 0)", false, ""));
+  EXPECT_NE(error_of(f).find("empty"), std::string::npos) << error_of(f);
+  write_file(f, "not numpy");
+  EXPECT_NE(error_of(f).find("not a NumPy"), std::string::npos) << error_of(f);
+  std::remove(f.c_str());
+}
+
+TEST(Csv, HeaderCommentsAndSeparators) {
+  const std::string f = tmp("c.csv");
+  write_file(f, "x,y\n# a comment\n1,2\n\n3.5, -4e-1\n");
+  PointSet p = read_points(f);
+  EXPECT_EQ(p.n, 2u);
+  EXPECT_EQ(p.d, 2u);
+  EXPECT_EQ(p.values, (std::vector<double>{1, 2, 3.5, -0.4}));
+  const std::string t = tmp("c.txt");
+  write_file(t, "1 2 3\n4\t5\t6\n");
+  EXPECT_EQ(read_points(t).values, (std::vector<double>{1, 2, 3, 4, 5, 6}));
+  std::remove(f.c_str());
+  std::remove(t.c_str());
+}
+
+TEST(Csv, RaggedRowsAndBadValuesNameTheLine) {
+  const std::string f = tmp("d.csv");
+  write_file(f, "1,2\n3,4\n5\n");
+  EXPECT_NE(error_of(f).find("line 3 has 1 values"), std::string::npos) << error_of(f);
+  write_file(f, "1,2\n3,abc\n");
+  EXPECT_NE(error_of(f).find("line 2"), std::string::npos) << error_of(f);
+  write_file(f, "1,,2\n3,4,5\n");
+  EXPECT_NE(error_of(f).find("line 1"), std::string::npos) << error_of(f);
+  std::remove(f.c_str());
+}
+
+TEST(Input, NonFiniteValuesAreNamed) {
+  const std::string f = tmp("e.csv");
+  write_file(f, "1,2\n3,nan\ninf,4\n");
+  PointSet p = read_points(f);
+  try {
+    check_finite(p);
+    FAIL() << "NaN accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("2 non-finite values"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("row 1, column 1"), std::string::npos) << e.what();
+  }
+  std::remove(f.c_str());
+}
+
+TEST(Input, MissingFilesAndUnknownFormats) {
+  EXPECT_NE(error_of("/nonexistent/x.npy").find("No such file"), std::string::npos);
+  EXPECT_NE(error_of("/nonexistent/x.h5:/points").find("No such file"), std::string::npos);
+  const std::string f = tmp("f.bin");
+  write_file(f, "abc");
+  EXPECT_NE(error_of(f).find("cannot tell the format"), std::string::npos) << error_of(f);
+  std::remove(f.c_str());
+}
+
+TEST(Hdf5Input, ReadsAndNamesMissingDatasets) {
+  const std::string f = tmp("g.h5");
+  {
+    Hid file = file_handle(H5Fcreate(f.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), "create");
+    const hsize_t dims[2] = {3, 2}, dims1[1] = {4};
+    Hid s2 = space_handle(H5Screate_simple(2, dims, nullptr), "s");
+    Hid s1 = space_handle(H5Screate_simple(1, dims1, nullptr), "s");
+    Hid d2 = dataset_handle(
+        H5Dcreate2(file, "pts", H5T_IEEE_F32LE, s2, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), "d");
+    Hid d1 = dataset_handle(
+        H5Dcreate2(file, "flat", H5T_IEEE_F64LE, s1, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), "d");
+    const float v[6] = {1, 2, 3, 4, 5, 6};
+    const double w[4] = {1, 2, 3, 4};
+    H5Dwrite(d2, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, v);
+    H5Dwrite(d1, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, w);
+  }
+  PointSet p = read_points(f + ":/pts");
+  EXPECT_EQ(p.n, 3u);
+  EXPECT_EQ(p.values, (std::vector<double>{1, 2, 3, 4, 5, 6}));
+  EXPECT_NE(error_of(f + ":/nope").find("no dataset '/nope'"), std::string::npos)
+      << error_of(f + ":/nope");
+  EXPECT_NE(error_of(f + ":/nope").find("/pts"), std::string::npos);
+  EXPECT_NE(error_of(f + ":/flat").find("1-D"), std::string::npos) << error_of(f + ":/flat");
+  EXPECT_NE(error_of(f).find("name the dataset"), std::string::npos) << error_of(f);
+  const std::string csv = tmp("h.csv");
+  write_file(csv, "1,2\n");
+  EXPECT_NE(error_of(csv + ":/x").find("not an HDF5 file"), std::string::npos)
+      << error_of(csv + ":/x");
+  std::remove(csv.c_str());
+  std::remove(f.c_str());
+}
+
+TEST(Generator, ParsesAndIsDeterministic) {
+  const GeneratorSpec g = parse_generator("uniform:100:3:7");
+  EXPECT_EQ(g.n, 100u);
+  EXPECT_EQ(g.d, 3u);
+  EXPECT_EQ(g.seed, 7u);
+  const PointSet a = generate_points(g), b = generate_points(g);
+  EXPECT_EQ(a.values, b.values);
+  for (double v : a.values) {
+    EXPECT_GE(v, 0.0);
+    EXPECT_LT(v, 1.0);
+  }
+  EXPECT_NE(generate_points(parse_generator("uniform:100:3:8")).values, a.values);
+  EXPECT_EQ(parse_generator("uniform:5:2").seed, 0u);
+  for (const char* bad :
+       {"uniform:10", "normal:10:3", "uniform:x:3", "uniform:10:3:1:2", "uniform:-5:3",
+        "uniform:1:3", "uniform:10:0", "uniform:99999999999999999999999:3"}) {
+    EXPECT_THROW(parse_generator(bad), std::runtime_error) << bad;
+  }
+}
+
+TEST(ResultFile, WritesSchemaAndProgressThatInfoReads) {
+  const std::string f = tmp("r.h5");
+  ResultLayout L;
+  L.path = f;
+  L.n = 5;
+  L.features = 2;
+  L.block = 2;
+  L.metric = "euclidean";
+  L.precision = "float32";
+  L.chunk_offsets = {0, 7, 10};
+  L.version = "test";
+  L.command = "tdsolve edm ...";
+  L.created = "2026-01-01T00:00:00Z";
+  L.input = "unit";
+  std::vector<float> values(10);
+  for (int i = 0; i < 10; ++i)
+    values[i] = static_cast<float>(i);
+  {
+    ResultWriter w(MPI_COMM_SELF, L);
+    w.write(0, 7, values.data());
+    w.mark_done(true, 0);
+    w.close();
+  }
+  std::ostringstream out;
+  EXPECT_EQ(describe_result(f, out), kInfoIncomplete) << out.str();
+  EXPECT_NE(out.str().find("INCOMPLETE: 1 of 2 chunks"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("missing chunks 1"), std::string::npos) << out.str();
+
+  // Existing file: refused without overwrite.
+  EXPECT_THROW(ResultWriter(MPI_COMM_SELF, L), H5Error);
+  L.overwrite = true;
+  {
+    ResultWriter w(MPI_COMM_SELF, L);
+    w.write(0, 7, values.data());
+    w.mark_done(true, 0);
+    w.write(7, 3, values.data() + 7);
+    w.mark_done(true, 1);
+    w.close();
+  }
+  std::ostringstream out2;
+  EXPECT_EQ(describe_result(f, out2), kInfoComplete) << out2.str();
+  EXPECT_NE(out2.str().find("complete (2 of 2 chunks)"), std::string::npos) << out2.str();
+  EXPECT_NE(out2.str().find("metric=euclidean"), std::string::npos) << out2.str();
+  Hid file = file_handle(H5Fopen(f.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), "open");
+  Hid d = dataset_handle(H5Dopen2(file, "distances", H5P_DEFAULT), "open");
+  std::vector<float> back(10);
+  H5Dread(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, back.data());
+  EXPECT_EQ(back, values);
+  EXPECT_EQ(read_attr_u64(d, "n"), 5u);
+  EXPECT_EQ(read_attr_string(d, "layout"), "combinations");
+  EXPECT_EQ(read_attr_string(file, "software"), "tdsolve");
+  std::remove(f.c_str());
+}
