@@ -68,10 +68,14 @@ void check_output_path(const EdmOptions& o) {
 // Sizes that would overflow an index, the file, or the machine.
 void check_sizes(index_t n, index_t d, index_t value_bytes, const std::string& source) {
   index_t pairs = 0, points = 0, bytes = 0;
-  if (!mapping::checked_pair_count(n, &pairs) || pairs >= (index_t(1) << 62) ||
-      __builtin_mul_overflow(pairs, value_bytes, &bytes) || bytes >= (index_t(1) << 63)) {
+  if (!mapping::checked_pair_count(n, &pairs) || pairs >= (index_t(1) << 62)) {
     throw InputError("n = " + std::to_string(n) + " points (" + source +
                      ") give more pairs than tdsolve indexes (C(n,2) must stay below 2^62)");
+  }
+  if (__builtin_mul_overflow(pairs, value_bytes, &bytes) || bytes >= (index_t(1) << 63)) {
+    throw InputError("n = " + std::to_string(n) + " points (" + source +
+                     ") give an output larger than a file can hold (" + std::to_string(pairs) +
+                     " values of " + std::to_string(value_bytes) + " bytes)");
   }
   if (__builtin_mul_overflow(n, d, &points) || points > cpu::available_host_bytes(1) / 8) {
     throw InputError("n × d = " + std::to_string(n) + " × " + std::to_string(d) + " points (" +
@@ -204,7 +208,7 @@ template <typename T>
 void run_typed(const EdmOptions& o, MPI_Comm comm) {
   const double t_start = MPI_Wtime();
   const int rank = comm_rank(comm), ranks = comm_size(comm);
-  const ProgressMode progress_mode = parse_progress(o.progress);
+  const ProgressMode progress_mode = o.quiet ? ProgressMode::none : parse_progress(o.progress);
 
   EdmProblem<T> p;
   std::string source;

@@ -1,0 +1,56 @@
+"""Shared helpers for the end-to-end tests: run the real tdsolve, under
+mpiexec where a test needs ranks, and read what it wrote."""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import h5py
+import numpy as np
+
+BIN = os.environ.get("TDSOLVE_BIN", "tdsolve")
+MPIEXEC = os.environ.get("TDSOLVE_MPIEXEC", "mpiexec")
+sys.path.insert(0, os.environ.get("TDSOLVE_PYTHONPATH", os.path.join(os.path.dirname(__file__), "../../io/python")))
+
+import tdsolve_h5  # noqa: E402
+
+
+def tdsolve(*args, np_=None, check=False, timeout=600, env=None):
+    """Runs tdsolve (as a singleton, or under mpiexec with np_ ranks)."""
+    cmd = [BIN, *map(str, args)]
+    if np_ is not None:
+        cmd = [MPIEXEC, "-n", str(np_), "--oversubscribe", *cmd]
+    e = dict(os.environ, **(env or {}))
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=e)
+    if check and r.returncode != 0:
+        raise AssertionError(f"{' '.join(cmd)} failed ({r.returncode}):\n{r.stdout}\n{r.stderr}")
+    return r
+
+
+def read_values(path):
+    with h5py.File(path, "r") as f:
+        return f["distances"][:]
+
+
+class TempDirTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="tdsolve_e2e_")
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+    def save_npy(self, name, x):
+        p = self.path(name)
+        np.save(p, x)
+        return p
+
+    def save_h5(self, name, dataset, x):
+        p = self.path(name)
+        with h5py.File(p, "a") as f:
+            f.create_dataset(dataset, data=x)
+        return p
