@@ -57,7 +57,7 @@ struct PairTiling {
   index_t rho = 1;  // tile side ρ
   index_t m = 0;    // block rows = block columns = ceil(n/ρ)
 
-  TDS_HD PairTiling() = default;
+  PairTiling() = default;
   TDS_HD PairTiling(index_t n_, index_t rho_) : n(n_), rho(rho_), m((n_ + rho_ - 1) / rho_) {}
 
   TDS_HD index_t blocks() const { return tri(m); }

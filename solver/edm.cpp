@@ -22,6 +22,7 @@
 #include "solver/cpu/cpu_backend.hpp"
 #include "solver/cuda/cuda_backend.hpp"
 #include "solver/mpi_util.hpp"
+#include "solver/problem.hpp"
 #include "solver/progress.hpp"
 #include "version.hpp"
 
@@ -141,14 +142,7 @@ void load_problem(const EdmOptions& o, MPI_Comm comm, EdmProblem<T>* p, std::str
     io::check_finite(pts);
     p->n = pts.n;
     p->d = pts.d;
-    p->points.resize(pts.values.size());
-    for (index_t i = 0; i < pts.values.size(); ++i) {
-      p->points[i] = static_cast<T>(pts.values[i]);
-      if (!std::isfinite(p->points[i]))
-        throw InputError("input '" + pts.source + "' value " + std::to_string(pts.values[i]) +
-                         " at row " + std::to_string(i / pts.d) + ", column " +
-                         std::to_string(i % pts.d) + " overflows float32; use --precision float64");
-    }
+    p->points = convert_points<T>(pts);
     *source = pts.source;
   });
   bcast_u64(comm, &p->n);
@@ -156,20 +150,8 @@ void load_problem(const EdmOptions& o, MPI_Comm comm, EdmProblem<T>* p, std::str
   bcast_string(comm, source);
   p->points.resize(p->n * p->d);
   bcast_bytes(comm, p->points.data(), p->points.size() * sizeof(T));
-
-  p->metric = o.metric;
-  p->tiling = mapping::PairTiling(p->n, o.block);
-  if (dispatch_metric<T>(o.metric, [](auto m) { return decltype(m)::needs_norms; })) {
-    p->norms.resize(p->n);
-    for (index_t i = 0; i < p->n; ++i)
-      p->norms[i] = metric::norm(&p->points[i * p->d], p->d);
-    on_root(comm, [&] {
-      for (index_t i = 0; i < p->n; ++i)
-        if (p->norms[i] == 0.0)
-          throw InputError("point " + std::to_string(i) + " of '" + *source +
-                           "' is all zeros: its cosine distance is undefined");
-    });
-  }
+  complete_problem(p, o.metric, o.block);
+  on_root(comm, [&] { check_norms(*p, *source); });
 }
 
 template <typename T>

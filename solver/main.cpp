@@ -21,6 +21,7 @@
 #include "io/h5.hpp"
 #include "io/info.hpp"
 #include "io/input.hpp"
+#include "solver/bench.hpp"
 #include "solver/edm.hpp"
 #include "solver/mpi_util.hpp"
 #include "version.hpp"
@@ -49,6 +50,7 @@ const char* kTopHelp =
     "Commands:\n"
     "  edm    packed distance matrix of n points: C(n,2) values in SciPy condensed order\n"
     "  info   what a result file holds and whether it is complete\n"
+    "  bench  kernel-only throughput of the distance computation (no file), vs the write ceiling\n"
     "\n"
     "Options:\n"
     "  -h [ --help ]   show this help; `tdsolve COMMAND --help` shows a command's options\n"
@@ -207,6 +209,59 @@ int edm_main(int argc, char** argv, const EdmOptions& o) {
   return code;
 }
 
+const char* kBenchUsage =
+    "Usage: tdsolve bench (--generate SPEC | --input SRC) [options]\n"
+    "\n"
+    "Times the distance computation alone: every chunk computed into one buffer on the\n"
+    "device (or host), no copy back and no file, median of --repeat passes after a warm-up,\n"
+    "next to the write ceiling over the same bytes (cudaMemset and a plain 16-byte store\n"
+    "kernel; memset on the CPU). One process, no MPI.\n";
+
+int bench_main(int argc, char** argv) {
+  BenchOptions o;
+  std::string metric, precision;
+  po::options_description desc("Options");
+  desc.add_options()("input", po::value(&o.input)->value_name("SRC"), "points, as for tdsolve edm")(
+      "generate", po::value(&o.generate)->value_name("SPEC"), "uniform:N:D[:SEED]")(
+      "metric", po::value(&metric)->default_value("euclidean"), "as for tdsolve edm")(
+      "precision", po::value(&precision)->default_value("float32"), "float32 or float64")(
+      "backend", po::value(&o.backend)->default_value("auto"), "auto, cpu or cuda")(
+      "map", po::value(&o.map)->default_value("lambda"), "lambda or bb (cuda)")(
+      "block", po::value(&o.block)->default_value(128), "tile side ρ")(
+      "chunk-mb", po::value(&o.chunk_mb)->default_value(0),
+      "chunk size in MiB (0: one buffer as large as memory allows, usually one launch)")(
+      "repeat", po::value(&o.repeat)->default_value(5), "timed passes (median reported)")(
+      "device", po::value(&o.device)->default_value(-1), "GPU (-1: the first)")(
+      "threads", po::value(&o.threads)->default_value(0),
+      "CPU threads (0: OMP_NUM_THREADS or all cores)")("csv", po::value(&o.csv)->value_name("FILE"),
+                                                       "append a row of results to FILE")(
+      "help,h", "show this help");
+  po::variables_map vm;
+  try {
+    std::vector<std::string> args(argv + 2, argv + argc);
+    po::store(po::command_line_parser(args).options(desc).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw UsageError(std::string(e.what()) + " (see tdsolve bench --help)");
+  }
+  if (vm.count("help")) {
+    std::cout << kBenchUsage << "\n" << desc << "\n";
+    return 0;
+  }
+  if (o.input.empty() == o.generate.empty())
+    throw UsageError("give exactly one of --input or --generate");
+  if (!parse_metric(metric, &o.metric)) throw UsageError("unknown --metric '" + metric + "'");
+  check_choice("--precision", precision, {"float32", "float64"});
+  check_choice("--backend", o.backend, {"auto", "cpu", "cuda"});
+  check_choice("--map", o.map, {"lambda", "bb"});
+  if (o.repeat < 1) throw UsageError("--repeat must be at least 1");
+  if (o.block < 1) throw UsageError("--block must be at least 1");
+  o.fp64 = precision == "float64";
+  io::quiet_hdf5_errors();
+  run_bench(o);
+  return 0;
+}
+
 int info_main(int argc, char** argv) {
   if (argc < 3 || std::string(argv[2]) == "--help" || std::string(argv[2]) == "-h") {
     std::cout << "Usage: tdsolve info FILE.h5\n\n"
@@ -234,12 +289,14 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (cmd == "info") return info_main(argc, argv);
+    if (cmd == "bench") return bench_main(argc, argv);
     if (cmd == "edm") {
       EdmOptions o;
       if (parse_edm(argc, argv, o) == Action::done) return 0;
       return edm_main(argc, argv, o);
     }
-    throw UsageError("unknown command '" + cmd + "' (commands: edm, info; see tdsolve --help)");
+    throw UsageError("unknown command '" + cmd +
+                     "' (commands: edm, info, bench; see tdsolve --help)");
   } catch (const std::exception& e) {
     if (launcher_rank0()) std::fprintf(stderr, "tdsolve: error: %s\n", e.what());
     return exit_code_of(e);

@@ -26,3 +26,23 @@ template std::unique_ptr<EdmBackend<double>> make_cuda_backend(const EdmProblem<
                                                                const CudaOptions&);
 
 }  // namespace tdsolve::cuda
+
+namespace tdsolve::cuda {
+
+template <typename T>
+KernelTiming time_edm_kernels(const EdmProblem<T>&, const CudaOptions&, const mapping::ChunkPlan&,
+                              int) {
+  throw UsageError("--backend cuda: this tdsolve was built without CUDA");
+}
+template <typename T>
+index_t device_buffer_elements(const CudaOptions&) {
+  throw UsageError("--backend cuda: this tdsolve was built without CUDA");
+}
+template KernelTiming time_edm_kernels<float>(const EdmProblem<float>&, const CudaOptions&,
+                                              const mapping::ChunkPlan&, int);
+template KernelTiming time_edm_kernels<double>(const EdmProblem<double>&, const CudaOptions&,
+                                               const mapping::ChunkPlan&, int);
+template index_t device_buffer_elements<float>(const CudaOptions&);
+template index_t device_buffer_elements<double>(const CudaOptions&);
+
+}  // namespace tdsolve::cuda

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# On the GPU machine: every GPU correctness check in one call, logs to $OUT.
+#   GPU unit tests (CUDA vs CPU backend, bit for bit; λ2 on the device),
+#   end-to-end files (1 and 2 ranks on one GPU) vs the CPU backend,
+#   compute-sanitizer memcheck and racecheck on small cases.
+# Needs .devbin and .devrun from jobs/device/stage.sh.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+# Logs go to a work folder, packed into $OUT/check.tgz at the end (the device
+# tool returns at most 8 files).
+out=/tmp/tdsolve-check
+rm -rf "$out" && mkdir -p "$out"
+command -v compute-sanitizer >/dev/null || export PATH=/usr/local/cuda/bin:$PATH
+run() { timeout 300 bash .devrun/on-device.sh "$@"; }
+status=0
+step() {  # step NAME COMMAND...: run, log, record the exit status
+  local name=$1; shift
+  local t0=$SECONDS
+  "$@" >"$out/$name.log" 2>&1
+  local rc=$?
+  printf '%-28s rc=%-3d %4ds\n' "$name" "$rc" $((SECONDS - t0)) | tee -a "$out/summary.txt"
+  [ $rc -eq 0 ] || { status=1; tail -n 25 "$out/$name.log"; }
+}
+nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.max.sm --format=csv > "$out/gpu.txt" 2>&1
+cat "$out/gpu.txt"
+export TDSOLVE_REQUIRE_GPU=1 TDSOLVE_BIN=$PWD/.devbin/tdsolve TDSOLVE_MPIEXEC=mpirun
+step gpu_unit_tests run .devbin/tdsolve_gpu_tests
+step e2e_gpu run python3 tests/e2e/test_gpu.py -v
+for tool in memcheck racecheck; do
+  step "${tool}_bench_f32_d3" run compute-sanitizer --tool $tool --error-exitcode 9 \
+    .devbin/tdsolve bench --backend cuda --generate uniform:700:3:1 --repeat 1
+  step "${tool}_bench_bb_f64_d17" run compute-sanitizer --tool $tool --error-exitcode 9 \
+    .devbin/tdsolve bench --backend cuda --generate uniform:600:17:2 --precision float64 --map bb --repeat 1 \
+    --metric cosine
+done
+step memcheck_edm_pipeline run compute-sanitizer --tool memcheck --error-exitcode 9 \
+  .devbin/tdsolve edm --backend cuda --generate uniform:3000:5:3 --chunk-mb 1 --output /tmp/san.h5 --overwrite
+grep -h "ERROR SUMMARY\|RACECHECK SUMMARY" "$out"/*check*.log | sort | uniq -c | tee -a "$out/summary.txt"
+cat "$out/summary.txt"
+[ -n "${OUT:-}" ] && tar -C "$out" -czf "$OUT/check.tgz" .
+exit $status

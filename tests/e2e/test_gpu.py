@@ -1,0 +1,64 @@
+"""--backend cuda end to end: files byte-identical to the CPU backend's, on
+one and two ranks sharing a GPU; device errors are one clear line.
+Skips without a GPU, fails instead under TDSOLVE_REQUIRE_GPU=1."""
+import os
+import unittest
+
+import h5py
+
+from common import TempDirTest, tdsolve
+
+
+def gpu_available():
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        r = tdsolve("edm", "--generate", "uniform:10:2", "--output", os.path.join(d, "p.h5"), "--backend", "cuda",
+                    "--quiet")
+    return r.returncode == 0, r.stderr.strip()
+
+
+OK, WHY = gpu_available()
+if not OK and os.environ.get("TDSOLVE_REQUIRE_GPU") == "1":
+    raise SystemExit(f"TDSOLVE_REQUIRE_GPU=1 but tdsolve cannot use a GPU: {WHY}")
+
+
+@unittest.skipUnless(OK, f"no GPU: {WHY}")
+class GpuTest(TempDirTest):
+    def values(self, path):
+        with h5py.File(path, "r") as f:
+            return f["distances"][:].tobytes(), f["progress/done"][:].tobytes()
+
+    def test_files_identical_to_cpu(self):
+        for metric, precision in [("euclidean", "float32"), ("sqeuclidean", "float32"), ("cosine", "float64"),
+                                  ("cityblock", "float64"), ("chebyshev", "float32")]:
+            args = ["--generate", "uniform:5003:7:3", "--metric", metric, "--precision", precision,
+                    "--chunk-mb", "2", "--progress", "none", "--quiet"]
+            cpu, gpu1, gpu2 = self.path("c.h5"), self.path("g1.h5"), self.path("g2.h5")
+            tdsolve("edm", *args, "--output", cpu, "--backend", "cpu", "--overwrite", check=True)
+            tdsolve("edm", *args, "--output", gpu1, "--backend", "cuda", "--overwrite", check=True)
+            tdsolve("edm", *args, "--output", gpu2, "--backend", "cuda", "--overwrite", np_=2, check=True)
+            c = self.values(cpu)
+            self.assertEqual(self.values(gpu1), c, f"{metric} {precision}: 1 rank GPU != CPU")
+            self.assertEqual(self.values(gpu2), c, f"{metric} {precision}: 2 ranks on one GPU != CPU")
+
+    def test_auto_picks_cuda_and_bb_map_agrees(self):
+        a, b = self.path("a.h5"), self.path("b.h5")
+        r = tdsolve("edm", "--generate", "uniform:3000:4", "--output", a, check=True)
+        self.assertIn("cuda (", r.stdout)
+        tdsolve("edm", "--generate", "uniform:3000:4", "--output", b, "--backend", "cuda", "--map", "bb",
+                "--quiet", check=True)
+        self.assertEqual(self.values(a), self.values(b))
+
+    def test_device_errors_are_one_line(self):
+        for args, expect in [(["--device", "99"], "--device 99"), (["--block", "100"], "multiple of 128")]:
+            r = tdsolve("edm", "--generate", "uniform:100:3", "--output", self.path("x.h5"), "--backend", "cuda",
+                        *args, np_=2)
+            self.assertNotEqual(r.returncode, 0)
+            lines = [l for l in r.stderr.splitlines() if l.startswith("tdsolve:")]
+            self.assertEqual(len(lines), 1, r.stderr)
+            self.assertIn(expect, lines[0])
+            self.assertFalse(os.path.exists(self.path("x.h5")))
+
+
+if __name__ == "__main__":
+    unittest.main()
