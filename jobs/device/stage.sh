@@ -10,7 +10,7 @@ cd "$(dirname "$0")/../.."
 cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 >/dev/null
 cmake --build build-gpu -j"$(nproc)"
 rm -rf .devbin && mkdir -p .devbin
-cp build-gpu/solver/tdsolve build-gpu/tests/tdsolve_gpu_tests .devbin/
+cp build-gpu/tdsolve build-gpu/tests/tdsolve_gpu_tests .devbin/
 strip --strip-debug .devbin/*
 bundle=${TDSOLVE_BUNDLE_SCRIPT:-../shared/device/bundle-runtime.sh}
 bash "$bundle" .devrun .devbin/tdsolve .devbin/tdsolve_gpu_tests

@@ -1,0 +1,48 @@
+# Shared by jobs/setup-and-demo.sh and jobs/run-tests.sh (sourced, not run).
+
+# Debian 12 packages tdsolve builds and tests with (see README "Dependencies").
+TDSOLVE_PACKAGES=(
+  build-essential cmake pkg-config            # compiler, build
+  openmpi-bin libopenmpi-dev                  # MPI (Open MPI 4.1)
+  libhdf5-openmpi-dev hdf5-tools              # parallel HDF5 1.10 (+ h5ls/h5dump)
+  libboost-program-options-dev                # the command line
+  libgtest-dev                                # unit tests
+  python3 python3-h5py python3-numpy python3-scipy  # reader module and end-to-end tests
+)
+
+as_root() {
+  if [ "$(id -u)" = 0 ]; then "$@"
+  elif command -v sudo >/dev/null; then sudo "$@"
+  else echo "tdsolve setup: need root to install packages (run as root or install sudo)" >&2; return 1
+  fi
+}
+
+# Installs whichever of the packages is missing (nothing when all are there).
+ensure_packages() {
+  local missing=()
+  for p in "${TDSOLVE_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  echo "tdsolve setup: installing ${missing[*]}"
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get update -q
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}"
+}
+
+# Configures and builds ./build (Release; the CUDA backend too when nvcc is
+# found, also in /usr/local/cuda/bin).
+build_tdsolve() {
+  if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then
+    export PATH=/usr/local/cuda/bin:$PATH
+  fi
+  cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
+  cmake --build build -j"$(nproc)"
+}
+
+# Open MPI refuses to start as root unless asked twice; only our own scripts
+# ask, never a user's command line.
+allow_mpirun_as_root() {
+  if [ "$(id -u)" = 0 ]; then
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  fi
+}
