@@ -84,12 +84,7 @@ void bench_typed(const BenchOptions& o) {
   } else {
     const int threads = o.threads > 0 ? o.threads : std::max(1, omp_get_max_threads());
     std::vector<T> out(plan.largest_chunk());
-    cpu::EdmView<T> v;
-    v.points = p.points.data();
-    v.norms = p.norms.empty() ? nullptr : p.norms.data();
-    v.d = p.d;
-    v.tiling = p.tiling;
-    v.metric = p.metric;
+    const cpu::EdmView<T> v = cpu::view_of(p);
     run = time_host(o.repeat, [&] {
       for (index_t c = 0; c < plan.chunks(); ++c)
         cpu::compute_block_rows<T>(v, plan.row_begin(c), plan.row_end(c), out.data(), threads);

@@ -1,6 +1,7 @@
 #include "solver/edm.hpp"
 
 #include <omp.h>
+#include <sched.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -115,11 +116,23 @@ int local_rank_info(MPI_Comm comm, int* local_ranks) {
   return r;
 }
 
+// CPUs this process may run on: mpirun binds each rank to one core by
+// default (np <= 2), and threads beyond that would share it.
+int allowed_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return 0;
+  return CPU_COUNT(&set);
+}
+
 int default_threads(int local_ranks) {
-  // OMP_NUM_THREADS wins; otherwise share the node's cores among its ranks.
+  // OMP_NUM_THREADS wins; otherwise share the node's cores among its ranks,
+  // within the CPUs this rank is bound to.
   if (std::getenv("OMP_NUM_THREADS")) return std::max(1, omp_get_max_threads());
   const int cores = static_cast<int>(std::thread::hardware_concurrency());
-  return std::max(1, (cores > 0 ? cores : 1) / std::max(1, local_ranks));
+  const int share = std::max(1, (cores > 0 ? cores : 1) / std::max(1, local_ranks));
+  const int allowed = allowed_cpus();
+  return allowed > 0 ? std::min(share, allowed) : share;
 }
 
 // Rank 0 reads or generates the points and checks everything that can be
@@ -160,6 +173,7 @@ std::unique_ptr<EdmBackend<T>> make_backend(const EdmOptions& o, const EdmProble
   int local_ranks = 1;
   const int local_rank = local_rank_info(comm, &local_ranks);
   std::unique_ptr<EdmBackend<T>> b;
+  int threads = 0;
   all_agree(comm, [&] {
     std::string which = o.backend;
     if (which == "auto") which = cuda::device_count() > 0 ? "cuda" : "cpu";
@@ -174,11 +188,21 @@ std::unique_ptr<EdmBackend<T>> make_backend(const EdmOptions& o, const EdmProble
       b = cuda::make_cuda_backend<T>(p, co);
     } else {
       if (o.map != "lambda") throw UsageError("--map " + o.map + " applies to --backend cuda only");
-      b = cpu::make_cpu_backend<T>(p, o.threads > 0 ? o.threads : default_threads(local_ranks),
-                                   local_ranks);
+      threads = o.threads > 0 ? o.threads : default_threads(local_ranks);
+      b = cpu::make_cpu_backend<T>(p, threads, local_ranks);
     }
     *kind = which;
   });
+  // Threads asked for beyond the CPUs a rank is bound to only share them.
+  const int allowed = allowed_cpus();
+  int crowded = allowed > 0 && threads > allowed ? threads : 0, worst = 0;
+  check_mpi(MPI_Allreduce(&crowded, &worst, 1, MPI_INT, MPI_MAX, comm), "MPI_Allreduce");
+  if (worst > 0 && comm_rank(comm) == 0 && !o.quiet) {
+    std::fprintf(stderr,
+                 "tdsolve: note: %d threads per rank, but the launcher bound ranks to fewer CPUs; "
+                 "use mpirun --map-by slot:PE=%d (or --bind-to none) to spread them\n",
+                 worst, worst);
+  }
   return b;
 }
 

@@ -53,7 +53,7 @@ void Progress::update(index_t done) {
   // A bar redraws at most 10 times a second; a log line every 10 seconds.
   if (since < (mode_ == ProgressMode::bar ? 0.1 : 10.0) && done < total_) return;
   last_ = now;
-  draw(done, false);
+  draw(done);
 }
 
 void Progress::finish() {
@@ -61,7 +61,7 @@ void Progress::finish() {
   std::fflush(stderr);
 }
 
-void Progress::draw(index_t done, bool) {
+void Progress::draw(index_t done) {
   const double elapsed =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   const double frac = total_ ? static_cast<double>(done) / total_ : 1.0;

@@ -21,7 +21,7 @@ class Progress {
   void finish();
 
  private:
-  void draw(index_t done, bool final);
+  void draw(index_t done);
   ProgressMode mode_;
   index_t total_, item_bytes_;
   std::chrono::steady_clock::time_point start_, last_;

@@ -32,13 +32,7 @@ template <typename T>
 class CpuBackend final : public EdmBackend<T> {
  public:
   CpuBackend(const EdmProblem<T>& p, int threads, int local_ranks)
-      : p_(p), threads_(threads), local_ranks_(local_ranks) {
-    view_.points = p.points.data();
-    view_.norms = p.norms.empty() ? nullptr : p.norms.data();
-    view_.d = p.d;
-    view_.tiling = p.tiling;
-    view_.metric = p.metric;
-  }
+      : view_(view_of(p)), threads_(threads), local_ranks_(local_ranks) {}
   ~CpuBackend() override {
     for (auto& f : pending_)
       if (f.valid()) f.wait();
@@ -73,7 +67,6 @@ class CpuBackend final : public EdmBackend<T> {
   double compute_seconds() const override { return seconds_; }
 
  private:
-  const EdmProblem<T>& p_;
   EdmView<T> view_;
   int threads_, local_ranks_;
   std::vector<T> buffers_[2];

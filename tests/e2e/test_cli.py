@@ -42,6 +42,15 @@ class CliTest(TempDirTest):
         self.assertEqual(r.returncode, 0)
         self.assertEqual(r.stdout.count("Usage: tdsolve edm"), 1)
 
+    def test_threads_beyond_the_bound_cpus_get_a_note(self):
+        # mpirun binds a lone rank to one core by default: 2 threads would share it.
+        r = tdsolve("edm", "--generate", "uniform:300:2", "--output", self.path("t.h5"), "--threads", "2",
+                    "--backend", "cpu", np_=1, check=True)
+        self.assertIn("--map-by slot:PE=2", r.stderr)
+        r = tdsolve("edm", "--generate", "uniform:300:2", "--output", self.path("t.h5"), "--overwrite",
+                    "--backend", "cpu", np_=1, check=True)
+        self.assertNotIn("note:", r.stderr)
+
     def test_info_on_missing_and_foreign_files(self):
         r = tdsolve("info", self.path("none.h5"))
         self.assertEqual(r.returncode, 1)

@@ -11,7 +11,7 @@
 #include "device_checks.hpp"
 #include "io/error.hpp"
 #include "mapping/partition.hpp"
-#include "solver/cpu/edm_cpu.hpp"
+#include "solver/cpu/cpu_backend.hpp"
 #include "solver/cuda/cuda_backend.hpp"
 #include "solver/problem.hpp"
 
@@ -80,12 +80,7 @@ Outcome compare_chunks(const EdmProblem<T>& p, bool bounding_box, bool sample_ch
   o.bounding_box = bounding_box;
   auto gpu = cuda::make_cuda_backend<T>(p, o);
   gpu->reserve(plan.largest_chunk());
-  cpu::EdmView<T> v;
-  v.points = p.points.data();
-  v.norms = p.norms.empty() ? nullptr : p.norms.data();
-  v.d = p.d;
-  v.tiling = p.tiling;
-  v.metric = p.metric;
+  const cpu::EdmView<T> v = cpu::view_of(p);
   const int threads = std::max(1u, std::thread::hardware_concurrency());
   std::vector<T> want(plan.largest_chunk());
   Outcome out;
