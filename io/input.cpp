@@ -348,12 +348,16 @@ void check_finite(const PointSet& p) {
   }
 }
 
-PointSet read_points(const std::string& spec) {
+InputSpec split_input_spec(const std::string& spec) {
   const size_t colon = spec.rfind(":/");
+  if (colon == std::string::npos || colon == 0) return InputSpec{spec, ""};
+  return InputSpec{spec.substr(0, colon), spec.substr(colon + 1)};
+}
+
+PointSet read_points(const std::string& spec) {
+  const InputSpec in = split_input_spec(spec);
   const std::string lspec = lower(spec);
-  if (colon != std::string::npos && colon > 0) {
-    return read_hdf5(spec.substr(0, colon), spec.substr(colon + 1), spec);
-  }
+  if (!in.dataset.empty()) return read_hdf5(in.path, in.dataset, spec);
   if (ends_with(lspec, ".npy")) return read_npy(spec);
   if (ends_with(lspec, ".csv") || ends_with(lspec, ".txt") || ends_with(lspec, ".tsv") ||
       ends_with(lspec, ".dat"))

@@ -21,6 +21,13 @@ struct PointSet {
 // InputError naming the file and the problem.
 PointSet read_points(const std::string& spec);
 
+// An --input spec split into its file and, for FILE.h5:/dataset, the dataset
+// ("" when there is none).
+struct InputSpec {
+  std::string path, dataset;
+};
+InputSpec split_input_spec(const std::string& spec);
+
 // --generate uniform:N:D[:SEED]: points uniform in [0,1)^D. Value (r, k) is a
 // pure function of (SEED, r, k) (SplitMix64), so it never depends on ranks.
 struct GeneratorSpec {

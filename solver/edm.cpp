@@ -12,8 +12,6 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
-#include <fstream>
-#include <limits>
 #include <thread>
 
 #include "io/error.hpp"
@@ -44,18 +42,12 @@ bool same_file(const std::string& a, const std::string& b) {
          sa.st_ino == sb.st_ino;
 }
 
-// The input's file name, for HDF5 specs FILE:/dataset.
-std::string input_file(const std::string& spec) {
-  const size_t colon = spec.rfind(":/");
-  return colon != std::string::npos && colon > 0 ? spec.substr(0, colon) : spec;
-}
-
 void check_output_path(const EdmOptions& o) {
   if (o.output.empty()) throw UsageError("--output FILE.h5 is required");
   struct stat st {};
   if (stat(o.output.c_str(), &st) == 0) {
     if (S_ISDIR(st.st_mode)) throw UsageError("--output '" + o.output + "' is a directory");
-    if (!o.input.empty() && same_file(o.output, input_file(o.input)))
+    if (!o.input.empty() && same_file(o.output, io::split_input_spec(o.input).path))
       throw UsageError("--output '" + o.output + "' is the input file; choose another name");
     if (!o.overwrite)
       throw UsageError("output '" + o.output + "' exists; pass --overwrite to replace it");
@@ -224,12 +216,12 @@ void run_typed(const EdmOptions& o, MPI_Comm comm) {
   std::unique_ptr<EdmBackend<T>> backend = make_backend<T>(o, p, comm, &kind);
 
   // Chunk size: --chunk-mb, capped by what every rank's backend can hold.
+  const index_t hard = backend->max_chunk_elements();
   index_t limit = static_cast<index_t>(o.chunk_mb * (1 << 20)) / sizeof(T);
-  limit = std::max<index_t>(1, std::min(limit, backend->max_chunk_elements()));
+  limit = std::max<index_t>(1, std::min(limit, hard));
   index_t agreed = limit;
   check_mpi(MPI_Allreduce(&limit, &agreed, 1, MPI_UINT64_T, MPI_MIN, comm), "MPI_Allreduce");
   const mapping::ChunkPlan plan(p.tiling, agreed);
-  const index_t hard = backend->max_chunk_elements();
   all_agree(comm, [&] {
     if (plan.largest_chunk() > hard)
       throw InputError("one block row of n = " + std::to_string(p.n) + " with --block " +
