@@ -145,6 +145,36 @@ int ranks_sharing_device(const CudaOptions& o) {
   return (o.local_ranks + count - 1) / count;
 }
 
+// Tests and benchmarks can force every sub-tile onto the masked path.
+bool masked_only_requested() {
+  const char* v = std::getenv("TDSOLVE_CUDA_MASKED_ONLY");
+  return v && *v == '1';
+}
+
+// Kernel parameters for block rows [row_begin, row_end) of p, written to out
+// (which holds the chunk from its first pair on).
+template <typename T>
+EdmParams<T> chunk_params(const EdmProblem<T>& p, const T* d_points, const double* d_norms,
+                          T* d_out, index_t row_begin, index_t row_end, bool bounding_box) {
+  EdmParams<T> k{};
+  k.points = d_points;
+  k.norms = d_norms;
+  k.out = d_out;
+  k.n = p.n;
+  k.d = p.d;
+  k.rho = p.tiling.rho;
+  k.m = p.tiling.m;
+  k.row_begin = row_begin;
+  k.row_end = row_end;
+  k.out_offset = p.tiling.elements_before(row_begin);
+  const mapping::BlockRange blocks = mapping::lambda2_blocks(k.m, row_begin, row_end);
+  k.block_begin = blocks.begin;
+  k.block_end = blocks.end;
+  k.bounding_box = bounding_box;
+  k.masked_only = masked_only_requested();
+  return k;
+}
+
 template <typename T>
 class CudaBackend final : public EdmBackend<T> {
  public:
@@ -199,22 +229,8 @@ class CudaBackend final : public EdmBackend<T> {
   void submit(const ChunkJob& job) override {
     const int s = static_cast<int>(submitted_++ % 2);
     bytes_[s] = job.elements * sizeof(T);
-    EdmParams<T> k{};
-    k.points = points_.get();
-    k.norms = norms_.get();
-    k.out = device_out_[s].get();
-    k.n = p_.n;
-    k.d = p_.d;
-    k.rho = p_.tiling.rho;
-    k.m = p_.tiling.m;
-    k.row_begin = job.row_begin;
-    k.row_end = job.row_end;
-    k.out_offset = p_.tiling.elements_before(job.row_begin);
-    const mapping::BlockRange blocks = mapping::lambda2_blocks(k.m, job.row_begin, job.row_end);
-    k.block_begin = blocks.begin;
-    k.block_end = blocks.end;
-    k.bounding_box = o_.bounding_box;
-    k.masked_only = masked_only();
+    const EdmParams<T> k = chunk_params(p_, points_.get(), norms_.get(), device_out_[s].get(),
+                                        job.row_begin, job.row_end, o_.bounding_box);
     // The device buffer is free once the copy of the chunk before last is done.
     check(cudaStreamWaitEvent(compute_.s, copied_[s].e, 0), "cudaStreamWaitEvent");
     check(cudaEventRecord(kernel_start_[s].e, compute_.s), "cudaEventRecord");
@@ -245,12 +261,6 @@ class CudaBackend final : public EdmBackend<T> {
   double transfer_seconds() const override { return copy_s_; }
 
  private:
-  static bool masked_only() {
-    const char* v =
-        std::getenv("TDSOLVE_CUDA_MASKED_ONLY");  // tests/benchmarks: the slow path everywhere
-    return v && *v == '1';
-  }
-
   const EdmProblem<T>& p_;
   CudaOptions o_;
   int device_;
@@ -346,28 +356,11 @@ KernelTiming time_edm_kernels(const EdmProblem<T>& p, const CudaOptions& o,
   }
   out.allocate(plan.largest_chunk() + 16 / sizeof(T), "the output buffer");
   Stream stream;
-  const bool masked =
-      std::getenv("TDSOLVE_CUDA_MASKED_ONLY") && *std::getenv("TDSOLVE_CUDA_MASKED_ONLY") == '1';
   auto edm_pass = [&](cudaStream_t s) {
-    for (index_t c = 0; c < plan.chunks(); ++c) {
-      EdmParams<T> k{};
-      k.points = points.get();
-      k.norms = norms.get();
-      k.out = out.get();
-      k.n = p.n;
-      k.d = p.d;
-      k.rho = p.tiling.rho;
-      k.m = p.tiling.m;
-      k.row_begin = plan.row_begin(c);
-      k.row_end = plan.row_end(c);
-      k.out_offset = plan.offset(c);
-      const mapping::BlockRange b = mapping::lambda2_blocks(k.m, k.row_begin, k.row_end);
-      k.block_begin = b.begin;
-      k.block_end = b.end;
-      k.bounding_box = o.bounding_box;
-      k.masked_only = masked;
-      launch_edm<T>(k, p.metric, s);
-    }
+    for (index_t c = 0; c < plan.chunks(); ++c)
+      launch_edm<T>(chunk_params(p, points.get(), norms.get(), out.get(), plan.row_begin(c),
+                                 plan.row_end(c), o.bounding_box),
+                    p.metric, s);
   };
   t.kernel_ms = time_passes(repeat, stream.s, edm_pass);
   t.memset_ms = time_passes(repeat, stream.s, [&](cudaStream_t s) {

@@ -54,10 +54,11 @@ struct EdmPolicy {
   static constexpr int kRowsPerWarp = kTile / kWarps;  // 16
   static constexpr int kMaxSmallD = 8;                 // d handled with points in registers
   static constexpr int kPad = 4;                       // column-strip padding (elements)
-  // Blocks per SM the register allocator must leave room for: the small-d
-  // kernels otherwise unroll into 110-128 registers and run 2 blocks (16
-  // warps) per SM; 2 blocks for d <= 4 and 3 for d = 5..8 measured best on an
-  // H100 (docs/performance.md); the general path needs its accumulators.
+  // Blocks per SM the register allocator must leave room for. Uncapped, the
+  // small-d kernels unroll into 110-128 registers (2 blocks, 16 warps per
+  // SM). On an H100, capping d = 5..8 at 3 blocks took d = 8 from 65 % to
+  // 72 % of the write ceiling; for d <= 4 caps of 1, 2 or 3 measured the same
+  // (docs/performance.md). The general path needs its accumulators.
   static constexpr int min_blocks(int d) {
     return d == 0 ? 1 : (d <= 4 ? TDS_EDM_MIN_BLOCKS_SMALL : TDS_EDM_MIN_BLOCKS);
   }
@@ -82,6 +83,9 @@ template <typename T>
 void launch_edm(const EdmParams<T>& p, Metric metric, cudaStream_t stream);
 
 namespace detail {
+
+constexpr int kCols = EdmPolicy::kCols;
+constexpr int kWarpSize = 32;
 
 // Where a warp's rows go: row i of the sub-tile at column j0 starts at
 // buffer index base(i) = row_start(i) - out_offset + j0 - i - 1, and a warp
@@ -111,18 +115,18 @@ __device__ __forceinline__ void next_row(RowCursor& c, index_t n) {
 // indices stay signed until they are known to be valid.
 template <typename T>
 __device__ __forceinline__ void store_row(const EdmParams<T>& p, const RowCursor& c, index_t j0,
-                                          const T (&v)[4], int lane, bool fast) {
+                                          const T (&v)[kCols], int lane, bool fast) {
   if (fast) {
 #pragma unroll
-    for (int s = 0; s < 4; ++s)
-      p.out[c.base + lane + 32 * s] = v[s];
+    for (int s = 0; s < kCols; ++s)
+      p.out[c.base + lane + kWarpSize * s] = v[s];
     return;
   }
   const std::int64_t lo = static_cast<std::int64_t>(c.i) + 1 - static_cast<std::int64_t>(j0);
   const std::int64_t hi = static_cast<std::int64_t>(p.n) - static_cast<std::int64_t>(j0);
 #pragma unroll
-  for (int s = 0; s < 4; ++s) {
-    const int col = lane + 32 * s;
+  for (int s = 0; s < kCols; ++s) {
+    const int col = lane + kWarpSize * s;
     if (col >= lo && col < hi) p.out[c.base + col] = v[s];
   }
 }
@@ -156,11 +160,11 @@ __device__ __forceinline__ void subtile_small_d(const EdmParams<T>& p, index_t i
     for (int r = threadIdx.x; r < EdmPolicy::kTile; r += EdmPolicy::kThreads)
       sh.row_norms[r] = i0 + r < p.n ? p.norms[i0 + r] : 1.0;
   }
-  T xc[4][D];
-  double nc[4];
+  T xc[kCols][D];
+  double nc[kCols];
 #pragma unroll
-  for (int s = 0; s < 4; ++s) {
-    const index_t j = j0 + lane + 32 * s;
+  for (int s = 0; s < kCols; ++s) {
+    const index_t j = j0 + lane + kWarpSize * s;
 #pragma unroll
     for (int k = 0; k < D; ++k)
       xc[s][k] = j < p.n ? p.points[j * D + k] : T(0);
@@ -176,18 +180,18 @@ __device__ __forceinline__ void subtile_small_d(const EdmParams<T>& p, index_t i
 #pragma unroll
     for (int k = 0; k < D; ++k)
       xr[k] = sh.rows[r * D + k];
-    A acc[4];
+    A acc[kCols];
 #pragma unroll
-    for (int s = 0; s < 4; ++s) {
+    for (int s = 0; s < kCols; ++s) {
       acc[s] = A(0);
 #pragma unroll
       for (int k = 0; k < D; ++k)
         acc[s] = M::accumulate(acc[s], xr[k], xc[s][k]);
     }
-    T v[4];
+    T v[kCols];
     const double nr = M::needs_norms ? sh.row_norms[r] : 1.0;
 #pragma unroll
-    for (int s = 0; s < 4; ++s)
+    for (int s = 0; s < kCols; ++s)
       v[s] = M::finalize(acc[s], nr, nc[s]);
     store_row(p, cur, j0, v, lane, fast);
   }
@@ -207,18 +211,18 @@ __device__ __forceinline__ void subtile_general(const EdmParams<T>& p, index_t i
     for (int r = threadIdx.x; r < EdmPolicy::kTile; r += EdmPolicy::kThreads)
       sh.row_norms[r] = i0 + r < p.n ? p.norms[i0 + r] : 1.0;
   }
-  double nc[4];
+  double nc[kCols];
 #pragma unroll
-  for (int s = 0; s < 4; ++s) {
-    const index_t j = j0 + lane + 32 * s;
+  for (int s = 0; s < kCols; ++s) {
+    const index_t j = j0 + lane + kWarpSize * s;
     nc[s] = (M::needs_norms && j < p.n) ? p.norms[j] : 1.0;
   }
   for (int pass = 0; pass < kPasses; ++pass) {
-    A acc[kRowsPerPass][4];
+    A acc[kRowsPerPass][kCols];
 #pragma unroll
     for (int q = 0; q < kRowsPerPass; ++q)
 #pragma unroll
-      for (int s = 0; s < 4; ++s)
+      for (int s = 0; s < kCols; ++s)
         acc[q][s] = A(0);
     for (index_t kb = 0; kb < p.d; kb += kStep) {
       __syncthreads();
@@ -232,15 +236,15 @@ __device__ __forceinline__ void subtile_general(const EdmParams<T>& p, index_t i
       __syncthreads();
 #pragma unroll 4
       for (int k = 0; k < kStep; ++k) {
-        T c[4];
+        T c[kCols];
 #pragma unroll
-        for (int s = 0; s < 4; ++s)
-          c[s] = sh.cols[k][lane + 32 * s];
+        for (int s = 0; s < kCols; ++s)
+          c[s] = sh.cols[k][lane + kWarpSize * s];
 #pragma unroll
         for (int q = 0; q < kRowsPerPass; ++q) {
           const T xr = sh.rows[(pass * kRowsPerPass + q) * EdmPolicy::kWarps + warp][k];
 #pragma unroll
-          for (int s = 0; s < 4; ++s)
+          for (int s = 0; s < kCols; ++s)
             acc[q][s] = M::accumulate(acc[q][s], xr, c[s]);
         }
       }
@@ -252,9 +256,9 @@ __device__ __forceinline__ void subtile_general(const EdmParams<T>& p, index_t i
       const int r = (pass * kRowsPerPass + q) * EdmPolicy::kWarps + warp;
       if (cur.i >= p.n) break;
       const double nr = M::needs_norms ? sh.row_norms[r] : 1.0;
-      T v[4];
+      T v[kCols];
 #pragma unroll
-      for (int s = 0; s < 4; ++s)
+      for (int s = 0; s < kCols; ++s)
         v[s] = M::finalize(acc[q][s], nr, nc[s]);
       store_row(p, cur, j0, v, lane, fast);
     }
