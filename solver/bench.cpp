@@ -74,8 +74,6 @@ void bench_typed(const BenchOptions& o) {
   std::string device;
   std::vector<double> run, memset_ms, store_ms;
   if (backend == "cuda") {
-    if (p.tiling.rho % 128 != 0)
-      throw UsageError("--backend cuda needs --block to be a multiple of 128");
     const cuda::KernelTiming t = cuda::time_edm_kernels<T>(p, co, plan, o.repeat);
     device = t.device;
     run = t.kernel_ms;

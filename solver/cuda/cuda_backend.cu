@@ -53,27 +53,31 @@ void check(cudaError_t e, const char* what) {
 
 namespace {
 
-template <typename T>
-class DeviceBuffer {
+// Owns device memory (kPinnedHost = false) or pinned host memory (true).
+template <typename T, bool kPinnedHost>
+class CudaBuffer {
  public:
-  DeviceBuffer() = default;
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  ~DeviceBuffer() { release(); }
+  CudaBuffer() = default;
+  CudaBuffer(const CudaBuffer&) = delete;
+  CudaBuffer& operator=(const CudaBuffer&) = delete;
+  ~CudaBuffer() { release(); }
   void allocate(index_t count, const char* what) {
     release();
     if (count == 0) return;
-    const cudaError_t e = cudaMalloc(&ptr_, count * sizeof(T));
+    void* p = nullptr;
+    const cudaError_t e = kPinnedHost ? cudaHostAlloc(&p, count * sizeof(T), cudaHostAllocDefault)
+                                      : cudaMalloc(&p, count * sizeof(T));
     if (e != cudaSuccess) {
       cudaGetLastError();
-      ptr_ = nullptr;
-      throw std::runtime_error(std::string("out of GPU memory allocating ") + what + " (" +
-                               std::to_string(count * sizeof(T) >> 20) +
+      throw std::runtime_error(std::string(kPinnedHost ? "cannot pin host memory for "
+                                                       : "out of GPU memory allocating ") +
+                               what + " (" + std::to_string(count * sizeof(T) >> 20) +
                                " MiB): " + cudaGetErrorString(e));
     }
+    ptr_ = static_cast<T*>(p);
   }
   void release() {
-    if (ptr_) cudaFree(ptr_);
+    if (ptr_) kPinnedHost ? cudaFreeHost(ptr_) : cudaFree(ptr_);
     ptr_ = nullptr;
   }
   T* get() const { return ptr_; }
@@ -81,33 +85,10 @@ class DeviceBuffer {
  private:
   T* ptr_ = nullptr;
 };
-
 template <typename T>
-class PinnedBuffer {
- public:
-  PinnedBuffer() = default;
-  PinnedBuffer(const PinnedBuffer&) = delete;
-  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
-  ~PinnedBuffer() { release(); }
-  void allocate(index_t count) {
-    release();
-    const cudaError_t e = cudaHostAlloc(&ptr_, count * sizeof(T), cudaHostAllocDefault);
-    if (e != cudaSuccess) {
-      cudaGetLastError();
-      ptr_ = nullptr;
-      throw std::runtime_error("cannot pin " + std::to_string(count * sizeof(T) >> 20) +
-                               " MiB of host memory: " + cudaGetErrorString(e));
-    }
-  }
-  void release() {
-    if (ptr_) cudaFreeHost(ptr_);
-    ptr_ = nullptr;
-  }
-  T* get() const { return ptr_; }
-
- private:
-  T* ptr_ = nullptr;
-};
+using DeviceBuffer = CudaBuffer<T, false>;
+template <typename T>
+using PinnedBuffer = CudaBuffer<T, true>;
 
 struct Stream {
   cudaStream_t s = nullptr;
@@ -136,6 +117,13 @@ int pick_device(const CudaOptions& o) {
                      " CUDA device" + (count > 1 ? "s are" : " is") + " visible");
   check(cudaSetDevice(dev), "cudaSetDevice");
   return dev;
+}
+
+// The kernels cut tiles into 128×128 sub-tiles.
+void check_block(index_t rho) {
+  if (rho % EdmPolicy::kTile != 0)
+    throw UsageError("--backend cuda needs --block to be a multiple of " +
+                     std::to_string(EdmPolicy::kTile) + " (got " + std::to_string(rho) + ")");
 }
 
 // Ranks of this node that share one GPU split its free memory.
@@ -183,10 +171,7 @@ class CudaBackend final : public EdmBackend<T> {
     cudaDeviceProp prop{};
     check(cudaGetDeviceProperties(&prop, device_), "cudaGetDeviceProperties");
     name_ = prop.name;
-    if (p.tiling.rho % EdmPolicy::kTile != 0)
-      throw UsageError("--backend cuda needs --block to be a multiple of " +
-                       std::to_string(EdmPolicy::kTile) + " (got " + std::to_string(p.tiling.rho) +
-                       ")");
+    check_block(p.tiling.rho);
     points_.allocate(p.points.size(), "the points");
     check(cudaMemcpy(points_.get(), p.points.data(), p.points.size() * sizeof(T),
                      cudaMemcpyHostToDevice),
@@ -222,7 +207,7 @@ class CudaBackend final : public EdmBackend<T> {
   void reserve(index_t elements) override {
     for (int s = 0; s < 2; ++s) {
       device_out_[s].allocate(elements, "a chunk buffer");
-      host_out_[s].allocate(elements);
+      host_out_[s].allocate(elements, "a chunk buffer");
     }
   }
 
@@ -336,6 +321,7 @@ index_t device_buffer_elements(const CudaOptions& o) {
 template <typename T>
 KernelTiming time_edm_kernels(const EdmProblem<T>& p, const CudaOptions& o,
                               const mapping::ChunkPlan& plan, int repeat) {
+  check_block(p.tiling.rho);
   const int dev = pick_device(o);
   cudaDeviceProp prop{};
   check(cudaGetDeviceProperties(&prop, dev), "cudaGetDeviceProperties");
