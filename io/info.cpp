@@ -4,11 +4,14 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <sstream>
 #include <vector>
 
-#include "io/error.hpp"
+#include "core/error.hpp"
 #include "io/h5.hpp"
 #include "mapping/simplex.hpp"
 
@@ -96,6 +99,108 @@ std::string missing_ranges(const std::vector<unsigned char>& done) {
   return s;
 }
 
+// Shortest text that reads back as v ("0.1", "2.5", "1e-05").
+std::string number(double v) {
+  char buf[64];
+  for (int digits = 1; digits <= 17; ++digits) {
+    std::snprintf(buf, sizeof buf, "%.*g", digits, v);
+    if (std::strtod(buf, nullptr) == v) break;
+  }
+  return buf;
+}
+
+double read_attr_f64(hid_t obj, const char* name) {
+  Hid attr = attr_handle(H5Aopen(obj, name, H5P_DEFAULT), std::string("H5Aopen ") + name);
+  double v = 0;
+  check_status(H5Aread(attr, H5T_NATIVE_DOUBLE, &v), std::string("H5Aread ") + name);
+  return v;
+}
+
+bool exists(hid_t file, const char* name) {
+  const bool yes = H5Lexists(file, name, H5P_DEFAULT) > 0;
+  H5Eclear2(H5E_DEFAULT);
+  return yes;
+}
+
+// A whole 1-D dataset of `want` values (/edges, /counts: at most a million),
+// or nothing when it is not one.
+template <typename T>
+std::vector<T> read_small(hid_t file, const char* name, hid_t mem_type, hsize_t want) {
+  Hid ds = dataset_handle(H5Dopen2(file, name, H5P_DEFAULT), std::string("H5Dopen /") + name);
+  const auto dims = dataset_shape(ds);
+  if (dims.size() != 1 || dims[0] != want) return {};
+  std::vector<T> v(want);
+  check_status(H5Dread(ds, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()),
+               std::string("reading /") + name);
+  return v;
+}
+
+// The value of a scalar int64 dataset (/underflow, /overflow); false if it is not one.
+bool read_scalar_i64(hid_t file, const char* name, std::int64_t* v) {
+  if (!exists(file, name)) return false;
+  Hid ds = dataset_handle(H5Dopen2(file, name, H5P_DEFAULT), std::string("H5Dopen /") + name);
+  if (!dataset_shape(ds).empty()) return false;
+  check_status(H5Dread(ds, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, v),
+               std::string("reading /") + name);
+  return true;
+}
+
+enum class Kind { edm, hist, cross };
+
+// What a hist file says beyond its /counts line; sets *problem when its
+// records disagree. *total is the number of pairs the chunks cover.
+void describe_hist(hid_t file, hid_t counts, std::ostream& out, std::string* problem,
+                   std::uint64_t* total, std::uint64_t* binned) {
+  const auto dims = dataset_shape(counts);
+  const std::uint64_t n = has_attr(counts, "n") ? read_attr_u64(counts, "n") : 0;
+  *total = mapping::pair_count(n);
+  const hsize_t bins = dims.size() == 1 ? dims[0] : 0;
+  if (dims.size() != 1) {
+    *problem = "/counts is not 1-D";
+    return;
+  }
+  if (has_attr(counts, "bins") && read_attr_u64(counts, "bins") != bins) {
+    *problem = "/counts does not have `bins` values";
+    return;
+  }
+  if (has_attr(counts, "pairs") && read_attr_u64(counts, "pairs") != *total) {
+    *problem = "the `pairs` attribute is not C(n,2)";
+    return;
+  }
+  out << "histogram: " << bins << " bins";
+  if (has_attr(counts, "range_lo") && has_attr(counts, "range_hi"))
+    out << " over [" << number(read_attr_f64(counts, "range_lo")) << ", "
+        << number(read_attr_f64(counts, "range_hi")) << "]";
+  out << (has_attr(counts, "box") ? " (periodic box " + read_attr_string(counts, "box") + ")" : "")
+      << "\n";
+
+  std::int64_t under = 0, over = 0;
+  const std::vector<double> edges =
+      exists(file, "edges") ? read_small<double>(file, "edges", H5T_NATIVE_DOUBLE, bins + 1)
+                            : std::vector<double>{};
+  if (edges.empty()) {
+    *problem = "/edges does not hold bins+1 values";
+    return;
+  }
+  if (!read_scalar_i64(file, "underflow", &under) || !read_scalar_i64(file, "overflow", &over)) {
+    *problem = "no scalar /underflow and /overflow";
+    return;
+  }
+  const auto values = read_small<std::int64_t>(file, "counts", H5T_NATIVE_INT64, bins);
+  std::uint64_t sum = 0;
+  for (const std::int64_t c : values)
+    sum += static_cast<std::uint64_t>(c);
+  *binned = sum + static_cast<std::uint64_t>(under) + static_cast<std::uint64_t>(over);
+  out << "counts:    " << sum << " in range, underflow " << under << ", overflow " << over
+      << " (of " << *total << " pairs)\n";
+  if (exists(file, "rdf")) {
+    Hid rdf = dataset_handle(H5Dopen2(file, "rdf", H5P_DEFAULT), "H5Dopen /rdf");
+    out << "rdf:       /rdf " << type_name(rdf) << shape_of(rdf) << attributes(rdf) << "\n";
+  } else {
+    out << "rdf:       none (written only with --box)\n";
+  }
+}
+
 }  // namespace
 
 int describe_result(const std::string& path, std::ostream& out) {
@@ -114,31 +219,61 @@ int describe_result(const std::string& path, std::ostream& out) {
   out << "created:   " << root_attr(file, "created") << "\n";
   out << "command:   " << root_attr(file, "command") << "\n";
   out << "input:     " << root_attr(file, "input") << "\n";
+  if (has_attr(file, "with")) out << "with:      " << read_attr_string(file, "with") << "\n";
 
-  const bool has_values = H5Lexists(file, "distances", H5P_DEFAULT) > 0;
-  const bool has_points = H5Lexists(file, "points", H5P_DEFAULT) > 0;
-  const bool has_progress = H5Lexists(file, "progress", H5P_DEFAULT) > 0 &&
-                            H5Lexists(file, "progress/done", H5P_DEFAULT) > 0 &&
-                            H5Lexists(file, "progress/offsets", H5P_DEFAULT) > 0;
+  const bool has_progress =
+      exists(file, "progress") && exists(file, "progress/done") && exists(file, "progress/offsets");
+  // The result dataset is the one /progress names: /distances (edm, cross) or /counts (hist).
+  std::string name = "distances";
+  if (has_progress) {
+    Hid progress = group_handle(H5Gopen2(file, "progress", H5P_DEFAULT), "H5Gopen /progress");
+    if (has_attr(progress, "dataset")) name = read_attr_string(progress, "dataset");
+    if (!name.empty() && name[0] == '/') name.erase(0, 1);
+  }
   H5Eclear2(H5E_DEFAULT);
-  if (!has_values || !has_progress) {
-    out << "status:    not a tdsolve result (no /distances with /progress)\n";
+  if ((name != "distances" && name != "counts") || !exists(file, name.c_str()) || !has_progress) {
+    out << "status:    not a tdsolve result (no /distances or /counts with /progress)\n";
     return kInfoIncomplete;
   }
-  Hid values = dataset_handle(H5Dopen2(file, "distances", H5P_DEFAULT), "H5Dopen /distances");
-  out << "dataset:   /distances " << type_name(values) << shape_of(values) << attributes(values)
-      << "\n";
+  const bool has_points = exists(file, "points");
+  Hid values = dataset_handle(H5Dopen2(file, name.c_str(), H5P_DEFAULT), "H5Dopen /" + name);
+  const auto len = dataset_shape(values);
+  const Kind kind = name == "counts" ? Kind::hist : len.size() == 2 ? Kind::cross : Kind::edm;
+  out << "dataset:   /" << name << " " << type_name(values) << shape_of(values)
+      << attributes(values) << "\n";
   if (has_points) {
     Hid points = dataset_handle(H5Dopen2(file, "points", H5P_DEFAULT), "H5Dopen /points");
     out << "points:    /points " << type_name(points) << shape_of(points) << "\n";
+  }
+
+  // The file is complete only if its own records agree with each other.
+  std::string problem;
+  // What the chunks cover: pairs (edm, hist) or matrix entries (cross).
+  std::uint64_t total = 0, binned = 0;
+  const char* unit = "pairs";
+  if (kind == Kind::edm) {
+    const std::uint64_t n = has_attr(values, "n") ? read_attr_u64(values, "n") : 0;
+    total = len.size() == 1 ? len[0] : 0;
+    if (len.size() != 1)
+      problem = "/distances is not 1-D";
+    else if (len[0] != mapping::pair_count(n))
+      problem = "/distances length is not C(n,2)";
+  } else if (kind == Kind::cross) {
+    unit = "values";
+    total = len[0] * len[1];
+    out << "matrix:    " << len[0] << " rows x " << len[1] << " cols\n";
+    if ((has_attr(values, "rows") && read_attr_u64(values, "rows") != len[0]) ||
+        (has_attr(values, "cols") && read_attr_u64(values, "cols") != len[1]))
+      problem = "/distances is not rows x cols";
+  } else {
+    describe_hist(file, values, out, &problem, &total, &binned);
   }
 
   Hid done_ds =
       dataset_handle(H5Dopen2(file, "progress/done", H5P_DEFAULT), "H5Dopen /progress/done");
   Hid off_ds =
       dataset_handle(H5Dopen2(file, "progress/offsets", H5P_DEFAULT), "H5Dopen /progress/offsets");
-  const auto chunks = dataset_shape(done_ds), offs = dataset_shape(off_ds),
-             len = dataset_shape(values);
+  const auto chunks = dataset_shape(done_ds), offs = dataset_shape(off_ds);
   std::vector<unsigned char> done(chunks.empty() ? 0 : chunks[0]);
   std::vector<std::uint64_t> offsets(offs.empty() ? 0 : offs[0]);
   check_status(H5Dread(done_ds, H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, done.data()),
@@ -146,21 +281,19 @@ int describe_result(const std::string& path, std::ostream& out) {
   check_status(H5Dread(off_ds, H5T_NATIVE_UINT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, offsets.data()),
                "reading /progress/offsets");
 
-  // The file is complete only if its own records agree with each other.
-  std::string problem;
-  const std::uint64_t n = has_attr(values, "n") ? read_attr_u64(values, "n") : 0;
-  if (len.size() != 1)
-    problem = "/distances is not 1-D";
-  else if (len[0] != mapping::pair_count(n))
-    problem = "/distances length is not C(n,2)";
-  else if (offsets.size() != done.size() + 1 || offsets.empty() || offsets.back() != len[0] ||
-           !std::is_sorted(offsets.begin(), offsets.end()))
-    problem = "/progress/offsets does not cover /distances";
+  if (problem.empty() &&
+      (offsets.size() != done.size() + 1 || offsets.empty() || offsets.back() != total ||
+       !std::is_sorted(offsets.begin(), offsets.end())))
+    problem = std::string("/progress/offsets does not cover ") +
+              (kind == Kind::hist ? "the C(n,2) pairs" : "/distances");
 
   const size_t complete = static_cast<size_t>(std::count(done.begin(), done.end(), 1));
   std::uint64_t pairs_done = 0;
   for (size_t c = 0; c < done.size() && c + 1 < offsets.size(); ++c)
     if (done[c]) pairs_done += offsets[c + 1] - offsets[c];
+  // A finished histogram accounts for every pair.
+  if (problem.empty() && kind == Kind::hist && complete == done.size() && binned != total)
+    problem = "counts + underflow + overflow is not C(n,2)";
   if (!problem.empty()) {
     out << "progress:  INCONSISTENT: " << problem << "\n";
     return kInfoIncomplete;
@@ -170,9 +303,9 @@ int describe_result(const std::string& path, std::ostream& out) {
     return kInfoComplete;
   }
   char pct[32];
-  std::snprintf(pct, sizeof pct, "%.1f", len[0] ? 100.0 * pairs_done / len[0] : 0.0);
+  std::snprintf(pct, sizeof pct, "%.1f", total ? 100.0 * pairs_done / total : 0.0);
   out << "progress:  INCOMPLETE: " << complete << " of " << done.size() << " chunks written ("
-      << pct << "% of pairs); missing chunks " << missing_ranges(done) << "\n";
+      << pct << "% of " << unit << "); missing chunks " << missing_ranges(done) << "\n";
   return kInfoIncomplete;
 }
 

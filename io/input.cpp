@@ -6,7 +6,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "io/error.hpp"
+#include "core/error.hpp"
 #include "io/h5.hpp"
 
 namespace tdsolve::io {
@@ -329,6 +329,9 @@ void check_shape(index_t n, index_t d, const std::string& source) {
     throw InputError("input '" + source + "' is empty (" + std::to_string(n) + " points × " +
                      std::to_string(d) + " features)");
   }
+}
+
+void check_pairs(index_t n, const std::string& source) {
   if (n < 2)
     throw InputError("input '" + source + "' has " + std::to_string(n) +
                      " point; pairs need at least 2");

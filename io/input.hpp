@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "mapping/hd.hpp"
+#include "core/types.hpp"
 
 namespace tdsolve::io {
 
@@ -38,8 +38,10 @@ struct GeneratorSpec {
 GeneratorSpec parse_generator(const std::string& spec);  // throws UsageError
 PointSet generate_points(const GeneratorSpec& g);
 
-// Shape checks shared by every source: n >= 2, d >= 1.
+// Shape checks shared by every source: n >= 1, d >= 1.
 void check_shape(index_t n, index_t d, const std::string& source);
+// Pairs of one set need n >= 2.
+void check_pairs(index_t n, const std::string& source);
 // Every value finite, else InputError naming the first bad row and column.
 void check_finite(const PointSet& p);
 

@@ -1,17 +1,48 @@
 #include "io/result_file.hpp"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 namespace tdsolve::io {
 
 namespace {
 
-Hid make_fapl(MPI_Comm comm) {
+hid_t file_type(ValueType t) {
+  switch (t) {
+    case ValueType::f32:
+      return H5T_IEEE_F32LE;
+    case ValueType::f64:
+      return H5T_IEEE_F64LE;
+    case ValueType::i64:
+      return H5T_STD_I64LE;
+  }
+  return H5T_IEEE_F32LE;
+}
+
+hid_t memory_type(ValueType t) {
+  switch (t) {
+    case ValueType::f32:
+      return H5T_NATIVE_FLOAT;
+    case ValueType::f64:
+      return H5T_NATIVE_DOUBLE;
+    case ValueType::i64:
+      return H5T_NATIVE_INT64;
+  }
+  return H5T_NATIVE_FLOAT;
+}
+
+// Large objects start on 1 MiB boundaries (stripe-friendly on Lustre/GPFS).
+void set_alignment(hid_t fapl) {
+  check_status(H5Pset_alignment(fapl, 1 << 16, 1 << 20), "H5Pset_alignment");
+}
+
+Hid make_parallel_fapl(MPI_Comm comm) {
   Hid fapl = plist_handle(H5Pcreate(H5P_FILE_ACCESS), "H5Pcreate(file access)");
   check_status(H5Pset_fapl_mpio(fapl, comm, MPI_INFO_NULL), "H5Pset_fapl_mpio");
   // Metadata is read and written collectively: no rank storms the file system.
   check_status(H5Pset_all_coll_metadata_ops(fapl, true), "H5Pset_all_coll_metadata_ops");
   check_status(H5Pset_coll_metadata_write(fapl, true), "H5Pset_coll_metadata_write");
-  // Large objects start on 1 MiB boundaries (stripe-friendly on Lustre/GPFS).
-  check_status(H5Pset_alignment(fapl, 1 << 16, 1 << 20), "H5Pset_alignment");
+  set_alignment(fapl);
   return fapl;
 }
 
@@ -25,83 +56,145 @@ Hid make_dcpl(bool fill) {
   return dcpl;
 }
 
-Hid create_dataset(hid_t loc, const char* name, hid_t type, std::vector<hsize_t> dims, bool fill) {
-  Hid space = space_handle(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr),
-                           std::string("H5Screate_simple for ") + name);
-  Hid dcpl = make_dcpl(fill);
-  return dataset_handle(H5Dcreate2(loc, name, type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT),
-                        std::string("H5Dcreate ") + name);
+Hid create_dataset(hid_t loc, const std::string& name, hid_t type, const std::vector<index_t>& dims,
+                   bool fill) {
+  std::vector<hsize_t> h(dims.begin(), dims.end());
+  Hid space = dims.empty()
+                  ? space_handle(H5Screate(H5S_SCALAR), "H5Screate(scalar) for " + name)
+                  : space_handle(H5Screate_simple(static_cast<int>(h.size()), h.data(), nullptr),
+                                 "H5Screate_simple for " + name);
+  Hid dcpl =
+      dims.empty() ? plist_handle(H5Pcopy(H5P_DATASET_CREATE_DEFAULT), "H5Pcopy") : make_dcpl(fill);
+  return dataset_handle(H5Dcreate2(loc, name.c_str(), type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT),
+                        "H5Dcreate " + name);
 }
 
-// Writes `count` elements at `offset` of a 1-D dataset (count = 0: nothing,
-// but still takes part in the collective call).
+void write_attrs(hid_t obj, const std::vector<Attr>& attrs) {
+  for (const Attr& a : attrs)
+    std::visit([&](const auto& v) { write_attr(obj, a.name.c_str(), v); }, a.value);
+}
+
+// Writes `count` elements at flattened `offset` of a 1-D or 2-D dataset
+// (2-D: whole rows). count = 0 writes nothing but still takes part in the
+// collective call.
 void write_range(hid_t dset, hid_t mem_type, hid_t xfer, index_t offset, index_t count,
-                 const void* data, const char* what) {
-  Hid fspace = space_handle(H5Dget_space(dset), std::string("H5Dget_space ") + what);
-  const hsize_t start = offset, n = count > 0 ? count : 1;
+                 const void* data, const std::string& what) {
+  Hid fspace = space_handle(H5Dget_space(dset), "H5Dget_space " + what);
+  const int rank = H5Sget_simple_extent_ndims(fspace);
+  hsize_t dims[2] = {0, 0};
+  H5Sget_simple_extent_dims(fspace, dims, nullptr);
+  const hsize_t n = count > 0 ? count : 1;
   Hid mspace = space_handle(H5Screate_simple(1, &n, nullptr), "H5Screate_simple");
   if (count > 0) {
-    check_status(H5Sselect_hyperslab(fspace, H5S_SELECT_SET, &start, nullptr, &n, nullptr),
-                 std::string("H5Sselect_hyperslab ") + what);
+    if (rank == 2) {
+      const hsize_t start[2] = {offset / dims[1], 0}, block[2] = {count / dims[1], dims[1]};
+      check_status(H5Sselect_hyperslab(fspace, H5S_SELECT_SET, start, nullptr, block, nullptr),
+                   "H5Sselect_hyperslab " + what);
+    } else {
+      const hsize_t start = offset;
+      check_status(H5Sselect_hyperslab(fspace, H5S_SELECT_SET, &start, nullptr, &n, nullptr),
+                   "H5Sselect_hyperslab " + what);
+    }
   } else {
     check_status(H5Sselect_none(fspace), "H5Sselect_none");
     check_status(H5Sselect_none(mspace), "H5Sselect_none");
   }
   static const unsigned char dummy = 0;
   check_status(H5Dwrite(dset, mem_type, mspace, fspace, xfer, count > 0 ? data : &dummy),
-               std::string("H5Dwrite ") + what);
+               "H5Dwrite " + what);
+}
+
+// Rank 0 writes all of a small dataset; the others select nothing.
+void write_whole(hid_t dset, hid_t mem_type, hid_t xfer, const void* data,
+                 const std::string& what) {
+  Hid fspace = space_handle(H5Dget_space(dset), "H5Dget_space " + what);
+  Hid mspace = space_handle(H5Dget_space(dset), "H5Dget_space " + what);
+  static const unsigned char dummy[16] = {};
+  if (!data) {
+    check_status(H5Sselect_none(fspace), "H5Sselect_none");
+    check_status(H5Sselect_none(mspace), "H5Sselect_none");
+  }
+  check_status(H5Dwrite(dset, mem_type, mspace, fspace, xfer, data ? data : dummy),
+               "H5Dwrite " + what);
+}
+
+void build_structure(hid_t file, const ResultLayout& L) {
+  write_attrs(file, L.root_attrs);
+  {
+    Hid values =
+        create_dataset(file, L.result.name, file_type(L.result.type), L.result.dims, false);
+    write_attrs(values, L.result.attrs);
+  }
+  for (const DatasetSpec& x : L.extras) {
+    Hid d = create_dataset(file, x.name, file_type(x.type), x.dims, true);
+    write_attrs(d, x.attrs);
+    if (!x.initial.empty())
+      check_status(H5Dwrite(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, x.initial.data()),
+                   "H5Dwrite " + x.name);
+  }
+  Hid progress = group_handle(H5Gcreate2(file, "progress", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+                              "H5Gcreate /progress");
+  const index_t chunks = L.chunk_offsets.size() - 1;
+  write_attr(progress, "chunks", static_cast<std::uint64_t>(chunks));
+  write_attr(progress, "dataset", "/" + L.result.name);
+  { Hid done = create_dataset(progress, "done", H5T_STD_U8LE, {chunks}, true); }
+  Hid offsets = create_dataset(progress, "offsets", H5T_STD_U64LE, {chunks + 1}, true);
+  static_assert(sizeof(index_t) == sizeof(std::uint64_t), "64-bit offsets");
+  check_status(
+      H5Dwrite(offsets, H5T_NATIVE_UINT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, L.chunk_offsets.data()),
+      "H5Dwrite /progress/offsets");
+  if (L.store_points) {
+    Hid points =
+        create_dataset(file, "points", file_type(L.points_type), {L.points, L.features}, false);
+  }
 }
 
 }  // namespace
 
-ResultWriter::ResultWriter(MPI_Comm comm, const ResultLayout& L) {
-  mem_type_ = L.is_double ? H5T_NATIVE_DOUBLE : H5T_NATIVE_FLOAT;
-  Hid fapl = make_fapl(comm);
-  file_ = file_handle(
-      H5Fcreate(L.path.c_str(), L.overwrite ? H5F_ACC_TRUNC : H5F_ACC_EXCL, H5P_DEFAULT, fapl),
-      "cannot create output file '" + L.path + "'");
+void create_result_file(const ResultLayout& L) {
+  struct stat st {};
+  const bool existed = stat(L.path.c_str(), &st) == 0;
+  Hid fapl = plist_handle(H5Pcreate(H5P_FILE_ACCESS), "H5Pcreate(file access)");
+  set_alignment(fapl);
+  const hid_t id =
+      H5Fcreate(L.path.c_str(), L.overwrite ? H5F_ACC_TRUNC : H5F_ACC_EXCL, H5P_DEFAULT, fapl);
+  if (id < 0) check(id, "cannot create output file '" + L.path + "'");
+  Hid file(id, H5Fclose);
+  try {
+    build_structure(file, L);
+    // Everything but the values reaches the disk now: a run that dies from
+    // here on leaves a file that opens and reads as incomplete.
+    file.close("cannot write output file '" + L.path + "'");
+  } catch (...) {
+    // A half-made file must not stay behind looking like a result. The
+    // failed handle is let go of without another flush attempt.
+    file.reset();
+    if (!existed || L.overwrite) unlink(L.path.c_str());
+    throw;
+  }
+}
+
+ResultWriter::ResultWriter(MPI_Comm comm, const ResultLayout& L) : layout_(L) {
+  MPI_Comm_rank(comm, &rank_);
+  mem_type_ = memory_type(L.result.type);
+  Hid fapl = make_parallel_fapl(comm);
+  file_ = file_handle(H5Fopen(L.path.c_str(), H5F_ACC_RDWR, fapl),
+                      "cannot open output file '" + L.path + "' for writing");
   xfer_ = plist_handle(H5Pcreate(H5P_DATASET_XFER), "H5Pcreate(transfer)");
   check_status(H5Pset_dxpl_mpio(xfer_, H5FD_MPIO_COLLECTIVE), "H5Pset_dxpl_mpio");
-
-  write_attr(file_, "software", std::string("tdsolve"));
-  write_attr(file_, "version", L.version);
-  write_attr(file_, "command", L.command);
-  write_attr(file_, "created", L.created);
-  write_attr(file_, "input", L.input);
-
-  const index_t total = L.chunk_offsets.back();
-  values_ = create_dataset(file_, "distances", L.is_double ? H5T_IEEE_F64LE : H5T_IEEE_F32LE,
-                           {total}, false);
-  write_attr(values_, "n", static_cast<std::uint64_t>(L.n));
-  write_attr(values_, "k", static_cast<std::uint64_t>(2));
-  write_attr(values_, "layout", std::string("combinations"));
-  write_attr(values_, "metric", L.metric);
-  write_attr(values_, "precision", L.precision);
-  write_attr(values_, "features", static_cast<std::uint64_t>(L.features));
-  write_attr(values_, "block", static_cast<std::uint64_t>(L.block));
-
-  Hid progress = group_handle(H5Gcreate2(file_, "progress", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
-                              "H5Gcreate /progress");
-  const index_t chunks = L.chunk_offsets.size() - 1;
-  write_attr(progress, "chunks", static_cast<std::uint64_t>(chunks));
-  write_attr(progress, "dataset", std::string("/distances"));
-  done_ = create_dataset(progress, "done", H5T_STD_U8LE, {chunks}, true);
-  Hid offsets = create_dataset(progress, "offsets", H5T_STD_U64LE, {chunks + 1}, true);
-  if (L.store_points) {
-    points_ = create_dataset(file_, "points", L.is_double ? H5T_IEEE_F64LE : H5T_IEEE_F32LE,
-                             {L.n, L.features}, false);
-  }
-  int rank = 0;
-  MPI_Comm_rank(comm, &rank);
-  write_range(offsets, H5T_NATIVE_UINT64, xfer_, 0, rank == 0 ? chunks + 1 : 0,
-              L.chunk_offsets.data(), "/progress/offsets");
-  // Everything but the values is now on disk: a run that dies from here on
-  // leaves a file that opens and reads as incomplete.
-  check_status(H5Fflush(file_, H5F_SCOPE_GLOBAL), "H5Fflush");
+  values_ = dataset_handle(H5Dopen2(file_, L.result.name.c_str(), H5P_DEFAULT),
+                           "H5Dopen /" + L.result.name);
+  done_ = dataset_handle(H5Dopen2(file_, "progress/done", H5P_DEFAULT), "H5Dopen /progress/done");
+  if (L.store_points)
+    points_ = dataset_handle(H5Dopen2(file_, "points", H5P_DEFAULT), "H5Dopen /points");
 }
 
 void ResultWriter::write(index_t offset, index_t count, const void* data) {
-  write_range(values_, mem_type_, xfer_, offset, count, data, "/distances");
+  write_range(values_, mem_type_, xfer_, offset, count, data, "/" + layout_.result.name);
+}
+
+void ResultWriter::flush() {
+  check_status(H5Fflush(file_, H5F_SCOPE_GLOBAL), "H5Fflush (syncing the output file)");
 }
 
 void ResultWriter::mark_done(bool has, index_t chunk) {
@@ -109,23 +202,29 @@ void ResultWriter::mark_done(bool has, index_t chunk) {
   write_range(done_, H5T_NATIVE_UINT8, xfer_, chunk, has ? 1 : 0, &one, "/progress/done");
 }
 
-void ResultWriter::write_points(const void* data, index_t n, index_t d) {
-  Hid fspace = space_handle(H5Dget_space(points_), "H5Dget_space /points");
-  const hsize_t dims[2] = {n, d};
-  Hid mspace = space_handle(H5Screate_simple(2, dims, nullptr), "H5Screate_simple");
-  static const unsigned char dummy = 0;
-  if (!data) {
-    check_status(H5Sselect_none(fspace), "H5Sselect_none");
-    check_status(H5Sselect_none(mspace), "H5Sselect_none");
+void ResultWriter::mark_all_done() {
+  const std::vector<unsigned char> ones(layout_.chunk_offsets.size() - 1, 1);
+  write_whole(done_, H5T_NATIVE_UINT8, xfer_, rank_ == 0 ? ones.data() : nullptr, "/progress/done");
+}
+
+void ResultWriter::write_extra(const std::string& name, const void* data) {
+  ValueType type = layout_.result.type;
+  if (name != layout_.result.name) {
+    for (const DatasetSpec& x : layout_.extras)
+      if (x.name == name) type = x.type;
   }
-  check_status(H5Dwrite(points_, mem_type_, mspace, fspace, xfer_, data ? data : &dummy),
-               "H5Dwrite /points");
+  Hid d = dataset_handle(H5Dopen2(file_, name.c_str(), H5P_DEFAULT), "H5Dopen /" + name);
+  write_whole(d, memory_type(type), xfer_, data, "/" + name);
+}
+
+void ResultWriter::write_points(const void* data) {
+  write_whole(points_, memory_type(layout_.points_type), xfer_, data, "/points");
 }
 
 void ResultWriter::close() {
   points_.reset();
   done_.close("H5Dclose /progress/done");
-  values_.close("H5Dclose /distances");
+  values_.close("H5Dclose /" + layout_.result.name);
   xfer_.reset();
   file_.close("H5Fclose (flushing the output file)");
 }

@@ -1,57 +1,95 @@
 // The result file, written collectively by every rank (DESIGN §4).
 //
-//   /                 attrs: software, version, command, created, input
-//   /distances        1-D, C(n,2) values in itertools.combinations order;
-//                     attrs: n, k, layout, metric, precision, features, block
-//   /progress/done    uint8[K]: 1 once chunk c's bytes are written
-//   /progress/offsets uint64[K+1]: packed offset where each chunk starts
+//   /                 attrs: software, version, command, created, input, ...
+//   /<dataset>        the result: 1-D or 2-D, in the domain's packed order
+//                     (edm: /distances, C(n,2) values; cross: /distances,
+//                     M × K; hist: /counts, written once at the end)
+//   /<extras>         small datasets of a result (hist: /edges, /underflow,
+//                     /overflow, /rdf), written by rank 0
+//   /progress/done    uint8[K]: 1 once chunk c's data is written and flushed
+//   /progress/offsets uint64[K+1]: where each chunk starts, in elements of
+//                     the flattened result
 //   /points           (optional) the n × d input as computed with
 //
-// The file's structure is created and flushed before any data is written, so
-// a run killed at any point leaves a readable file whose progress says which
-// chunks are missing; readers call a file complete only when every chunk is.
+// Rank 0 creates the whole structure alone (no MPI-IO) and closes it, so a
+// failure there — a full disk, a device that is no file — is one rank's
+// ordinary error, cleaned up by removing what it made; then every rank opens
+// the file for collective writes. A run killed at any point after that
+// leaves a readable file whose progress says which chunks are missing;
+// readers call a file complete only when every chunk is.
 #pragma once
 
 #include <mpi.h>
 
+#include <cstdint>
 #include <string>
 #include <utility>
+#include <variant>
 #include <vector>
 
+#include "core/types.hpp"
 #include "io/h5.hpp"
-#include "mapping/hd.hpp"
 
 namespace tdsolve::io {
+
+enum class ValueType { f32, f64, i64 };
+
+struct Attr {
+  std::string name;
+  std::variant<std::string, std::uint64_t, double> value;
+};
+
+struct DatasetSpec {
+  std::string name;  // relative to the root, e.g. "distances"
+  ValueType type = ValueType::f32;
+  std::vector<index_t> dims;  // empty: a scalar
+  std::vector<Attr> attrs;
+  std::vector<double> initial;  // extras known up front (written at creation)
+};
 
 struct ResultLayout {
   std::string path;
   bool overwrite = false;
-  bool is_double = false;
-  index_t n = 0, features = 0, block = 0;
-  std::string metric, precision;
-  std::vector<index_t> chunk_offsets;  // K+1 packed offsets, last = C(n,2)
-  bool store_points = false;           // create /points (n × features)
-  // Root attributes (identical on every rank).
-  std::string version, command, created, input;
+  DatasetSpec result;                  // the chunked result
+  std::vector<DatasetSpec> extras;     // small datasets of the result
+  std::vector<index_t> chunk_offsets;  // K+1 offsets into the flattened result
+  std::vector<Attr> root_attrs;        // identical on every rank
+  bool store_points = false;           // create /points (points × features)
+  index_t points = 0, features = 0;
+  ValueType points_type = ValueType::f32;
 };
+
+// Rank 0 (of a communicator of one) creates the file and its structure, then
+// closes it. On failure it removes what it created and throws H5Error.
+void create_result_file(const ResultLayout& layout);
 
 class ResultWriter {
  public:
-  ResultWriter(MPI_Comm comm, const ResultLayout& layout);  // collective
+  // Collective: opens the file create_result_file made, for writing.
+  ResultWriter(MPI_Comm comm, const ResultLayout& layout);
   ResultWriter(const ResultWriter&) = delete;
   ResultWriter& operator=(const ResultWriter&) = delete;
 
   // Collective: every rank calls it once per round, with count = 0 when it
-  // has nothing this round.
+  // has nothing this round. offset and count are in flattened elements; for
+  // a 2-D result they cover whole rows.
   void write(index_t offset, index_t count, const void* data);
+  // Collective: data written so far reaches the storage (MPI_File_sync).
+  void flush();
   // Collective: record chunk `chunk` of this rank as complete (has = false: none).
   void mark_done(bool has, index_t chunk);
+  // Collective: every chunk complete (reductions, written once at the end).
+  void mark_all_done();
+  // Collective: rank 0 writes a whole extra dataset (the others pass nullptr).
+  void write_extra(const std::string& name, const void* data);
   // Collective: rank 0 supplies n × d values, the others pass nullptr.
-  void write_points(const void* data, index_t n, index_t d);
+  void write_points(const void* data);
   // Collective; flushes and reports failure.
   void close();
 
  private:
+  ResultLayout layout_;
+  int rank_ = 0;
   Hid file_, values_, done_, points_, xfer_;
   hid_t mem_type_;
 };

@@ -13,7 +13,7 @@
 
 #include <cmath>
 
-#include "mapping/hd.hpp"
+#include "core/types.hpp"
 
 namespace tdsolve::mapping {
 

@@ -1,49 +1,59 @@
-// What the driver needs from a compute backend: fill a chunk buffer with the
-// values of a range of block rows, asynchronously, two chunks in flight.
+// What the driver needs from a compute backend: the results of a range of
+// block rows (one chunk), asynchronously, two chunks in flight.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "mapping/lambda2.hpp"
-#include "solver/metrics.hpp"
+#include "solver/problem.hpp"
 
 namespace tdsolve {
 
-// The problem every backend sees: points already in compute precision.
-template <typename T>
-struct EdmProblem {
-  index_t n = 0, d = 0;
-  std::vector<T> points;      // n × d, row-major
-  std::vector<double> norms;  // n, filled when the metric needs them
-  Metric metric = Metric::euclidean;
-  mapping::PairTiling tiling;
+struct ChunkJob {
+  index_t chunk = 0;                   // index in the plan (fault injection, messages)
+  index_t row_begin = 0, row_end = 0;  // block rows
+  index_t elements = 0;                // domain elements in them
 };
 
-struct ChunkJob {
-  index_t row_begin = 0, row_end = 0;  // block rows
-  index_t elements = 0;                // pairs in them
+// What a backend hands the sink for one chunk: the values in packed order
+// (store epilogue) or the histogram slots [underflow, bins..., overflow].
+template <typename T>
+struct ChunkResult {
+  const T* values = nullptr;
+  const std::uint64_t* counts = nullptr;
 };
 
 // Protocol: submit(a); submit(b); wait() -> a; submit(c); wait() -> b; ...
-// At most two jobs are outstanding; the buffer wait() returns stays valid
-// until the second submit() after it.
+// At most two jobs are outstanding; what wait() returns stays valid until
+// the second submit() after it.
 template <typename T>
-class EdmBackend {
+class Backend {
  public:
-  virtual ~EdmBackend() = default;
+  virtual ~Backend() = default;
   virtual std::string describe() const = 0;
-  // The largest chunk (pairs) whose buffers fit this backend's memory.
+  // The largest chunk (values) whose buffers fit this backend's memory;
+  // a histogram buffers no values, so its chunks are bounded elsewhere.
   virtual index_t max_chunk_elements() const = 0;
-  // Allocate buffers for chunks of up to `elements` pairs.
+  // Allocate buffers for chunks of up to `elements` values.
   virtual void reserve(index_t elements) = 0;
+  // Results stay on the device (bench): no device-to-host copy.
+  virtual void keep_on_device(bool) {}
   virtual void submit(const ChunkJob& job) = 0;
-  virtual const T* wait() = 0;
+  virtual ChunkResult<T> wait() = 0;
   // Seconds spent computing (kernel or loop time), and moving results to the
   // host where that is a separate step.
   virtual double compute_seconds() const = 0;
   virtual double transfer_seconds() const { return 0; }
+  virtual void reset_timers() = 0;
+  // Write ceilings for bench: seconds to fill the backend's buffer once per
+  // chunk size given (memset; on a GPU also a plain 16-byte store kernel).
+  struct Ceiling {
+    std::string name;
+    double seconds;
+  };
+  virtual std::vector<Ceiling> write_ceilings(const std::vector<index_t>& chunk_bytes) = 0;
 };
 
 }  // namespace tdsolve

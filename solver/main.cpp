@@ -1,13 +1,16 @@
-// tdsolve's command line: one subcommand each (Boost.Program_options).
+// tdsolve's command line: one subcommand each (Boost.Program_options), built
+// from shared option groups that are parsed once into solver/options.hpp.
 //
 // Help, version, usage errors and `info` never start MPI, so they are quick
 // and print once even under mpirun (only the launcher's rank 0 prints).
-// `edm` runs under MPI; an error every rank agrees on ends the run with one
-// line from rank 0 and the same non-zero exit everywhere, anything else with
-// MPI_Abort so no rank is left waiting.
+// edm, hist, cross and bench run under MPI; an error every rank agrees on
+// ends the run with one line from rank 0 and the same non-zero exit
+// everywhere, a local failure after the output exists with one line naming
+// the rank and MPI_Abort, so no rank is left waiting.
 #include <mpi.h>
 
 #include <boost/program_options.hpp>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -17,12 +20,13 @@
 #include <string>
 #include <vector>
 
-#include "io/error.hpp"
+#include "core/error.hpp"
 #include "io/h5.hpp"
 #include "io/info.hpp"
 #include "io/input.hpp"
-#include "solver/bench.hpp"
-#include "solver/edm.hpp"
+#include "solver/commands.hpp"
+#include "solver/driver.hpp"
+#include "solver/fault.hpp"
 #include "solver/mpi_util.hpp"
 #include "version.hpp"
 
@@ -49,6 +53,8 @@ const char* kTopHelp =
     "\n"
     "Commands:\n"
     "  edm    packed distance matrix of n points: C(n,2) values in SciPy condensed order\n"
+    "  hist   histogram of all pair distances (and the RDF in a periodic box); no matrix\n"
+    "  cross  distances between two point sets: the M x K matrix, as scipy cdist\n"
     "  info   what a result file holds and whether it is complete\n"
     "  bench  kernel-only throughput of the distance computation (no file), vs the write ceiling\n"
     "\n"
@@ -76,51 +82,205 @@ std::string join_command(int argc, char** argv) {
   return s;
 }
 
-po::options_description edm_options(EdmOptions& o, std::string& metric, std::string& precision) {
-  po::options_description in("Input (exactly one)");
-  in.add_options()(
-      "input", po::value(&o.input)->value_name("SRC"),
+void check_choice(const std::string& what, const std::string& v,
+                  std::initializer_list<const char*> ok) {
+  std::string list;
+  for (const char* c : ok) {
+    if (v == c) return;
+    list += (list.empty() ? "" : ", ") + std::string(c);
+  }
+  throw UsageError(what + " must be one of " + list + ", not '" + v + "'");
+}
+
+// ---- option groups ---------------------------------------------------------
+
+// The strings of enum-valued options until they are checked.
+struct Choices {
+  std::string metric, precision, backend, map, progress, range, box;
+};
+
+po::options_description input_group(InputOptions& in, InputOptions* with) {
+  po::options_description g(with ? "Input (one of each pair)" : "Input (exactly one)");
+  g.add_options()(
+      "input", po::value(&in.input)->value_name("SRC"),
       "points, n rows × d features: FILE.h5:/dataset (2-D float32/float64 or integer), "
       "FILE.npy, or FILE.csv (one point per line; a non-numeric first line is a header)")(
-      "generate", po::value(&o.generate)->value_name("SPEC"),
+      "generate", po::value(&in.generate)->value_name("SPEC"),
       "synthetic points uniform in [0,1)^D: uniform:N:D[:SEED] (SEED defaults to 0)");
-  po::options_description out("Output");
-  out.add_options()("output", po::value(&o.output)->value_name("FILE.h5"),
-                    "result file: /distances holds C(n,2) values in SciPy condensed order")(
+  if (with) {
+    g.add_options()("with", po::value(&with->input)->value_name("SRC"),
+                    "the second set, K rows × d features, in any --input format")(
+        "with-generate", po::value(&with->generate)->value_name("SPEC"),
+        "a synthetic second set: uniform:K:D[:SEED]");
+  }
+  return g;
+}
+
+po::options_description output_group(OutputOptions& o, const char* what, bool points) {
+  po::options_description g("Output");
+  g.add_options()("output", po::value(&o.output)->value_name("FILE.h5"), what)(
       "overwrite", po::bool_switch(&o.overwrite),
-      "replace FILE.h5 if it exists (refused otherwise)")(
-      "store-points", po::bool_switch(&o.store_points),
-      "also store the points, as computed with, in /points");
-  po::options_description run("Computation");
-  run.add_options()(
-      "metric", po::value(&metric)->default_value("euclidean")->value_name("NAME"),
-      "euclidean, sqeuclidean, cityblock, chebyshev or cosine (as scipy.spatial.distance.pdist)")(
-      "precision", po::value(&precision)->default_value("float32")->value_name("P"),
+      "replace FILE.h5 if it exists (refused otherwise)");
+  if (points)
+    g.add_options()("store-points", po::bool_switch(&o.store_points),
+                    "also store the points, as computed with, in /points");
+  return g;
+}
+
+enum ComputeFlags { kChunks = 1, kMap = 2, kBenchChunks = 4 };
+
+po::options_description compute_group(ComputeOptions& o, Choices& c, int flags) {
+  po::options_description g("Computation");
+  g.add_options()(
+      "metric", po::value(&c.metric)->default_value("euclidean")->value_name("NAME"),
+      "euclidean, sqeuclidean, cityblock, chebyshev or cosine (as scipy.spatial.distance)")(
+      "precision", po::value(&c.precision)->default_value("float32")->value_name("P"),
       "float32 or float64: the arithmetic and the stored values")(
-      "backend", po::value(&o.backend)->default_value("auto")->value_name("B"),
+      "backend", po::value(&c.backend)->default_value("auto")->value_name("B"),
       "auto (cuda when a GPU is visible, else cpu), cpu or cuda")(
       "block", po::value(&o.block)->default_value(128)->value_name("RHO"),
-      "tile side ρ: each block of work is a ρ×ρ tile of pairs (cuda: a multiple of 128)")(
-      "chunk-mb", po::value(&o.chunk_mb)->default_value(64)->value_name("MB"),
-      "largest chunk of output computed and written at once, in MiB (1 to 1024); "
-      "less if memory is short")(
+      "tile side ρ, 1 to 65536: each block of work is a ρ×ρ tile (cuda: a multiple of 128)");
+  if (flags & kChunks)
+    g.add_options()("chunk-mb", po::value(&o.chunk_mb)->default_value(64)->value_name("MB"),
+                    "largest chunk of output computed and written at once, in MiB (1 to 1024); "
+                    "less if memory is short");
+  if (flags & kBenchChunks)
+    g.add_options()("chunk-mb", po::value(&o.chunk_mb)->default_value(0)->value_name("MB"),
+                    "chunk size in MiB, 0 to 1048576 (0: one buffer as large as memory allows, "
+                    "usually one launch)");
+  g.add_options()(
       "threads", po::value(&o.threads)->default_value(0)->value_name("N"),
-      "CPU threads per rank (0: OMP_NUM_THREADS, else the node's cores / ranks on the node)")(
-      "device", po::value(&o.device)->default_value(-1)->value_name("ID"),
-      "GPU for this rank (-1: node-local rank modulo the visible GPUs)")(
-      "map", po::value(&o.map)->default_value("lambda")->value_name("M"),
-      "cuda block map: lambda (only the triangle's tiles) or bb (bounding box, for comparison)");
-  po::options_description misc("Run");
-  misc.add_options()("config", po::value<std::string>()->value_name("FILE.ini"),
-                     "read options from an INI file (`metric = cosine`, one long option per line); "
-                     "the command line wins")(
-      "progress", po::value(&o.progress)->default_value("auto")->value_name("MODE"),
+      "CPU threads per rank, 0 to 4096 (0: OMP_NUM_THREADS, else the node's cores / ranks on "
+      "the node)")("device", po::value(&o.device)->default_value(-1)->value_name("ID"),
+                   "GPU for this rank (-1: node-local rank modulo the visible GPUs)");
+  if (flags & kMap)
+    g.add_options()("map", po::value(&c.map)->default_value("lambda")->value_name("M"),
+                    "block map: lambda (only the triangle's tiles) or bb (bounding box, for "
+                    "comparison)");
+  return g;
+}
+
+po::options_description run_group(RunOptions& o, Choices& c) {
+  po::options_description g("Run");
+  g.add_options()("config", po::value<std::string>()->value_name("FILE.ini"),
+                  "read options from an INI file (`metric = cosine`, one long option per line); "
+                  "the command line wins")(
+      "progress", po::value(&c.progress)->default_value("auto")->value_name("MODE"),
       "auto (a bar on a terminal, log lines otherwise), bar, log or none")(
       "stats", po::value(&o.stats)->value_name("FILE.json"), "write timings as JSON (rank 0)")(
-      "quiet", po::bool_switch(&o.quiet), "print nothing but errors")("help,h", "show this help");
-  po::options_description all;
-  all.add(in).add(out).add(run).add(misc);
-  return all;
+      "quiet", po::bool_switch(&o.quiet), "print nothing but errors");
+  return g;
+}
+
+po::options_description hist_group(HistOptions& h, Choices& c) {
+  po::options_description g("Histogram");
+  g.add_options()("bins", po::value(&h.bins)->value_name("B"),
+                  "number of equal bins, 1 to 1000000 (required)")(
+      "range", po::value(&c.range)->value_name("LO:HI"),
+      "the binned interval [LO, HI], LO < HI (required); distances outside it are counted in "
+      "/underflow and /overflow")(
+      "box", po::value(&c.box)->value_name("L1,...,Ld"),
+      "periodic orthorhombic box: minimum-image distances, and /rdf normalised as MDAnalysis "
+      "InterRDF (one length per feature; not with cosine)");
+  return g;
+}
+
+// ---- parsing -----------------------------------------------------------------
+
+// Parses argv[2..] with `desc`; false when it printed help.
+bool parse(int argc, char** argv, const po::options_description& desc, const char* usage,
+           const char* name, po::variables_map& vm) {
+  try {
+    std::vector<std::string> args(argv + 2, argv + argc);
+    po::store(po::command_line_parser(args).options(desc).run(), vm);
+    if (vm.count("help")) {
+      if (launcher_rank0()) std::cout << usage << "\n" << desc << "\n";
+      return false;
+    }
+    if (vm.count("config")) {
+      const std::string path = vm["config"].as<std::string>();
+      std::ifstream f(path);
+      if (!f) throw UsageError("cannot read --config '" + path + "'");
+      po::store(po::parse_config_file(f, desc), vm);
+    }
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw UsageError(std::string(e.what()) + " (see tdsolve " + name + " --help)");
+  }
+  return true;
+}
+
+void finish_input(const InputOptions& in, const char* a, const char* b, bool pairs) {
+  if (in.input.empty() == in.generate.empty())
+    throw UsageError(std::string("give exactly one of --") + a + " SRC or --" + b +
+                     " uniform:N:D[:SEED]");
+  if (!in.generate.empty()) {
+    // Report a bad spec before MPI starts.
+    const io::GeneratorSpec g = io::parse_generator(in.generate);
+    if (pairs) io::check_pairs(g.n, in.generate);
+  }
+}
+
+void finish_compute(ComputeOptions& o, const Choices& c, int flags) {
+  if (!parse_metric(c.metric, &o.metric))
+    throw UsageError("unknown --metric '" + c.metric +
+                     "'; choose euclidean, sqeuclidean, cityblock, chebyshev or cosine");
+  check_choice("--precision", c.precision, {"float32", "float64"});
+  o.fp64 = c.precision == "float64";
+  check_choice("--backend", c.backend, {"auto", "cpu", "cuda"});
+  o.backend = c.backend == "cpu"    ? BackendKind::cpu
+              : c.backend == "cuda" ? BackendKind::cuda
+                                    : BackendKind::automatic;
+  if (flags & kMap) {
+    check_choice("--map", c.map, {"lambda", "bb"});
+    o.map = c.map == "bb" ? MapKind::bb : MapKind::lambda;
+  }
+  if (o.block < 1 || o.block > 65536) throw UsageError("--block must be between 1 and 65536");
+  if ((flags & kChunks) && !(o.chunk_mb >= 1 && o.chunk_mb <= 1024))
+    throw UsageError("--chunk-mb must be between 1 and 1024");
+  if ((flags & kBenchChunks) && !(o.chunk_mb >= 0 && o.chunk_mb <= 1048576))
+    throw UsageError("--chunk-mb must be between 0 and 1048576");
+  if (o.threads < 0 || o.threads > 4096)
+    throw UsageError("--threads must be between 0 (automatic) and 4096");
+  if (o.device < -1) throw UsageError("--device must be -1 (automatic) or a GPU number");
+}
+
+void finish_run(RunOptions& o, const Choices& c, int argc, char** argv) {
+  check_choice("--progress", c.progress, {"auto", "bar", "log", "none"});
+  o.progress = o.quiet ? ProgressMode::none : parse_progress(c.progress);
+  o.command = join_command(argc, argv);
+}
+
+double parse_finite(const std::string& s, const std::string& what) {
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  if (s.empty() || *end || !std::isfinite(v))
+    throw UsageError(what + ": '" + s + "' is not a finite number");
+  return v;
+}
+
+void finish_hist(HistOptions& h, const Choices& c, const po::variables_map& vm, Metric metric) {
+  if (!vm.count("bins")) throw UsageError("--bins B is required");
+  if (h.bins < 1 || h.bins > 1000000) throw UsageError("--bins must be between 1 and 1000000");
+  if (c.range.empty()) throw UsageError("--range LO:HI is required");
+  const size_t colon = c.range.find(':', c.range[0] == '-' ? 1 : 0);
+  if (colon == std::string::npos) throw UsageError("--range wants LO:HI, got '" + c.range + "'");
+  h.lo = parse_finite(c.range.substr(0, colon), "--range LO");
+  h.hi = parse_finite(c.range.substr(colon + 1), "--range HI");
+  if (!(h.lo < h.hi)) throw UsageError("--range wants LO < HI, got '" + c.range + "'");
+  if (!c.box.empty()) {
+    if (metric == Metric::cosine) throw UsageError("--box does not apply to --metric cosine");
+    std::stringstream ss(c.box);
+    h.box_dims = 0;
+    for (std::string part; std::getline(ss, part, ',');) {
+      if (h.box_dims == kMaxBoxDims)
+        throw UsageError("--box takes at most " + std::to_string(kMaxBoxDims) + " lengths");
+      const double L = parse_finite(part, "--box");
+      if (!(L > 0)) throw UsageError("--box lengths must be positive, got '" + part + "'");
+      h.box[h.box_dims++] = L;
+    }
+    if (h.box_dims == 0) throw UsageError("--box wants L1,...,Ld");
+  }
 }
 
 const char* kEdmUsage =
@@ -132,61 +292,97 @@ const char* kEdmUsage =
     "same for any rank count. /progress records each finished chunk: `tdsolve info` says\n"
     "whether a file is complete.\n";
 
-void check_choice(const std::string& what, const std::string& v,
-                  std::initializer_list<const char*> ok) {
-  std::string list;
-  for (const char* c : ok) {
-    if (v == c) return;
-    list += (list.empty() ? "" : ", ") + std::string(c);
-  }
-  throw UsageError(what + " must be one of " + list + ", not '" + v + "'");
-}
+const char* kHistUsage =
+    "Usage: tdsolve hist (--input SRC | --generate SPEC) --bins B --range LO:HI --output FILE.h5\n"
+    "                    [--box L1,...,Ld] [options]\n"
+    "\n"
+    "Counts the distances of all pairs i<j of n points in B equal bins over [LO, HI],\n"
+    "without storing a distance: /counts (int64) equals numpy.histogram(d, B, (LO, HI))\n"
+    "of the distances d in the run's precision; /underflow and /overflow count those\n"
+    "outside. With --box, distances are minimum-image and /rdf is the radial distribution\n"
+    "function as MDAnalysis InterRDF normalises it. Same counts on any rank count.\n";
 
-enum class Action { done, edm };
+const char* kCrossUsage =
+    "Usage: tdsolve cross (--input A | --generate SPEC) (--with B | --with-generate SPEC)\n"
+    "                     --output FILE.h5 [options]\n"
+    "\n"
+    "Computes the distance of every point of A (M × d) to every point of B (K × d) and\n"
+    "writes the M × K matrix to /distances, row-major, as scipy.spatial.distance.cdist.\n"
+    "Ranks share it in bands of rows; the file is the same for any rank count.\n";
 
-// Parses `tdsolve edm ...`; returns done when it printed help.
-Action parse_edm(int argc, char** argv, EdmOptions& o) {
-  std::string metric, precision;
-  po::options_description desc = edm_options(o, metric, precision);
+const char* kBenchUsage =
+    "Usage: tdsolve bench (--generate SPEC | --input SRC) [--with B | --with-generate SPEC]\n"
+    "                     [--bins B --range LO:HI [--box ...]] [options]\n"
+    "\n"
+    "Times the computation alone: the driver loop of `tdsolve edm` (or of cross, with\n"
+    "--with; of hist, with --bins) with a sink that drops the results (no copy back, no\n"
+    "file), median of --repeat passes after a warm-up, next to the write ceiling over the\n"
+    "same bytes (memset; on the GPU also a plain 16-byte store kernel). One process.\n";
+
+// Parses a command; false when it printed help.
+bool parse_command(CommandKind kind, int argc, char** argv, CommandOptions& o) {
+  o.kind = kind;
+  Choices c;
   po::variables_map vm;
-  try {
-    std::vector<std::string> args(argv + 2, argv + argc);
-    po::store(po::command_line_parser(args).options(desc).run(), vm);
-    if (vm.count("help")) {
-      if (launcher_rank0()) std::cout << kEdmUsage << "\n" << desc << "\n";
-      return Action::done;
-    }
-    if (vm.count("config")) {
-      const std::string path = vm["config"].as<std::string>();
-      std::ifstream f(path);
-      if (!f) throw UsageError("cannot read --config '" + path + "'");
-      po::store(po::parse_config_file(f, desc), vm);
-    }
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw UsageError(std::string(e.what()) + " (see tdsolve edm --help)");
-  }
-  if (o.input.empty() == o.generate.empty())
-    throw UsageError("give exactly one of --input SRC or --generate uniform:N:D[:SEED]");
-  if (o.output.empty()) throw UsageError("--output FILE.h5 is required");
-  if (!parse_metric(metric, &o.metric))
-    throw UsageError("unknown --metric '" + metric +
-                     "'; choose euclidean, sqeuclidean, cityblock, chebyshev or cosine");
-  check_choice("--precision", precision, {"float32", "float64"});
-  o.fp64 = precision == "float64";
-  check_choice("--backend", o.backend, {"auto", "cpu", "cuda"});
-  check_choice("--map", o.map, {"lambda", "bb"});
-  check_choice("--progress", o.progress, {"auto", "bar", "log", "none"});
-  if (o.block < 1 || o.block > 65536) throw UsageError("--block must be between 1 and 65536");
-  if (!(o.chunk_mb >= 1 && o.chunk_mb <= 1024))
-    throw UsageError("--chunk-mb must be between 1 and 1024");
-  if (o.threads < 0) throw UsageError("--threads must be 0 (automatic) or more");
-  if (!o.generate.empty()) io::parse_generator(o.generate);  // report a bad spec before MPI starts
-  o.command = join_command(argc, argv);
-  return Action::edm;
+  po::options_description all;
+  const bool cross = kind == CommandKind::cross, hist = kind == CommandKind::hist;
+  const int flags = (hist ? 0 : kChunks) | (cross ? 0 : kMap);
+  all.add(input_group(o.in, cross ? &o.with : nullptr));
+  all.add(output_group(o.out,
+                       hist    ? "result file: /counts, /edges, /underflow, /overflow (and /rdf)"
+                       : cross ? "result file: /distances holds the M × K matrix"
+                               : "result file: /distances holds C(n,2) values in SciPy "
+                                 "condensed order",
+                       kind == CommandKind::edm));
+  if (hist) all.add(hist_group(o.hist, c));
+  all.add(compute_group(o.compute, c, flags));
+  po::options_description misc = run_group(o.run, c);
+  misc.add_options()("help,h", "show this help");
+  all.add(misc);
+  const char* name = kind == CommandKind::edm ? "edm" : hist ? "hist" : "cross";
+  const char* usage = kind == CommandKind::edm ? kEdmUsage : hist ? kHistUsage : kCrossUsage;
+  if (!parse(argc, argv, all, usage, name, vm)) return false;
+  finish_input(o.in, "input", "generate", !cross);
+  if (cross) finish_input(o.with, "with", "with-generate", false);
+  if (o.out.output.empty()) throw UsageError("--output FILE.h5 is required");
+  finish_compute(o.compute, c, flags);
+  if (hist) finish_hist(o.hist, c, vm, o.compute.metric);
+  finish_run(o.run, c, argc, argv);
+  return true;
 }
 
-int edm_main(int argc, char** argv, const EdmOptions& o) {
+bool parse_bench(int argc, char** argv, BenchOptions& b) {
+  CommandOptions& o = b.cmd;
+  Choices c;
+  po::variables_map vm;
+  po::options_description all;
+  all.add(input_group(o.in, &o.with));
+  all.add(compute_group(o.compute, c, kBenchChunks | kMap));
+  po::options_description h = hist_group(o.hist, c);
+  all.add(h);
+  po::options_description r("Bench");
+  r.add_options()("repeat", po::value(&b.repeat)->default_value(5),
+                  "timed passes, 1 to 1000 (median reported)")(
+      "csv", po::value(&b.csv)->value_name("FILE"), "append a row of results to FILE")(
+      "help,h", "show this help");
+  all.add(r);
+  if (!parse(argc, argv, all, kBenchUsage, "bench", vm)) return false;
+  const bool cross = !o.with.input.empty() || !o.with.generate.empty();
+  const bool hist = vm.count("bins") || vm.count("range") || vm.count("box");
+  if (cross && hist) throw UsageError("bench: --with and --bins do not go together");
+  o.kind = cross ? CommandKind::cross : hist ? CommandKind::hist : CommandKind::edm;
+  finish_input(o.in, "input", "generate", !cross);
+  if (cross) finish_input(o.with, "with", "with-generate", false);
+  finish_compute(o.compute, c, kBenchChunks | kMap);
+  if (hist) finish_hist(o.hist, c, vm, o.compute.metric);
+  if (b.repeat < 1 || b.repeat > 1000) throw UsageError("--repeat must be between 1 and 1000");
+  return true;
+}
+
+// Runs f under MPI: collective errors end with one line from rank 0 and the
+// same exit code on every rank; anything else aborts the job with the rank.
+template <typename F>
+int mpi_main(int argc, char** argv, F&& f) {
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
@@ -194,72 +390,18 @@ int edm_main(int argc, char** argv, const EdmOptions& o) {
   const int rank = comm_rank(MPI_COMM_WORLD);
   int code = 0;
   try {
-    run_edm(o, MPI_COMM_WORLD);
+    all_agree(MPI_COMM_WORLD, [&] { arm_faults(rank); });
+    f(MPI_COMM_WORLD);
   } catch (const CollectiveError& e) {
     if (rank == 0) std::fprintf(stderr, "tdsolve: error: %s\n", e.what());
     code = e.exit_code;
   } catch (const std::bad_alloc&) {
-    std::fprintf(stderr, "tdsolve: error on rank %d: out of memory\n", rank);
-    MPI_Abort(MPI_COMM_WORLD, 1);
+    abort_run(MPI_COMM_WORLD, "out of memory");
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "tdsolve: error on rank %d: %s\n", rank, e.what());
-    MPI_Abort(MPI_COMM_WORLD, 1);
+    abort_run(MPI_COMM_WORLD, e.what());
   }
   MPI_Finalize();
   return code;
-}
-
-const char* kBenchUsage =
-    "Usage: tdsolve bench (--generate SPEC | --input SRC) [options]\n"
-    "\n"
-    "Times the distance computation alone: every chunk computed into one buffer on the\n"
-    "device (or host), no copy back and no file, median of --repeat passes after a warm-up,\n"
-    "next to the write ceiling over the same bytes (cudaMemset and a plain 16-byte store\n"
-    "kernel; memset on the CPU). One process, no MPI.\n";
-
-int bench_main(int argc, char** argv) {
-  BenchOptions o;
-  std::string metric, precision;
-  po::options_description desc("Options");
-  desc.add_options()("input", po::value(&o.input)->value_name("SRC"), "points, as for tdsolve edm")(
-      "generate", po::value(&o.generate)->value_name("SPEC"), "uniform:N:D[:SEED]")(
-      "metric", po::value(&metric)->default_value("euclidean"), "as for tdsolve edm")(
-      "precision", po::value(&precision)->default_value("float32"), "float32 or float64")(
-      "backend", po::value(&o.backend)->default_value("auto"), "auto, cpu or cuda")(
-      "map", po::value(&o.map)->default_value("lambda"), "lambda or bb (cuda)")(
-      "block", po::value(&o.block)->default_value(128), "tile side ρ")(
-      "chunk-mb", po::value(&o.chunk_mb)->default_value(0),
-      "chunk size in MiB (0: one buffer as large as memory allows, usually one launch)")(
-      "repeat", po::value(&o.repeat)->default_value(5), "timed passes (median reported)")(
-      "device", po::value(&o.device)->default_value(-1), "GPU (-1: the first)")(
-      "threads", po::value(&o.threads)->default_value(0),
-      "CPU threads (0: OMP_NUM_THREADS or all cores)")("csv", po::value(&o.csv)->value_name("FILE"),
-                                                       "append a row of results to FILE")(
-      "help,h", "show this help");
-  po::variables_map vm;
-  try {
-    std::vector<std::string> args(argv + 2, argv + argc);
-    po::store(po::command_line_parser(args).options(desc).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw UsageError(std::string(e.what()) + " (see tdsolve bench --help)");
-  }
-  if (vm.count("help")) {
-    std::cout << kBenchUsage << "\n" << desc << "\n";
-    return 0;
-  }
-  if (o.input.empty() == o.generate.empty())
-    throw UsageError("give exactly one of --input or --generate");
-  if (!parse_metric(metric, &o.metric)) throw UsageError("unknown --metric '" + metric + "'");
-  check_choice("--precision", precision, {"float32", "float64"});
-  check_choice("--backend", o.backend, {"auto", "cpu", "cuda"});
-  check_choice("--map", o.map, {"lambda", "bb"});
-  if (o.repeat < 1) throw UsageError("--repeat must be at least 1");
-  if (o.block < 1) throw UsageError("--block must be at least 1");
-  o.fp64 = precision == "float64";
-  io::quiet_hdf5_errors();
-  run_bench(o);
-  return 0;
 }
 
 int info_main(int argc, char** argv) {
@@ -289,14 +431,21 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (cmd == "info") return info_main(argc, argv);
-    if (cmd == "bench") return bench_main(argc, argv);
-    if (cmd == "edm") {
-      EdmOptions o;
-      if (parse_edm(argc, argv, o) == Action::done) return 0;
-      return edm_main(argc, argv, o);
+    if (cmd == "bench") {
+      BenchOptions o;
+      if (!parse_bench(argc, argv, o)) return 0;
+      return mpi_main(argc, argv, [&](MPI_Comm comm) { run_bench(o, comm); });
+    }
+    for (auto [name, kind] : {std::pair<const char*, CommandKind>{"edm", CommandKind::edm},
+                              {"hist", CommandKind::hist},
+                              {"cross", CommandKind::cross}}) {
+      if (cmd != name) continue;
+      CommandOptions o;
+      if (!parse_command(kind, argc, argv, o)) return 0;
+      return mpi_main(argc, argv, [&](MPI_Comm comm) { run_command(o, comm); });
     }
     throw UsageError("unknown command '" + cmd +
-                     "' (commands: edm, info, bench; see tdsolve --help)");
+                     "' (commands: edm, hist, cross, info, bench; see tdsolve --help)");
   } catch (const std::exception& e) {
     if (launcher_rank0()) std::fprintf(stderr, "tdsolve: error: %s\n", e.what());
     return exit_code_of(e);

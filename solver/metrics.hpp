@@ -12,7 +12,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "mapping/hd.hpp"
+#include "core/types.hpp"
 
 namespace tdsolve {
 

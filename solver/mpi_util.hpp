@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "io/error.hpp"
-#include "mapping/hd.hpp"
+#include "core/error.hpp"
+#include "core/types.hpp"
 
 namespace tdsolve {
 

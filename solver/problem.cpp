@@ -2,9 +2,28 @@
 
 #include <cmath>
 
-#include "io/error.hpp"
+#include "core/error.hpp"
 
 namespace tdsolve {
+
+std::vector<double> linspace_edges(double lo, double hi, index_t bins) {
+  // numpy.linspace: step = (stop - start) / div; y = arange(num) * step;
+  // y += start; y[-1] = stop. Two roundings per edge, never fused.
+  std::vector<double> e(bins + 1);
+  const double step = (hi - lo) / static_cast<double>(bins);
+  for (index_t k = 0; k <= bins; ++k) {
+    const volatile double scaled = static_cast<double>(k) * step;  // no contraction
+    e[k] = scaled + lo;
+  }
+  e[bins] = hi;
+  return e;
+}
+
+template <typename T>
+mapping::ChunkPlan make_plan(const Problem<T>& p, index_t max_elements) {
+  if (p.domain == DomainKind::rect) return mapping::ChunkPlan(p.rect_domain(), max_elements);
+  return mapping::ChunkPlan(p.pair_domain(), max_elements);
+}
 
 template <typename T>
 std::vector<T> convert_points(const io::PointSet& pts) {
@@ -19,31 +38,46 @@ std::vector<T> convert_points(const io::PointSet& pts) {
   return out;
 }
 
+namespace {
 template <typename T>
-void complete_problem(EdmProblem<T>* p, Metric metric, index_t block) {
-  p->metric = metric;
-  p->tiling = mapping::PairTiling(p->n, block);
-  p->norms.clear();
-  if (dispatch_metric<T>(metric, [](auto m) { return decltype(m)::needs_norms; })) {
-    p->norms.resize(p->n);
-    for (index_t i = 0; i < p->n; ++i)
-      p->norms[i] = metric::norm(&p->points[i * p->d], p->d);
+std::vector<double> norms_of(const std::vector<T>& x, index_t n, index_t d) {
+  std::vector<double> out(n);
+  for (index_t i = 0; i < n; ++i)
+    out[i] = metric::norm(&x[i * d], d);
+  return out;
+}
+
+void check_zero_norms(const std::vector<double>& norms, const std::string& source) {
+  for (index_t i = 0; i < norms.size(); ++i)
+    if (norms[i] == 0.0)
+      throw InputError("point " + std::to_string(i) + " of '" + source +
+                       "' is all zeros: its cosine distance is undefined");
+}
+}  // namespace
+
+template <typename T>
+void complete_problem(Problem<T>* p) {
+  p->norms_a.clear();
+  p->norms_b.clear();
+  if (dispatch_metric<T>(p->metric, [](auto m) { return decltype(m)::needs_norms; })) {
+    p->norms_a = norms_of(p->a, p->rows, p->d);
+    if (p->domain == DomainKind::rect) p->norms_b = norms_of(p->b, p->cols, p->d);
   }
 }
 
 template <typename T>
-void check_norms(const EdmProblem<T>& p, const std::string& source) {
-  for (index_t i = 0; i < p.norms.size(); ++i)
-    if (p.norms[i] == 0.0)
-      throw InputError("point " + std::to_string(i) + " of '" + source +
-                       "' is all zeros: its cosine distance is undefined");
+void check_norms(const Problem<T>& p, const std::string& source_a, const std::string& source_b) {
+  check_zero_norms(p.norms_a, source_a);
+  check_zero_norms(p.norms_b, source_b);
 }
 
-template std::vector<float> convert_points<float>(const io::PointSet&);
-template std::vector<double> convert_points<double>(const io::PointSet&);
-template void complete_problem<float>(EdmProblem<float>*, Metric, index_t);
-template void complete_problem<double>(EdmProblem<double>*, Metric, index_t);
-template void check_norms<float>(const EdmProblem<float>&, const std::string&);
-template void check_norms<double>(const EdmProblem<double>&, const std::string&);
+#define TDS_INSTANTIATE(T)                                              \
+  template mapping::ChunkPlan make_plan<T>(const Problem<T>&, index_t); \
+  template std::vector<T> convert_points<T>(const io::PointSet&);       \
+  template void complete_problem<T>(Problem<T>*);                       \
+  template void check_norms<T>(const Problem<T>&, const std::string&, const std::string&);
+TDS_INSTANTIATE(float)
+TDS_INSTANTIATE(double)
+#undef TDS_INSTANTIATE
 
 }  // namespace tdsolve

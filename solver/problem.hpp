@@ -1,25 +1,92 @@
-// Turning input points into the EdmProblem every backend sees; shared by
-// `edm` (rank 0 converts, all ranks complete) and `bench`.
+// What every backend computes: a Problem is a domain (pairs of one point set,
+// or the rectangle of two), a metric, a block map and an epilogue (what
+// happens to each value: stored in packed order, or binned). Backends and
+// sinks know nothing about which command built it.
 #pragma once
 
+#include <array>
 #include <string>
+#include <vector>
 
 #include "io/input.hpp"
-#include "solver/backend.hpp"
+#include "mapping/block_map.hpp"
+#include "mapping/partition.hpp"
+#include "solver/metrics.hpp"
 
 namespace tdsolve {
+
+enum class DomainKind { pairs, rect };
+enum class MapKind { lambda, bb };
+enum class EpilogueKind { store, histogram };
+
+inline const char* map_name(MapKind m) {
+  return m == MapKind::bb ? "bb" : "lambda";
+}
+
+// Orthorhombic periodic box: minimum image per coordinate (histograms).
+constexpr int kMaxBoxDims = 8;
+
+// Uniform bins exactly as numpy.histogram(values, bins, range=(lo, hi)):
+// edges = numpy.linspace(lo, hi, bins + 1), half-open bins, the last closed.
+struct HistSpec {
+  index_t bins = 0;
+  double lo = 0, hi = 0;
+  std::vector<double> edges;  // bins + 1
+  // Counts are kept as [underflow, bin 0 .. bin B-1, overflow].
+  index_t slots() const { return bins + 2; }
+};
+
+// numpy.linspace(lo, hi, bins + 1), to the bit: k * step + lo, last = hi.
+std::vector<double> linspace_edges(double lo, double hi, index_t bins);
+
+template <typename T>
+struct Problem {
+  DomainKind domain = DomainKind::pairs;
+  index_t rows = 0, cols = 0, d = 0;  // pairs: rows = cols = n
+  index_t rho = 128;
+  std::vector<T> a, b;  // rows × d and (rect) cols × d, row-major
+  std::vector<double> norms_a, norms_b;
+  Metric metric = Metric::euclidean;
+  MapKind map = MapKind::lambda;
+  EpilogueKind epilogue = EpilogueKind::store;
+  HistSpec hist;
+  int box_dims = 0;  // 0: no box; else = d
+  std::array<T, kMaxBoxDims> box{};
+
+  mapping::PairDomain pair_domain() const { return mapping::PairDomain(rows, rho); }
+  mapping::RectDomain rect_domain() const { return mapping::RectDomain(rows, cols, rho); }
+  index_t total() const {
+    return domain == DomainKind::pairs ? pair_domain().total() : rect_domain().total();
+  }
+  const T* col_points() const { return domain == DomainKind::pairs ? a.data() : b.data(); }
+  const std::vector<double>& col_norms() const {
+    return domain == DomainKind::pairs ? norms_a : norms_b;
+  }
+  bool stores_values() const { return epilogue == EpilogueKind::store; }
+};
+
+// The plan of a problem's domain with chunks of at most max_elements.
+template <typename T>
+mapping::ChunkPlan make_plan(const Problem<T>& p, index_t max_elements);
 
 // Points in compute precision; InputError if a value overflows float32.
 template <typename T>
 std::vector<T> convert_points(const io::PointSet& pts);
 
-// Tiling and, for metrics that need them, the norms (every rank computes
-// the same bits from the same points).
+// Norms for metrics that need them (every rank computes the same bits).
 template <typename T>
-void complete_problem(EdmProblem<T>* p, Metric metric, index_t block);
+void complete_problem(Problem<T>* p);
 
 // InputError naming the first all-zero point when the metric needs norms.
 template <typename T>
-void check_norms(const EdmProblem<T>& p, const std::string& source);
+void check_norms(const Problem<T>& p, const std::string& source_a, const std::string& source_b);
+
+// Calls f(Map{}) with the block map type of (domain, map).
+template <typename F>
+decltype(auto) dispatch_map(DomainKind domain, MapKind map, F&& f) {
+  if (domain == DomainKind::rect) return f(mapping::RectMap{});
+  if (map == MapKind::bb) return f(mapping::BoundingBoxMap{});
+  return f(mapping::Lambda2Map{});
+}
 
 }  // namespace tdsolve

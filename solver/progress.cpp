@@ -4,7 +4,7 @@
 
 #include <cstdio>
 
-#include "io/error.hpp"
+#include "core/error.hpp"
 
 namespace tdsolve {
 

@@ -5,7 +5,7 @@
 #include <chrono>
 #include <string>
 
-#include "mapping/hd.hpp"
+#include "core/types.hpp"
 
 namespace tdsolve {
 

@@ -1,11 +1,14 @@
 #include "solver/cpu/cpu_backend.hpp"
 
+#include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <fstream>
 #include <future>
 #include <string>
 
-#include "solver/cpu/edm_cpu.hpp"
+#include "solver/cpu/tiles.hpp"
+#include "solver/fault.hpp"
 
 namespace tdsolve::cpu {
 
@@ -29,10 +32,16 @@ namespace {
 // Two host buffers; each chunk is computed on a helper thread (running the
 // OpenMP loop) while the main thread writes the previous one.
 template <typename T>
-class CpuBackend final : public EdmBackend<T> {
+class CpuBackend final : public Backend<T> {
  public:
-  CpuBackend(const EdmProblem<T>& p, int threads, int local_ranks)
-      : view_(view_of(p)), threads_(threads), local_ranks_(local_ranks) {}
+  CpuBackend(const Problem<T>& p, int threads, int local_ranks)
+      : view_(view_of(p)),
+        threads_(threads),
+        local_ranks_(local_ranks),
+        slots_(p.epilogue == EpilogueKind::histogram ? p.hist.slots() : 0) {
+    for (auto& c : counts_)
+      c.resize(slots_);
+  }
   ~CpuBackend() override {
     for (auto& f : pending_)
       if (f.valid()) f.wait();
@@ -47,30 +56,58 @@ class CpuBackend final : public EdmBackend<T> {
     return available_host_bytes(local_ranks_) / (4 * sizeof(T));
   }
   void reserve(index_t elements) override {
+    if (slots_ > 0) return;  // histograms keep no values
     for (auto& b : buffers_)
       b.resize(elements);
   }
   void submit(const ChunkJob& job) override {
     const int slot = static_cast<int>(submitted_++ % 2);
     T* out = buffers_[slot].data();
-    pending_[slot] = std::async(std::launch::async, [this, job, out] {
+    std::uint64_t* counts = counts_[slot].data();
+    pending_[slot] = std::async(std::launch::async, [this, job, out, counts] {
       const auto t0 = std::chrono::steady_clock::now();
-      compute_block_rows<T>(view_, job.row_begin, job.row_end, out, threads_);
-      return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      fault_point(Stage::compute, job.chunk);
+      compute_chunk<T>(view_, job.row_begin, job.row_end, out, counts, threads_);
+      return std::make_pair(
+          job.chunk, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     });
   }
-  const T* wait() override {
+  ChunkResult<T> wait() override {
     const int slot = static_cast<int>(waited_++ % 2);
-    seconds_ += pending_[slot].get();
-    return buffers_[slot].data();
+    const auto [chunk, seconds] = pending_[slot].get();
+    seconds_ += seconds;
+    fault_point(Stage::copy, chunk);
+    ChunkResult<T> r;
+    if (slots_ > 0) {
+      r.counts = counts_[slot].data();
+    } else {
+      r.values = buffers_[slot].data();
+    }
+    return r;
   }
   double compute_seconds() const override { return seconds_; }
+  void reset_timers() override { seconds_ = 0; }
+  std::vector<typename Backend<T>::Ceiling> write_ceilings(
+      const std::vector<index_t>& chunk_bytes) override {
+    index_t most = 0;
+    for (index_t b : chunk_bytes)
+      most = std::max(most, b);
+    std::vector<char> buf(most);
+    std::memset(buf.data(), 0, most);  // first touch outside the timing
+    const auto t0 = std::chrono::steady_clock::now();
+    for (index_t b : chunk_bytes)
+      std::memset(buf.data(), 0x3f, b);
+    return {
+        {"memset", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()}};
+  }
 
  private:
-  EdmView<T> view_;
+  CpuView<T> view_;
   int threads_, local_ranks_;
+  index_t slots_;
   std::vector<T> buffers_[2];
-  std::future<double> pending_[2];
+  std::vector<std::uint64_t> counts_[2];
+  std::future<std::pair<index_t, double>> pending_[2];
   index_t submitted_ = 0, waited_ = 0;
   double seconds_ = 0;
 };
@@ -78,12 +115,12 @@ class CpuBackend final : public EdmBackend<T> {
 }  // namespace
 
 template <typename T>
-std::unique_ptr<EdmBackend<T>> make_cpu_backend(const EdmProblem<T>& problem, int threads,
-                                                int local_ranks) {
+std::unique_ptr<Backend<T>> make_cpu_backend(const Problem<T>& problem, int threads,
+                                             int local_ranks) {
   return std::make_unique<CpuBackend<T>>(problem, threads, local_ranks);
 }
 
-template std::unique_ptr<EdmBackend<float>> make_cpu_backend(const EdmProblem<float>&, int, int);
-template std::unique_ptr<EdmBackend<double>> make_cpu_backend(const EdmProblem<double>&, int, int);
+template std::unique_ptr<Backend<float>> make_cpu_backend(const Problem<float>&, int, int);
+template std::unique_ptr<Backend<double>> make_cpu_backend(const Problem<double>&, int, int);
 
 }  // namespace tdsolve::cpu

@@ -1,6 +1,6 @@
 // The CUDA backend: one GPU per rank, chunks pipelined through two device
 // buffers and two pinned host buffers on two streams, so that
-//   kernel(c+1)  ||  device-to-host(c)  ||  HDF5 write(c-1, by the driver).
+//   kernel(c+1)  ||  device-to-host(c)  ||  sink(c-1, by the driver).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -9,11 +9,12 @@
 #include <string>
 #include <vector>
 
-#include "io/error.hpp"
+#include "core/error.hpp"
 #include "solver/cpu/cpu_backend.hpp"
+#include "solver/cuda/block_kernels.cuh"
 #include "solver/cuda/cuda_backend.hpp"
 #include "solver/cuda/cuda_check.hpp"
-#include "solver/cuda/edm_kernels.cuh"
+#include "solver/fault.hpp"
 
 namespace tdsolve::cuda {
 
@@ -75,15 +76,25 @@ class CudaBuffer {
                                " MiB): " + cudaGetErrorString(e));
     }
     ptr_ = static_cast<T*>(p);
+    count_ = count;
+  }
+  // Allocates and fills from the host.
+  void upload(const std::vector<T>& v, const char* what) {
+    allocate(v.size(), what);
+    if (!v.empty())
+      check(cudaMemcpy(ptr_, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice), what);
   }
   void release() {
     if (ptr_) kPinnedHost ? cudaFreeHost(ptr_) : cudaFree(ptr_);
     ptr_ = nullptr;
+    count_ = 0;
   }
   T* get() const { return ptr_; }
+  index_t size() const { return count_; }
 
  private:
   T* ptr_ = nullptr;
+  index_t count_ = 0;
 };
 template <typename T>
 using DeviceBuffer = CudaBuffer<T, false>;
@@ -119,13 +130,6 @@ int pick_device(const CudaOptions& o) {
   return dev;
 }
 
-// The kernels cut tiles into 128×128 sub-tiles.
-void check_block(index_t rho) {
-  if (rho % EdmPolicy::kTile != 0)
-    throw UsageError("--backend cuda needs --block to be a multiple of " +
-                     std::to_string(EdmPolicy::kTile) + " (got " + std::to_string(rho) + ")");
-}
-
 // Ranks of this node that share one GPU split its free memory.
 int ranks_sharing_device(const CudaOptions& o) {
   const int count = std::max(1, device_count());
@@ -139,48 +143,48 @@ bool masked_only_requested() {
   return v && *v == '1';
 }
 
-// Kernel parameters for block rows [row_begin, row_end) of p, written to out
-// (which holds the chunk from its first pair on).
+// Picks the kernel family of (domain, map, epilogue, box).
 template <typename T>
-EdmParams<T> chunk_params(const EdmProblem<T>& p, const T* d_points, const double* d_norms,
-                          T* d_out, index_t row_begin, index_t row_end, bool bounding_box) {
-  EdmParams<T> k{};
-  k.points = d_points;
-  k.norms = d_norms;
-  k.out = d_out;
-  k.n = p.n;
-  k.d = p.d;
-  k.rho = p.tiling.rho;
-  k.m = p.tiling.m;
-  k.row_begin = row_begin;
-  k.row_end = row_end;
-  k.out_offset = p.tiling.elements_before(row_begin);
-  const mapping::BlockRange blocks = mapping::lambda2_blocks(k.m, row_begin, row_end);
-  k.block_begin = blocks.begin;
-  k.block_end = blocks.end;
-  k.bounding_box = bounding_box;
-  k.masked_only = masked_only_requested();
-  return k;
+void launch_chunk(const Problem<T>& p, const KernelParams<T>& k, cudaStream_t s) {
+  const bool hist = p.epilogue == EpilogueKind::histogram, periodic = p.box_dims > 0;
+  dispatch_map(p.domain, p.map, [&](auto map) {
+    using Map = decltype(map);
+    if (!hist) return launch_family<T, Map, false, false>(k, p.metric, s);
+    if constexpr (std::is_same_v<Map, mapping::RectMap>) {
+      throw std::logic_error("no histogram kernels for rectangles");
+    } else {
+      if (periodic) return launch_family<T, Map, true, true>(k, p.metric, s);
+      return launch_family<T, Map, true, false>(k, p.metric, s);
+    }
+  });
+}
+
+__global__ void store16_kernel(float4* out, index_t count, float value) {
+  const float4 v = make_float4(value, value, value, value);
+  for (index_t k = blockIdx.x * static_cast<index_t>(blockDim.x) + threadIdx.x; k < count;
+       k += static_cast<index_t>(gridDim.x) * blockDim.x)
+    out[k] = v;
 }
 
 template <typename T>
-class CudaBackend final : public EdmBackend<T> {
+class CudaBackend final : public Backend<T> {
  public:
-  CudaBackend(const EdmProblem<T>& p, const CudaOptions& o)
-      : p_(p), o_(o), device_(pick_device(o)) {
+  CudaBackend(const Problem<T>& p, const CudaOptions& o) : p_(p), o_(o), device_(pick_device(o)) {
     cudaDeviceProp prop{};
     check(cudaGetDeviceProperties(&prop, device_), "cudaGetDeviceProperties");
     name_ = prop.name;
-    check_block(p.tiling.rho);
-    points_.allocate(p.points.size(), "the points");
-    check(cudaMemcpy(points_.get(), p.points.data(), p.points.size() * sizeof(T),
-                     cudaMemcpyHostToDevice),
-          "copying the points to the GPU");
-    if (!p.norms.empty()) {
-      norms_.allocate(p.norms.size(), "the norms");
-      check(cudaMemcpy(norms_.get(), p.norms.data(), p.norms.size() * sizeof(double),
-                       cudaMemcpyHostToDevice),
-            "copying the norms to the GPU");
+    check_problem(p);
+    a_.upload(p.a, "the points");
+    if (p.domain == DomainKind::rect) b_.upload(p.b, "the second set of points");
+    norms_a_.upload(p.norms_a, "the norms");
+    norms_b_.upload(p.norms_b, "the norms");
+    if (p.epilogue == EpilogueKind::histogram) {
+      slots_ = p.hist.slots();
+      edges_.upload(p.hist.edges, "the bin edges");
+      for (int s = 0; s < 2; ++s) {
+        device_counts_[s].allocate(slots_, "histogram counts");
+        host_counts_[s].allocate(slots_, "histogram counts");
+      }
     }
   }
   ~CudaBackend() override {
@@ -190,7 +194,10 @@ class CudaBackend final : public EdmBackend<T> {
 
   std::string describe() const override {
     return "cuda (" + name_ + ", device " + std::to_string(device_) + ", " +
-           (o_.bounding_box ? "bounding-box grid" : "λ2 grid") + ")";
+           (p_.domain == DomainKind::rect ? "rectangle"
+            : p_.map == MapKind::bb       ? "bounding-box"
+                                          : "λ2") +
+           " grid)";
   }
 
   index_t max_chunk_elements() const override {
@@ -201,36 +208,49 @@ class CudaBackend final : public EdmBackend<T> {
     const index_t device =
         static_cast<index_t>(free * 0.8) / ranks_sharing_device(o_) / (2 * sizeof(T));
     const index_t host = cpu::available_host_bytes(o_.local_ranks) / (4 * sizeof(T));
-    return std::max<index_t>(1, std::min(device, host));
+    return std::max<index_t>(1, std::min(device, keep_on_device_ ? device : host));
   }
 
   void reserve(index_t elements) override {
+    if (slots_ > 0) return;
     for (int s = 0; s < 2; ++s) {
       device_out_[s].allocate(elements, "a chunk buffer");
-      host_out_[s].allocate(elements, "a chunk buffer");
+      if (!keep_on_device_) host_out_[s].allocate(elements, "a chunk buffer");
     }
   }
 
+  void keep_on_device(bool keep) override { keep_on_device_ = keep; }
+
   void submit(const ChunkJob& job) override {
+    fault_point(Stage::compute, job.chunk);
     const int s = static_cast<int>(submitted_++ % 2);
-    bytes_[s] = job.elements * sizeof(T);
-    const EdmParams<T> k = chunk_params(p_, points_.get(), norms_.get(), device_out_[s].get(),
-                                        job.row_begin, job.row_end, o_.bounding_box);
+    chunk_[s] = job.chunk;
+    const KernelParams<T> k = params(job, s);
     // The device buffer is free once the copy of the chunk before last is done.
     check(cudaStreamWaitEvent(compute_.s, copied_[s].e, 0), "cudaStreamWaitEvent");
     check(cudaEventRecord(kernel_start_[s].e, compute_.s), "cudaEventRecord");
-    launch_edm<T>(k, p_.metric, compute_.s);
+    if (slots_ > 0)
+      check(cudaMemsetAsync(device_counts_[s].get(), 0, slots_ * sizeof(unsigned long long),
+                            compute_.s),
+            "cudaMemsetAsync (histogram)");
+    launch_chunk<T>(p_, k, compute_.s);
     check(cudaGetLastError(), "kernel launch");
     check(cudaEventRecord(kernel_stop_[s].e, compute_.s), "cudaEventRecord");
     check(cudaStreamWaitEvent(copy_.s, kernel_stop_[s].e, 0), "cudaStreamWaitEvent");
     check(cudaEventRecord(copy_start_[s].e, copy_.s), "cudaEventRecord");
-    check(cudaMemcpyAsync(host_out_[s].get(), device_out_[s].get(), bytes_[s],
-                          cudaMemcpyDeviceToHost, copy_.s),
-          "cudaMemcpyAsync (device to host)");
+    if (slots_ > 0) {
+      check(cudaMemcpyAsync(host_counts_[s].get(), device_counts_[s].get(),
+                            slots_ * sizeof(unsigned long long), cudaMemcpyDeviceToHost, copy_.s),
+            "cudaMemcpyAsync (histogram to host)");
+    } else if (!keep_on_device_) {
+      check(cudaMemcpyAsync(host_out_[s].get(), device_out_[s].get(), job.elements * sizeof(T),
+                            cudaMemcpyDeviceToHost, copy_.s),
+            "cudaMemcpyAsync (device to host)");
+    }
     check(cudaEventRecord(copied_[s].e, copy_.s), "cudaEventRecord");
   }
 
-  const T* wait() override {
+  ChunkResult<T> wait() override {
     const int s = static_cast<int>(waited_++ % 2);
     check(cudaEventSynchronize(copied_[s].e), "waiting for a chunk (kernel or copy failed)");
     float kernel_ms = 0, copy_ms = 0;
@@ -239,25 +259,109 @@ class CudaBackend final : public EdmBackend<T> {
     check(cudaEventElapsedTime(&copy_ms, copy_start_[s].e, copied_[s].e), "cudaEventElapsedTime");
     kernel_s_ += kernel_ms * 1e-3;
     copy_s_ += copy_ms * 1e-3;
-    return host_out_[s].get();
+    fault_point(Stage::copy, chunk_[s]);
+    ChunkResult<T> r;
+    if (slots_ > 0) {
+      static_assert(sizeof(unsigned long long) == sizeof(std::uint64_t), "64-bit counts");
+      r.counts = reinterpret_cast<const std::uint64_t*>(host_counts_[s].get());
+    } else {
+      r.values = keep_on_device_ ? nullptr : host_out_[s].get();
+    }
+    return r;
   }
 
   double compute_seconds() const override { return kernel_s_; }
   double transfer_seconds() const override { return copy_s_; }
+  void reset_timers() override { kernel_s_ = copy_s_ = 0; }
+
+  std::vector<typename Backend<T>::Ceiling> write_ceilings(
+      const std::vector<index_t>& chunk_bytes) override {
+    index_t most = 0;
+    for (index_t b : chunk_bytes)
+      most = std::max(most, b);
+    DeviceBuffer<char> buf;
+    buf.allocate(most + 16, "the ceiling buffer");
+    Stream stream;
+    Event a(true), b(true);
+    auto timed = [&](auto&& f) {
+      f();  // warm-up
+      check(cudaEventRecord(a.e, stream.s), "cudaEventRecord");
+      f();
+      check(cudaGetLastError(), "kernel launch");
+      check(cudaEventRecord(b.e, stream.s), "cudaEventRecord");
+      check(cudaEventSynchronize(b.e), "timed pass");
+      float ms = 0;
+      check(cudaEventElapsedTime(&ms, a.e, b.e), "cudaEventElapsedTime");
+      return ms * 1e-3;
+    };
+    const double memset_s = timed([&] {
+      for (index_t bytes : chunk_bytes)
+        check(cudaMemsetAsync(buf.get(), 0x3f, bytes, stream.s), "cudaMemsetAsync");
+    });
+    const double store_s = timed([&] {
+      for (index_t bytes : chunk_bytes) {
+        const index_t vecs = bytes / 16;
+        const unsigned grid =
+            static_cast<unsigned>(std::min<index_t>((vecs + 255) / 256, 1u << 20));
+        if (grid > 0)
+          store16_kernel<<<grid, 256, 0, stream.s>>>(reinterpret_cast<float4*>(buf.get()), vecs,
+                                                     1.5f);
+      }
+    });
+    return {{"memset", memset_s}, {"16-byte stores", store_s}};
+  }
 
  private:
-  const EdmProblem<T>& p_;
+  KernelParams<T> params(const ChunkJob& job, int s) const {
+    KernelParams<T> k{};
+    k.a = a_.get();
+    k.b = p_.domain == DomainKind::rect ? b_.get() : a_.get();
+    k.norms_a = norms_a_.get();
+    k.norms_b = p_.domain == DomainKind::rect ? norms_b_.get() : norms_a_.get();
+    k.rows = p_.rows;
+    k.cols = p_.cols;
+    k.d = p_.d;
+    k.rho = p_.rho;
+    dispatch_map(p_.domain, p_.map, [&](auto map) {
+      using Map = decltype(map);
+      typename Map::Domain dom;
+      if constexpr (std::is_same_v<Map, mapping::RectMap>) {
+        dom = p_.rect_domain();
+      } else {
+        dom = p_.pair_domain();
+      }
+      k.grid = Map::grid(dom, job.row_begin, job.row_end);
+      k.out_offset = dom.elements_before(job.row_begin);
+    });
+    k.out = slots_ > 0 ? nullptr : device_out_[s].get();
+    k.counts = slots_ > 0 ? device_counts_[s].get() : nullptr;
+    k.edges = edges_.get();
+    k.bins = p_.hist.bins;
+    k.lo = p_.hist.lo;
+    k.hi = p_.hist.hi;
+    k.norm = p_.hist.bins > 0 ? static_cast<double>(p_.hist.bins) / (p_.hist.hi - p_.hist.lo) : 0;
+    for (int i = 0; i < kMaxBoxDims; ++i)
+      k.box[i] = p_.box[i];
+    k.masked_only = masked_only_requested();
+    return k;
+  }
+
+  const Problem<T>& p_;
   CudaOptions o_;
   int device_;
   std::string name_;
-  DeviceBuffer<T> points_;
-  DeviceBuffer<double> norms_;
+  bool keep_on_device_ = false;
+  index_t slots_ = 0;
+  DeviceBuffer<T> a_, b_;
+  DeviceBuffer<double> norms_a_, norms_b_, edges_;
   DeviceBuffer<T> device_out_[2];
   PinnedBuffer<T> host_out_[2];
+  DeviceBuffer<unsigned long long> device_counts_[2];
+  PinnedBuffer<unsigned long long> host_counts_[2];
   Stream compute_, copy_;
   Event kernel_start_[2] = {Event(true), Event(true)}, kernel_stop_[2] = {Event(true), Event(true)};
   Event copy_start_[2] = {Event(true), Event(true)}, copied_[2] = {Event(true), Event(true)};
-  index_t bytes_[2] = {0, 0};
+  index_t chunk_[2] = {0, 0};
   index_t submitted_ = 0, waited_ = 0;
   double kernel_s_ = 0, copy_s_ = 0;
 };
@@ -265,109 +369,23 @@ class CudaBackend final : public EdmBackend<T> {
 }  // namespace
 
 template <typename T>
-std::unique_ptr<EdmBackend<T>> make_cuda_backend(const EdmProblem<T>& problem,
-                                                 const CudaOptions& options) {
+void check_problem(const Problem<T>& p) {
+  if (p.rho % BlockPolicy::kTile != 0)
+    throw UsageError("--backend cuda needs --block to be a multiple of " +
+                     std::to_string(BlockPolicy::kTile) + " (got " + std::to_string(p.rho) + ")");
+}
+
+template <typename T>
+std::unique_ptr<Backend<T>> make_cuda_backend(const Problem<T>& problem,
+                                              const CudaOptions& options) {
   return std::make_unique<CudaBackend<T>>(problem, options);
 }
 
-template std::unique_ptr<EdmBackend<float>> make_cuda_backend(const EdmProblem<float>&,
-                                                              const CudaOptions&);
-template std::unique_ptr<EdmBackend<double>> make_cuda_backend(const EdmProblem<double>&,
-                                                               const CudaOptions&);
-
-}  // namespace tdsolve::cuda
-
-namespace tdsolve::cuda {
-
-namespace {
-
-__global__ void store16_kernel(float4* out, index_t count, float value) {
-  const float4 v = make_float4(value, value, value, value);
-  for (index_t k = blockIdx.x * static_cast<index_t>(blockDim.x) + threadIdx.x; k < count;
-       k += static_cast<index_t>(gridDim.x) * blockDim.x)
-    out[k] = v;
-}
-
-// Times `passes` runs of f(stream), each bracketed by events.
-template <typename F>
-std::vector<double> time_passes(int passes, cudaStream_t s, F&& f) {
-  Event a(true), b(true);
-  std::vector<double> ms;
-  f(s);  // warm-up
-  check(cudaStreamSynchronize(s), "warm-up");
-  for (int r = 0; r < passes; ++r) {
-    check(cudaEventRecord(a.e, s), "cudaEventRecord");
-    f(s);
-    check(cudaGetLastError(), "kernel launch");
-    check(cudaEventRecord(b.e, s), "cudaEventRecord");
-    check(cudaEventSynchronize(b.e), "timed pass");
-    float t = 0;
-    check(cudaEventElapsedTime(&t, a.e, b.e), "cudaEventElapsedTime");
-    ms.push_back(t);
-  }
-  return ms;
-}
-
-}  // namespace
-
-template <typename T>
-index_t device_buffer_elements(const CudaOptions& o) {
-  pick_device(o);
-  size_t free = 0, total = 0;
-  check(cudaMemGetInfo(&free, &total), "cudaMemGetInfo");
-  return static_cast<index_t>(free * 0.85) / sizeof(T);
-}
-
-template <typename T>
-KernelTiming time_edm_kernels(const EdmProblem<T>& p, const CudaOptions& o,
-                              const mapping::ChunkPlan& plan, int repeat) {
-  check_block(p.tiling.rho);
-  const int dev = pick_device(o);
-  cudaDeviceProp prop{};
-  check(cudaGetDeviceProperties(&prop, dev), "cudaGetDeviceProperties");
-  KernelTiming t;
-  t.device = prop.name;
-  t.launches = plan.chunks();
-  DeviceBuffer<T> points, out;
-  DeviceBuffer<double> norms;
-  points.allocate(p.points.size(), "the points");
-  check(cudaMemcpy(points.get(), p.points.data(), p.points.size() * sizeof(T),
-                   cudaMemcpyHostToDevice),
-        "copy");
-  if (!p.norms.empty()) {
-    norms.allocate(p.norms.size(), "the norms");
-    check(cudaMemcpy(norms.get(), p.norms.data(), p.norms.size() * sizeof(double),
-                     cudaMemcpyHostToDevice),
-          "copy");
-  }
-  out.allocate(plan.largest_chunk() + 16 / sizeof(T), "the output buffer");
-  Stream stream;
-  auto edm_pass = [&](cudaStream_t s) {
-    for (index_t c = 0; c < plan.chunks(); ++c)
-      launch_edm<T>(chunk_params(p, points.get(), norms.get(), out.get(), plan.row_begin(c),
-                                 plan.row_end(c), o.bounding_box),
-                    p.metric, s);
-  };
-  t.kernel_ms = time_passes(repeat, stream.s, edm_pass);
-  t.memset_ms = time_passes(repeat, stream.s, [&](cudaStream_t s) {
-    for (index_t c = 0; c < plan.chunks(); ++c)
-      check(cudaMemsetAsync(out.get(), 0x3f, plan.elements(c) * sizeof(T), s), "cudaMemsetAsync");
-  });
-  t.store_ms = time_passes(repeat, stream.s, [&](cudaStream_t s) {
-    for (index_t c = 0; c < plan.chunks(); ++c) {
-      const index_t vecs = plan.elements(c) * sizeof(T) / 16;
-      const unsigned grid = static_cast<unsigned>(std::min<index_t>((vecs + 255) / 256, 1u << 20));
-      store16_kernel<<<grid, 256, 0, s>>>(reinterpret_cast<float4*>(out.get()), vecs, 1.5f);
-    }
-  });
-  return t;
-}
-
-template KernelTiming time_edm_kernels<float>(const EdmProblem<float>&, const CudaOptions&,
-                                              const mapping::ChunkPlan&, int);
-template KernelTiming time_edm_kernels<double>(const EdmProblem<double>&, const CudaOptions&,
-                                               const mapping::ChunkPlan&, int);
-template index_t device_buffer_elements<float>(const CudaOptions&);
-template index_t device_buffer_elements<double>(const CudaOptions&);
+template void check_problem<float>(const Problem<float>&);
+template void check_problem<double>(const Problem<double>&);
+template std::unique_ptr<Backend<float>> make_cuda_backend(const Problem<float>&,
+                                                           const CudaOptions&);
+template std::unique_ptr<Backend<double>> make_cuda_backend(const Problem<double>&,
+                                                            const CudaOptions&);
 
 }  // namespace tdsolve::cuda

@@ -1,5 +1,5 @@
 // Built instead of the CUDA sources when CUDA is off.
-#include "io/error.hpp"
+#include "core/error.hpp"
 #include "solver/cuda/cuda_backend.hpp"
 
 namespace tdsolve::cuda {
@@ -15,34 +15,19 @@ std::string no_device_reason() {
 }
 
 template <typename T>
-std::unique_ptr<EdmBackend<T>> make_cuda_backend(const EdmProblem<T>&, const CudaOptions&) {
+void check_problem(const Problem<T>&) {}
+
+template <typename T>
+std::unique_ptr<Backend<T>> make_cuda_backend(const Problem<T>&, const CudaOptions&) {
   throw UsageError(
       "--backend cuda: this tdsolve was built without CUDA (rebuild with the CUDA toolkit)");
 }
 
-template std::unique_ptr<EdmBackend<float>> make_cuda_backend(const EdmProblem<float>&,
-                                                              const CudaOptions&);
-template std::unique_ptr<EdmBackend<double>> make_cuda_backend(const EdmProblem<double>&,
-                                                               const CudaOptions&);
-
-}  // namespace tdsolve::cuda
-
-namespace tdsolve::cuda {
-
-template <typename T>
-KernelTiming time_edm_kernels(const EdmProblem<T>&, const CudaOptions&, const mapping::ChunkPlan&,
-                              int) {
-  throw UsageError("--backend cuda: this tdsolve was built without CUDA");
-}
-template <typename T>
-index_t device_buffer_elements(const CudaOptions&) {
-  throw UsageError("--backend cuda: this tdsolve was built without CUDA");
-}
-template KernelTiming time_edm_kernels<float>(const EdmProblem<float>&, const CudaOptions&,
-                                              const mapping::ChunkPlan&, int);
-template KernelTiming time_edm_kernels<double>(const EdmProblem<double>&, const CudaOptions&,
-                                               const mapping::ChunkPlan&, int);
-template index_t device_buffer_elements<float>(const CudaOptions&);
-template index_t device_buffer_elements<double>(const CudaOptions&);
+template void check_problem<float>(const Problem<float>&);
+template void check_problem<double>(const Problem<double>&);
+template std::unique_ptr<Backend<float>> make_cuda_backend(const Problem<float>&,
+                                                           const CudaOptions&);
+template std::unique_ptr<Backend<double>> make_cuda_backend(const Problem<double>&,
+                                                            const CudaOptions&);
 
 }  // namespace tdsolve::cuda

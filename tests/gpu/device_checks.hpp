@@ -1,6 +1,6 @@
 #pragma once
 
-#include "mapping/hd.hpp"
+#include "core/types.hpp"
 
 namespace tdsolve::gpu_test {
 // Rows r in [first_row, last_row] whose boundary T(r) ±1 the device's

@@ -8,10 +8,11 @@
 #include <random>
 #include <thread>
 
+#include "core/error.hpp"
 #include "device_checks.hpp"
-#include "io/error.hpp"
 #include "mapping/partition.hpp"
 #include "solver/cpu/cpu_backend.hpp"
+#include "solver/cpu/tiles.hpp"
 #include "solver/cuda/cuda_backend.hpp"
 #include "solver/problem.hpp"
 
@@ -32,22 +33,65 @@ namespace {
 const Metric kMetrics[] = {Metric::euclidean, Metric::sqeuclidean, Metric::cityblock,
                            Metric::chebyshev, Metric::cosine};
 
-template <typename T>
-EdmProblem<T> random_problem(index_t n, index_t d, Metric m, index_t rho, unsigned seed) {
-  io::PointSet pts;
-  pts.n = n;
-  pts.d = d;
-  pts.source = "test";
-  pts.values.resize(n * d);
+std::vector<double> random_values(index_t n, index_t d, unsigned seed) {
+  std::vector<double> v(n * d);
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> u(-1.0, 1.0);
-  for (auto& v : pts.values)
-    v = u(rng);
-  EdmProblem<T> p;
-  p.n = n;
+  for (auto& x : v)
+    x = u(rng);
+  return v;
+}
+
+template <typename T>
+std::vector<T> to(const std::vector<double>& v) {
+  return std::vector<T>(v.begin(), v.end());
+}
+
+// Pairs of n points (store), with the given map.
+template <typename T>
+Problem<T> random_problem(index_t n, index_t d, Metric m, index_t rho, unsigned seed,
+                          MapKind map = MapKind::lambda) {
+  Problem<T> p;
+  p.rows = p.cols = n;
   p.d = d;
-  p.points = convert_points<T>(pts);
-  complete_problem(&p, m, rho);
+  p.rho = rho;
+  p.metric = m;
+  p.map = map;
+  p.a = to<T>(random_values(n, d, seed));
+  complete_problem(&p);
+  return p;
+}
+
+// The M × K rectangle of two sets.
+template <typename T>
+Problem<T> random_cross(index_t rows, index_t cols, index_t d, Metric m, unsigned seed) {
+  Problem<T> p;
+  p.domain = DomainKind::rect;
+  p.rows = rows;
+  p.cols = cols;
+  p.d = d;
+  p.metric = m;
+  p.a = to<T>(random_values(rows, d, seed));
+  p.b = to<T>(random_values(cols, d, seed + 1000));
+  complete_problem(&p);
+  return p;
+}
+
+// Pairs binned into `bins` over [lo, hi], optionally in a periodic box of side 1.5.
+template <typename T>
+Problem<T> random_hist(index_t n, index_t d, Metric m, index_t bins, double lo, double hi, bool box,
+                       unsigned seed, MapKind map = MapKind::lambda) {
+  Problem<T> p = random_problem<T>(n, d, m, 128, seed, map);
+  p.epilogue = EpilogueKind::histogram;
+  p.hist.bins = bins;
+  p.hist.lo = lo;
+  p.hist.hi = hi;
+  p.hist.edges = linspace_edges(lo, hi, bins);
+  if (box) {
+    p.box_dims = static_cast<int>(d);
+    for (index_t k = 0; k < d; ++k)
+      p.box[k] = T(1.5);
+  }
   return p;
 }
 
@@ -65,10 +109,10 @@ struct Outcome {
 };
 
 // Computes the chosen chunks on the GPU (through the backend's own
-// submit/wait pipeline) and on the CPU, and compares them.
+// submit/wait pipeline) and on the CPU, and compares values or counts.
 template <typename T>
-Outcome compare_chunks(const EdmProblem<T>& p, bool bounding_box, bool sample_chunks) {
-  const mapping::ChunkPlan plan(p.tiling, index_t(64) << 20 >> (sizeof(T) == 8 ? 3 : 2));
+Outcome compare_chunks(const Problem<T>& p, bool sample_chunks) {
+  const mapping::ChunkPlan plan = make_plan(p, index_t(64) << 20 >> (sizeof(T) == 8 ? 3 : 2));
   std::vector<index_t> chunks;
   if (sample_chunks && plan.chunks() > 3) {
     chunks = {0, plan.chunks() / 2, plan.chunks() - 1};
@@ -76,20 +120,31 @@ Outcome compare_chunks(const EdmProblem<T>& p, bool bounding_box, bool sample_ch
     for (index_t c = 0; c < plan.chunks(); ++c)
       chunks.push_back(c);
   }
-  cuda::CudaOptions o;
-  o.bounding_box = bounding_box;
-  auto gpu = cuda::make_cuda_backend<T>(p, o);
+  auto gpu = cuda::make_cuda_backend<T>(p, cuda::CudaOptions{});
   gpu->reserve(plan.largest_chunk());
-  const cpu::EdmView<T> v = cpu::view_of(p);
+  const cpu::CpuView<T> v = cpu::view_of(p);
   const int threads = std::max(1u, std::thread::hardware_concurrency());
-  std::vector<T> want(plan.largest_chunk());
+  const bool hist = p.epilogue == EpilogueKind::histogram;
+  std::vector<T> want(hist ? 0 : plan.largest_chunk());
+  std::vector<std::uint64_t> want_counts(hist ? p.hist.slots() : 0);
   Outcome out;
   for (index_t c : chunks) {
-    gpu->submit(ChunkJob{plan.row_begin(c), plan.row_end(c), plan.elements(c)});
-    const T* got = gpu->wait();
-    cpu::compute_block_rows<T>(v, plan.row_begin(c), plan.row_end(c), want.data(), threads);
+    gpu->submit(ChunkJob{c, plan.row_begin(c), plan.row_end(c), plan.elements(c)});
+    const ChunkResult<T> got = gpu->wait();
+    cpu::compute_chunk<T>(v, plan.row_begin(c), plan.row_end(c), want.data(), want_counts.data(),
+                          threads);
+    if (hist) {
+      std::uint64_t sum = 0;
+      for (index_t s = 0; s < p.hist.slots(); ++s) {
+        out.differing += got.counts[s] != want_counts[s];
+        sum += got.counts[s];
+      }
+      EXPECT_EQ(sum, plan.elements(c)) << "chunk " << c << ": counts do not add up to its pairs";
+      out.compared += p.hist.slots();
+      continue;
+    }
     for (index_t e = 0; e < plan.elements(c); ++e) {
-      const double u = ulps(got[e], want[e]);
+      const double u = ulps(got.values[e], want[e]);
       out.differing += u != 0;
       out.worst_ulps = std::max(out.worst_ulps, std::isnan(u) ? 1e30 : u);
     }
@@ -104,8 +159,9 @@ void check_all(const std::vector<index_t>& ns, const std::vector<index_t>& ds, b
   for (Metric m : kMetrics)
     for (index_t n : ns)
       for (index_t d : ds) {
-        const EdmProblem<T> p = random_problem<T>(n, d, m, 128, seed++);
-        const Outcome r = compare_chunks(p, bounding_box, n > 10000);
+        const Problem<T> p =
+            random_problem<T>(n, d, m, 128, seed++, bounding_box ? MapKind::bb : MapKind::lambda);
+        const Outcome r = compare_chunks(p, n > 10000);
         // One arithmetic on both backends: every metric agrees bit for bit.
         EXPECT_EQ(r.differing, 0u)
             << metric_name(m) << " n=" << n << " d=" << d << " "
@@ -143,13 +199,14 @@ TEST(CudaBackend, BoundingBoxGridMatchesCpu) {
 TEST(CudaBackend, EveryFeatureCountAndLargerTiles) {
   REQUIRE_GPU();
   for (index_t d = 1; d <= 20; ++d) {
-    const EdmProblem<float> p = random_problem<float>(777, d, Metric::euclidean, 128, 100 + d);
-    EXPECT_EQ(compare_chunks(p, false, false).differing, 0u) << "d=" << d;
+    const Problem<float> p = random_problem<float>(777, d, Metric::euclidean, 128, 100 + d);
+    EXPECT_EQ(compare_chunks(p, false).differing, 0u) << "d=" << d;
   }
   for (index_t rho : {256, 384}) {
-    const EdmProblem<float> p = random_problem<float>(1500, 5, Metric::cityblock, rho, 7);
-    EXPECT_EQ(compare_chunks(p, false, false).differing, 0u) << "rho=" << rho;
-    EXPECT_EQ(compare_chunks(p, true, false).differing, 0u) << "bb rho=" << rho;
+    const Problem<float> p = random_problem<float>(1500, 5, Metric::cityblock, rho, 7);
+    EXPECT_EQ(compare_chunks(p, false).differing, 0u) << "rho=" << rho;
+    const Problem<float> q = random_problem<float>(1500, 5, Metric::cityblock, rho, 7, MapKind::bb);
+    EXPECT_EQ(compare_chunks(q, false).differing, 0u) << "bb rho=" << rho;
   }
 }
 
@@ -162,7 +219,7 @@ TEST(CudaBackend, MaskedPathEverywhereMatchesCpu) {
 
 TEST(CudaBackend, RejectsBlocksThatAreNotMultiplesOf128) {
   REQUIRE_GPU();
-  const EdmProblem<float> p = random_problem<float>(100, 3, Metric::euclidean, 100, 1);
+  const Problem<float> p = random_problem<float>(100, 3, Metric::euclidean, 100, 1);
   try {
     cuda::make_cuda_backend<float>(p, cuda::CudaOptions{});
     FAIL() << "accepted --block 100";
@@ -173,7 +230,7 @@ TEST(CudaBackend, RejectsBlocksThatAreNotMultiplesOf128) {
 
 TEST(CudaBackend, OutOfMemoryIsAClearError) {
   REQUIRE_GPU();
-  const EdmProblem<float> p = random_problem<float>(100, 3, Metric::euclidean, 128, 1);
+  const Problem<float> p = random_problem<float>(100, 3, Metric::euclidean, 128, 1);
   auto b = cuda::make_cuda_backend<float>(p, cuda::CudaOptions{});
   try {
     b->reserve(index_t(1) << 42);  // 16 TiB
@@ -182,8 +239,76 @@ TEST(CudaBackend, OutOfMemoryIsAClearError) {
     EXPECT_NE(std::string(e.what()).find("out of GPU memory"), std::string::npos) << e.what();
   }
   // The backend still works afterwards.
-  const mapping::ChunkPlan plan(p.tiling, 1 << 20);
+  const mapping::ChunkPlan plan = make_plan(p, 1 << 20);
   b->reserve(plan.largest_chunk());
-  b->submit(ChunkJob{0, plan.row_end(0), plan.elements(0)});
-  EXPECT_NE(b->wait(), nullptr);
+  b->submit(ChunkJob{0, 0, plan.row_end(0), plan.elements(0)});
+  EXPECT_NE(b->wait().values, nullptr);
+}
+
+TEST(CudaBackend, CrossMatchesCpu) {
+  REQUIRE_GPU();
+  unsigned seed = 50;
+  for (Metric m : kMetrics)
+    for (auto [rows, cols] :
+         {std::pair<index_t, index_t>{1, 1}, {5, 300}, {129, 127}, {1000, 77}, {3001, 2050}})
+      for (index_t d : {1, 3, 17}) {
+        for (bool fp64 : {false, true}) {
+          const Outcome r =
+              fp64 ? compare_chunks(random_cross<double>(rows, cols, d, m, seed), false)
+                   : compare_chunks(random_cross<float>(rows, cols, d, m, seed), false);
+          EXPECT_EQ(r.differing, 0u) << metric_name(m) << " " << rows << "x" << cols << " d=" << d
+                                     << (fp64 ? " float64" : " float32");
+          EXPECT_GT(r.compared, 0u);
+        }
+        ++seed;
+      }
+}
+
+TEST(CudaBackend, HistogramMatchesCpu) {
+  REQUIRE_GPU();
+  unsigned seed = 80;
+  for (Metric m : kMetrics)
+    for (index_t n : {2, 129, 4099})
+      for (index_t d : {1, 3, 17})
+        for (bool box : {false, true}) {
+          if (box && (m == Metric::cosine || d > 8)) continue;
+          // Shared-memory bins, and more bins than shared memory holds.
+          for (index_t bins : {index_t(1), index_t(37), index_t(10000)}) {
+            const Outcome r =
+                compare_chunks(random_hist<float>(n, d, m, bins, 0.05, 1.7, box, seed), false);
+            EXPECT_EQ(r.differing, 0u) << metric_name(m) << " n=" << n << " d=" << d
+                                       << " bins=" << bins << (box ? " box" : "");
+            const Outcome r64 =
+                compare_chunks(random_hist<double>(n, d, m, bins, 0.05, 1.7, box, seed), false);
+            EXPECT_EQ(r64.differing, 0u) << metric_name(m) << " n=" << n << " d=" << d
+                                         << " bins=" << bins << (box ? " box" : "") << " float64";
+          }
+          ++seed;
+        }
+  // A bounding-box grid bins the same pairs.
+  const Outcome bb = compare_chunks(
+      random_hist<float>(3000, 3, Metric::euclidean, 64, 0, 2, false, 7, MapKind::bb), false);
+  EXPECT_EQ(bb.differing, 0u);
+}
+
+TEST(CudaBackend, TwoJobsInFlight) {
+  REQUIRE_GPU();
+  // The driver's protocol: submit(a); submit(b); wait() -> a; submit(c); wait() -> b; ...
+  const Problem<float> p = random_problem<float>(5000, 3, Metric::euclidean, 128, 3);
+  const mapping::ChunkPlan plan = make_plan(p, 1 << 18);
+  ASSERT_GE(plan.chunks(), 4u);
+  auto gpu = cuda::make_cuda_backend<float>(p, cuda::CudaOptions{});
+  gpu->reserve(plan.largest_chunk());
+  const cpu::CpuView<float> v = cpu::view_of(p);
+  std::vector<float> want(plan.largest_chunk());
+  auto job = [&](index_t c) {
+    return ChunkJob{c, plan.row_begin(c), plan.row_end(c), plan.elements(c)};
+  };
+  gpu->submit(job(0));
+  for (index_t c = 0; c < plan.chunks(); ++c) {
+    if (c + 1 < plan.chunks()) gpu->submit(job(c + 1));
+    const float* got = gpu->wait().values;
+    cpu::compute_chunk<float>(v, plan.row_begin(c), plan.row_end(c), want.data(), nullptr, 2);
+    ASSERT_EQ(0, std::memcmp(got, want.data(), plan.elements(c) * sizeof(float))) << "chunk " << c;
+  }
 }

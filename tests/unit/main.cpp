@@ -6,6 +6,8 @@
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
+  // Listing the tests (ctest's discovery at build time) starts no MPI.
+  if (::testing::GTEST_FLAG(list_tests)) return RUN_ALL_TESTS();
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
   tdsolve::io::quiet_hdf5_errors();

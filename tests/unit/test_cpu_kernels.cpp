@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "mapping/partition.hpp"
-#include "solver/cpu/edm_cpu.hpp"
+#include "solver/cpu/tiles.hpp"
 
 using namespace tdsolve;
 
@@ -86,18 +86,18 @@ double exact_distance(Metric m, const double* a, const double* b, index_t d) {
 template <typename T>
 std::vector<T> run_backend(const Case<T>& c, index_t chunk_elements, int threads,
                            cpu::CpuVariant v) {
-  const mapping::PairTiling tiling(c.n, c.rho);
-  const mapping::ChunkPlan plan(tiling, chunk_elements);
-  cpu::EdmView<T> view;
-  view.points = c.x.data();
-  view.norms = c.norms.data();
+  const mapping::ChunkPlan plan(mapping::PairDomain(c.n, c.rho), chunk_elements);
+  cpu::CpuView<T> view;
+  view.a = view.b = c.x.data();
+  view.norms_a = view.norms_b = c.norms.data();
+  view.rows = view.cols = c.n;
   view.d = c.d;
-  view.tiling = tiling;
+  view.rho = c.rho;
   view.metric = c.metric;
   std::vector<T> out(mapping::pair_count(c.n), std::numeric_limits<T>::quiet_NaN());
   for (index_t k = 0; k < plan.chunks(); ++k)
-    cpu::compute_block_rows<T>(view, plan.row_begin(k), plan.row_end(k),
-                               out.data() + plan.offset(k), threads, v);
+    cpu::compute_chunk<T>(view, plan.row_begin(k), plan.row_end(k), out.data() + plan.offset(k),
+                          nullptr, threads, v);
   return out;
 }
 

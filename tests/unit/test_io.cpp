@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "io/error.hpp"
+#include "core/error.hpp"
 #include "io/h5.hpp"
 #include "io/info.hpp"
 #include "io/input.hpp"
@@ -97,8 +97,15 @@ TEST(Npy, RejectsWrongShapesTypesAndTruncation) {
   EXPECT_NE(error_of(f).find("dtype"), std::string::npos) << error_of(f);
   write_file(f, npy("<f8", "(3, 2)", false, raw<double>({1, 2, 3})));
   EXPECT_NE(error_of(f).find("truncated"), std::string::npos) << error_of(f);
+  // One point is a valid set (cross takes it); pairs of one set need two.
   write_file(f, npy("<f8", "(1, 2)", false, raw<double>({1, 2})));
-  EXPECT_NE(error_of(f).find("at least 2"), std::string::npos) << error_of(f);
+  EXPECT_EQ(read_points(f).n, 1u);
+  try {
+    check_pairs(1, f);
+    ADD_FAILURE() << "one point accepted for pairs";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("at least 2"), std::string::npos) << e.what();
+  }
   write_file(f, npy("<f8", "(5, 0)", false, ""));
   EXPECT_NE(error_of(f).find("empty"), std::string::npos) << error_of(f);
   write_file(f, "not numpy");
@@ -201,7 +208,7 @@ TEST(Generator, ParsesAndIsDeterministic) {
   EXPECT_EQ(parse_generator("uniform:5:2").seed, 0u);
   for (const char* bad :
        {"uniform:10", "normal:10:3", "uniform:x:3", "uniform:10:3:1:2", "uniform:-5:3",
-        "uniform:1:3", "uniform:10:0", "uniform:99999999999999999999999:3"}) {
+        "uniform:0:3", "uniform:10:0", "uniform:99999999999999999999999:3"}) {
     EXPECT_THROW(parse_generator(bad), std::runtime_error) << bad;
   }
 }
@@ -210,22 +217,27 @@ TEST(ResultFile, WritesSchemaAndProgressThatInfoReads) {
   const std::string f = tmp("r.h5");
   ResultLayout L;
   L.path = f;
-  L.n = 5;
-  L.features = 2;
-  L.block = 2;
-  L.metric = "euclidean";
-  L.precision = "float32";
+  L.result = {"distances",
+              ValueType::f32,
+              {10},
+              {Attr{"n", std::uint64_t(5)}, Attr{"k", std::uint64_t(2)},
+               Attr{"layout", std::string("combinations")},
+               Attr{"metric", std::string("euclidean")}, Attr{"precision", std::string("float32")},
+               Attr{"features", std::uint64_t(2)}, Attr{"block", std::uint64_t(2)}},
+              {}};
   L.chunk_offsets = {0, 7, 10};
-  L.version = "test";
-  L.command = "tdsolve edm ...";
-  L.created = "2026-01-01T00:00:00Z";
-  L.input = "unit";
+  L.root_attrs = {Attr{"software", std::string("tdsolve")}, Attr{"version", std::string("test")},
+                  Attr{"command", std::string("tdsolve edm ...")},
+                  Attr{"created", std::string("2026-01-01T00:00:00Z")},
+                  Attr{"input", std::string("unit")}};
   std::vector<float> values(10);
   for (int i = 0; i < 10; ++i)
     values[i] = static_cast<float>(i);
+  create_result_file(L);
   {
     ResultWriter w(MPI_COMM_SELF, L);
     w.write(0, 7, values.data());
+    w.flush();
     w.mark_done(true, 0);
     w.close();
   }
@@ -235,8 +247,10 @@ TEST(ResultFile, WritesSchemaAndProgressThatInfoReads) {
   EXPECT_NE(out.str().find("missing chunks 1"), std::string::npos) << out.str();
 
   // Existing file: refused without overwrite.
-  EXPECT_THROW(ResultWriter(MPI_COMM_SELF, L), H5Error);
+  EXPECT_THROW(create_result_file(L), H5Error);
+  EXPECT_TRUE(std::ifstream(f).good()) << "a refused creation must leave the old file alone";
   L.overwrite = true;
+  create_result_file(L);
   {
     ResultWriter w(MPI_COMM_SELF, L);
     w.write(0, 7, values.data());

@@ -3,7 +3,7 @@
 
 #include <cmath>
 
-#include "mapping/lambda2.hpp"
+#include "mapping/block_map.hpp"
 #include "mapping/simplex.hpp"
 
 using namespace tdsolve;
@@ -156,7 +156,8 @@ TEST(Lambda2, BoundingBoxKeepsTheSameTiles) {
     for (index_t y = 0; y < m - I0; ++y)
       for (index_t x = 0; x < m; ++x) {
         Tile t;
-        if (bb_tile(I0, x, y, &t)) {
+        const PairDomain dom(m * 4, 4);
+        if (BoundingBoxMap::tile(dom, BoundingBoxMap::grid(dom, I0, m), x, y, &t)) {
           ++kept;
           EXPECT_LE(t.row, t.col);
         }
@@ -165,10 +166,10 @@ TEST(Lambda2, BoundingBoxKeepsTheSameTiles) {
   }
 }
 
-TEST(PairTiling, ElementCounts) {
+TEST(PairDomain, ElementCounts) {
   for (index_t n : {2, 3, 127, 128, 129, 1000}) {
     for (index_t rho : {1, 2, 16, 128}) {
-      const PairTiling t(n, rho);
+      const PairDomain t(n, rho);
       EXPECT_EQ(t.m, (n + rho - 1) / rho);
       EXPECT_EQ(t.elements_before(0), 0u);
       EXPECT_EQ(t.elements_before(t.m), pair_count(n));

@@ -1,4 +1,5 @@
-// One macro marks index maths usable from host and device code alike.
+// Core types every layer shares: the 64-bit index and the host/device macro.
+// Depends on nothing (DESIGN §1: core <- mapping <- io <- solver).
 #pragma once
 
 #if defined(__CUDACC__)

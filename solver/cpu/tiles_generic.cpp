@@ -1,4 +1,4 @@
 // Baseline x86-64 / any-architecture build of the CPU tile loops.
-#include "solver/cpu/edm_cpu.hpp"
+#include "solver/cpu/tiles.hpp"
 #define TDS_CPU_VARIANT generic
-#include "solver/cpu/edm_cpu_kernels.inc"
+#include "solver/cpu/tiles.inc"

@@ -2,6 +2,6 @@
 // at run time only on CPUs that have both). Without hardware FMA every
 // std::fma is a slow library call, so this variant is what makes the exact
 // fused arithmetic cheap.
-#include "solver/cpu/edm_cpu.hpp"
+#include "solver/cpu/tiles.hpp"
 #define TDS_CPU_VARIANT avx2
-#include "solver/cpu/edm_cpu_kernels.inc"
+#include "solver/cpu/tiles.inc"

@@ -1,0 +1,62 @@
+// Block maps as types (CUTLASS's threadblock swizzles): how a launch's block
+// indices become tiles of a domain.
+//
+// A map has a host half, grid(domain, I0, I1): the launch shape for block rows
+// [I0, I1) of a chunk (x × y blocks, any size: kernels stride over both), and
+// a device half, tile(domain, grid, bx, by, &t): the tile of block (bx, by),
+// or false when that block has no work (a bounding box's discarded blocks).
+// Kernels and CPU loops are templated on the map; adding a map is one type
+// here plus its entry in MapKind and dispatch_map (solver/problem.hpp).
+//
+//   Lambda2Map      pairs: exactly the chunk's T(m-I0) - T(m-I1) tiles, 1-D (λ2)
+//   BoundingBoxMap  pairs: the (m × rows) box; blocks with J < I leave at once
+//   RectMap         rectangles: (block columns × rows), every block a tile
+#pragma once
+
+#include "mapping/lambda2.hpp"
+
+namespace tdsolve::mapping {
+
+struct Grid {
+  index_t x = 0, y = 0;  // blocks in each direction
+  index_t base = 0;      // map-specific origin (λ2: first ω; boxes: first block row)
+  TDS_HD index_t blocks() const { return x * y; }
+};
+
+struct Lambda2Map {
+  using Domain = PairDomain;
+  static Grid grid(const PairDomain& d, index_t row_begin, index_t row_end) {
+    const BlockRange w = lambda2_blocks(d.m, row_begin, row_end);
+    return Grid{w.size(), w.size() > 0 ? index_t(1) : index_t(0), w.begin};
+  }
+  TDS_HD static bool tile(const PairDomain& d, const Grid& g, index_t bx, index_t, Tile* t) {
+    *t = lambda2_tile(d.m, g.base + bx);
+    return true;
+  }
+};
+
+struct BoundingBoxMap {
+  using Domain = PairDomain;
+  static Grid grid(const PairDomain& d, index_t row_begin, index_t row_end) {
+    return Grid{row_end > row_begin ? d.m : 0, row_end - row_begin, row_begin};
+  }
+  TDS_HD static bool tile(const PairDomain&, const Grid& g, index_t bx, index_t by, Tile* t) {
+    t->row = g.base + by;
+    t->col = bx;
+    return t->col >= t->row;
+  }
+};
+
+struct RectMap {
+  using Domain = RectDomain;
+  static Grid grid(const RectDomain& d, index_t row_begin, index_t row_end) {
+    return Grid{row_end > row_begin ? d.mc : 0, row_end - row_begin, row_begin};
+  }
+  TDS_HD static bool tile(const RectDomain&, const Grid& g, index_t bx, index_t by, Tile* t) {
+    t->row = g.base + by;
+    t->col = bx;
+    return true;
+  }
+};
+
+}  // namespace tdsolve::mapping

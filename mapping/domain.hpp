@@ -1,0 +1,74 @@
+// Index domains and their tiling into ρ×ρ blocks of work.
+//
+// A domain is an index space whose elements are stored in one packed order,
+// cut into block rows of ρ rows each; a contiguous range of block rows is a
+// contiguous range of the packed output. Everything the chunk planner and the
+// drivers need from a domain is
+//     block_rows()          block rows (the planner's unit; never split)
+//     elements_before(I)    packed offset of the first element of block row I
+//     total()               elements in the domain
+// and what the kernels need is the geometry of one tile.
+//
+//   PairDomain  pairs i < j of n points (SciPy's condensed order, DESIGN §2);
+//               tile (I, J), I <= J, holds pairs with i in block I, j in block J.
+//   RectDomain  all (i, j) of an M × K rectangle (rows of A against rows of B),
+//               row-major; every tile (I, J) is in the domain.
+#pragma once
+
+#include "mapping/simplex.hpp"
+
+namespace tdsolve::mapping {
+
+struct Tile {
+  index_t row, col;  // block row I and block column J
+};
+
+struct BlockRange {
+  index_t begin, end;
+  TDS_HD index_t size() const { return end - begin; }
+};
+
+struct PairDomain {
+  index_t n = 0;    // points
+  index_t rho = 1;  // tile side ρ
+  index_t m = 0;    // block rows = block columns = ceil(n/ρ)
+
+  PairDomain() = default;
+  TDS_HD PairDomain(index_t n_, index_t rho_) : n(n_), rho(rho_), m((n_ + rho_ - 1) / rho_) {}
+
+  TDS_HD index_t block_rows() const { return m; }
+  TDS_HD index_t blocks() const { return tri(m); }
+  TDS_HD index_t total() const { return pair_count(n); }
+  TDS_HD index_t row_of_block_row(index_t I) const { return I * rho < n ? I * rho : n; }
+  // Packed rank of the first pair of block row I (C(n,2) for I >= m).
+  TDS_HD index_t elements_before(index_t I) const { return row_start(n, row_of_block_row(I)); }
+  TDS_HD index_t elements_in_rows(index_t I0, index_t I1) const {
+    return elements_before(I1) - elements_before(I0);
+  }
+};
+
+struct RectDomain {
+  index_t rows = 0, cols = 0;  // M points of A, K points of B
+  index_t rho = 1;
+  index_t m = 0, mc = 0;  // block rows ceil(M/ρ), block columns ceil(K/ρ)
+
+  RectDomain() = default;
+  TDS_HD RectDomain(index_t rows_, index_t cols_, index_t rho_)
+      : rows(rows_),
+        cols(cols_),
+        rho(rho_),
+        m((rows_ + rho_ - 1) / rho_),
+        mc((cols_ + rho_ - 1) / rho_) {}
+
+  TDS_HD index_t block_rows() const { return m; }
+  TDS_HD index_t blocks() const { return m * mc; }
+  TDS_HD index_t total() const { return rows * cols; }
+  TDS_HD index_t elements_before(index_t I) const {
+    return (I * rho < rows ? I * rho : rows) * cols;
+  }
+  TDS_HD index_t elements_in_rows(index_t I0, index_t I1) const {
+    return elements_before(I1) - elements_before(I0);
+  }
+};
+
+}  // namespace tdsolve::mapping

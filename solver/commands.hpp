@@ -1,0 +1,18 @@
+// The commands, each run on every rank of `comm` (bench on one process).
+// They throw CollectiveError for problems every rank agrees on; a local
+// failure after the output exists ends the job inside (MPI_Abort).
+#pragma once
+
+#include <mpi.h>
+
+#include "solver/options.hpp"
+
+namespace tdsolve {
+
+// edm, hist and cross: compute and write one result file.
+void run_command(const CommandOptions& options, MPI_Comm comm);
+
+// bench: the same driver loop with a sink that drops the results.
+void run_bench(const BenchOptions& options, MPI_Comm comm);
+
+}  // namespace tdsolve

@@ -1,0 +1,48 @@
+// CPU tile loops: OpenMP over the same block maps a GPU launch uses, one ρ×ρ
+// tile per block, so the CPU tests exercise the maps, and the same functors
+// and epilogues, so both backends give the same bits.
+#pragma once
+
+#include <cstdint>
+
+#include "solver/problem.hpp"
+
+namespace tdsolve::cpu {
+
+// The tile loops' view of a problem (borrowed pointers: p must outlive it).
+template <typename T>
+struct CpuView {
+  const T *a = nullptr, *b = nullptr;                   // row points, column points
+  const double *norms_a = nullptr, *norms_b = nullptr;  // metrics that need them
+  index_t rows = 0, cols = 0, d = 0, rho = 1;
+  DomainKind domain = DomainKind::pairs;
+  MapKind map = MapKind::lambda;
+  EpilogueKind epilogue = EpilogueKind::store;
+  Metric metric = Metric::euclidean;
+  int box_dims = 0;
+  T box[kMaxBoxDims] = {};
+  index_t bins = 0;
+  double lo = 0, hi = 0, norm = 0;
+  const double* edges = nullptr;
+};
+
+template <typename T>
+CpuView<T> view_of(const Problem<T>& p);
+
+// Instruction-set variants of the tile loops; `best` picks AVX2+FMA where
+// the CPU has both. Every variant gives the same bits.
+enum class CpuVariant { best, generic, avx2 };
+
+// Computes block rows [row_begin, row_end) with `threads` OpenMP threads.
+// store: element e of the domain lands at out[e - elements_before(row_begin)].
+// histogram: counts[0..bins+1] (underflow, bins, overflow) are set to the
+// chunk's counts.
+template <typename T>
+void compute_chunk(const CpuView<T>& v, index_t row_begin, index_t row_end, T* out,
+                   std::uint64_t* counts, int threads, CpuVariant variant = CpuVariant::best);
+
+// Which variant `best` is on this CPU, and whether `v` can run here.
+const char* cpu_variant();
+bool cpu_variant_available(CpuVariant v);
+
+}  // namespace tdsolve::cpu

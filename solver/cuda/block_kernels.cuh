@@ -1,0 +1,492 @@
+// Block-space kernels: one thin kernel templated on metric × d × block map ×
+// epilogue (store the values in packed order, or bin them) × periodic box.
+//
+// One thread block (256 threads) takes one ρ×ρ tile at a time, in 128×128
+// sub-tiles: lane t of a warp owns columns t, t+32, t+64, t+96 and the 8
+// warps take every 8th row, so each row segment of a sub-tile (128
+// consecutive values of the packed output) is written by one warp as four
+// fully coalesced 128-byte stores. Packed rows start at any element offset;
+// realigning through shuffles for 16-byte vector stores was measured slower
+// (more instructions than the saved store transactions; docs/performance.md),
+// as were wider tiles (less contiguous writes across concurrent blocks).
+// Sub-tiles on the diagonal or the domain's edge go through a mask.
+//
+// Features: for d <= 8 (compile time) each lane keeps its 4 column points in
+// registers and reads row points from shared memory (a broadcast: all lanes
+// read the same row); for larger d, row and column strips of 16 (float) or 8
+// (double) features are staged in shared memory, the column strip transposed
+// and padded so that neither the staging writes nor the reads conflict on
+// banks (seed 004), while each thread accumulates a 16×4 (8×4 for double
+// accumulators) block of values.
+//
+// Domains: pairs i < j of one point set (rows = cols = n, packed rows of the
+// triangle) or the rectangle of two (row-major M × K); the domain decides the
+// mask and where a row segment is stored. Maps (mapping/block_map.hpp) turn
+// (blockIdx.x, blockIdx.y) into a tile; the kernel strides over the map's
+// grid in both directions, so any grid size launches.
+//
+// Histogram epilogue: each block counts its tile in shared memory (one
+// 32-bit slot per bin, plus under- and overflow) and adds the non-zero slots
+// to the chunk's 64-bit global counts once per tile; with more bins than fit
+// in shared memory it adds straight to the global counts.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "mapping/block_map.hpp"
+#include "solver/epilogue.hpp"
+#include "solver/metrics.hpp"
+#include "solver/problem.hpp"
+
+namespace tdsolve::cuda {
+
+// Build-time overrides exist only to time variants against each other.
+#ifndef TDS_EDM_MIN_BLOCKS_SMALL  // d <= 4
+#define TDS_EDM_MIN_BLOCKS_SMALL 2
+#endif
+#ifndef TDS_EDM_MIN_BLOCKS
+#define TDS_EDM_MIN_BLOCKS 3
+#endif
+
+#ifndef TDS_EDM_ROW_UNROLL
+#define TDS_EDM_ROW_UNROLL 2
+#endif
+
+// Launch shape: tuning lives here, not in literals at the launch sites.
+struct BlockPolicy {
+  static constexpr int kTile = 128;                    // sub-tile side
+  static constexpr int kThreads = 256;                 // per block
+  static constexpr int kWarps = kThreads / 32;         // 8
+  static constexpr int kCols = kTile / 32;             // columns per lane: 4, 32 apart
+  static constexpr int kRowsPerWarp = kTile / kWarps;  // 16
+  static constexpr int kMaxSmallD = 8;                 // d handled with points in registers
+  static constexpr int kPad = 4;                       // column-strip padding (elements)
+  // Histogram slots a block keeps in shared memory (24 KiB); more bins count
+  // in global memory directly.
+  static constexpr int kSharedHistSlots = 6144;
+  // Blocks per SM the register allocator must leave room for. Uncapped, the
+  // small-d kernels unroll into 110-128 registers (2 blocks, 16 warps per
+  // SM). On an H100, capping d = 5..8 at 3 blocks took d = 8 from 65 % to
+  // 72 % of the write ceiling; for d <= 4 caps of 1, 2 or 3 measured the same
+  // (docs/performance.md). The general path needs its accumulators.
+  static constexpr int min_blocks(int d) {
+    return d == 0 ? 1 : (d <= 4 ? TDS_EDM_MIN_BLOCKS_SMALL : TDS_EDM_MIN_BLOCKS);
+  }
+  static constexpr int kRowUnroll = TDS_EDM_ROW_UNROLL;  // rows in flight per warp (small d)
+};
+
+template <typename T>
+struct KernelParams {
+  const T* __restrict__ a;             // row points, rows × d
+  const T* __restrict__ b;             // column points, cols × d (= a for pairs)
+  const double* __restrict__ norms_a;  // metrics that need them
+  const double* __restrict__ norms_b;
+  index_t rows, cols, d, rho;
+  mapping::Grid grid;  // the chunk's launch grid (Map::grid)
+  // store: element e of the domain at out[e - out_offset]
+  T* __restrict__ out;
+  index_t out_offset;
+  // histogram: counts[0 .. bins+1] = underflow, bins, overflow
+  unsigned long long* __restrict__ counts;
+  const double* __restrict__ edges;
+  index_t bins;
+  double lo, hi, norm;
+  T box[kMaxBoxDims];
+  bool masked_only;  // benchmark/test: every sub-tile on the masked path
+};
+
+// Host launcher for one family of kernels, instantiated per precision in
+// the kernels_*.cu files; `launch_chunk` (cuda_backend.cu) picks the family.
+template <typename T, typename Map, bool kHist, bool kPeriodic>
+void launch_family(const KernelParams<T>& p, Metric metric, cudaStream_t stream);
+
+namespace detail {
+
+constexpr int kCols = BlockPolicy::kCols;
+constexpr int kWarpSize = 32;
+
+template <typename Map>
+constexpr bool is_pairs = std::is_same_v<typename Map::Domain, mapping::PairDomain>;
+
+// Where a warp's rows go. Pairs: row i of the sub-tile at column j0 starts
+// at buffer index base(i) = row_start(i) - out_offset + j0 - i - 1, and a
+// warp steps 8 rows at a time: base(i + 8) = base(i) + 8 (n - i) - 44.
+// Rectangles: base(i) = i K + j0 - out_offset, stepping 8 K. One 64-bit
+// product per warp and sub-tile instead of one per row.
+struct RowCursor {
+  std::int64_t base;
+  index_t i;
+};
+
+template <typename Map, typename T>
+__device__ __forceinline__ RowCursor first_row(const KernelParams<T>& p, index_t i, index_t j0) {
+  if constexpr (is_pairs<Map>) {
+    return RowCursor{static_cast<std::int64_t>(mapping::row_start(p.rows, i) - p.out_offset) +
+                         static_cast<std::int64_t>(j0) - static_cast<std::int64_t>(i) - 1,
+                     i};
+  } else {
+    return RowCursor{
+        static_cast<std::int64_t>(i * p.cols + j0) - static_cast<std::int64_t>(p.out_offset), i};
+  }
+}
+
+template <typename Map, typename T>
+__device__ __forceinline__ void next_row(RowCursor& c, const KernelParams<T>& p) {
+  static_assert(BlockPolicy::kWarps == 8, "the cursor step assumes 8 rows per step");
+  if constexpr (is_pairs<Map>) {
+    c.base += 8 * static_cast<std::int64_t>(p.rows - c.i) - 44;
+  } else {
+    c.base += 8 * static_cast<std::int64_t>(p.cols);
+  }
+  c.i += 8;
+}
+
+// Columns [lo, hi) of the sub-tile at j0 hold domain elements of row i.
+template <typename Map, typename T>
+__device__ __forceinline__ void column_range(const KernelParams<T>& p, index_t i, index_t j0,
+                                             std::int64_t* lo, std::int64_t* hi) {
+  *lo = is_pairs<Map> ? static_cast<std::int64_t>(i) + 1 - static_cast<std::int64_t>(j0) : 0;
+  *hi = static_cast<std::int64_t>(p.cols) - static_cast<std::int64_t>(j0);
+}
+
+// Lane t's values v[s] belong to columns t + 32 s of row c.i's segment.
+template <typename T, typename Map, bool kHist>
+struct Epilogue;
+
+// Store at buffer index c.base + column; the masked path keeps the columns
+// that are domain elements. c.base may lie "before" the buffer for diagonal
+// rows, so indices stay signed until they are known to be valid.
+template <typename T, typename Map>
+struct Epilogue<T, Map, false> {
+  __device__ __forceinline__ static void begin_tile(const KernelParams<T>&) {}
+  __device__ __forceinline__ static void end_tile(const KernelParams<T>&) {}
+  __device__ __forceinline__ static void row(const KernelParams<T>& p, const RowCursor& c,
+                                             index_t j0, const T (&v)[kCols], int lane, bool fast) {
+    if (fast) {
+#pragma unroll
+      for (int s = 0; s < kCols; ++s)
+        p.out[c.base + lane + kWarpSize * s] = v[s];
+      return;
+    }
+    std::int64_t lo, hi;
+    column_range<Map>(p, c.i, j0, &lo, &hi);
+#pragma unroll
+    for (int s = 0; s < kCols; ++s) {
+      const int col = lane + kWarpSize * s;
+      if (col >= lo && col < hi) p.out[c.base + col] = v[s];
+    }
+  }
+};
+
+extern __shared__ unsigned int histogram_smem[];
+
+template <typename T, typename Map>
+struct Epilogue<T, Map, true> {
+  __device__ __forceinline__ static bool shared(const KernelParams<T>& p) {
+    return p.bins + 2 <= BlockPolicy::kSharedHistSlots;
+  }
+  __device__ __forceinline__ static void begin_tile(const KernelParams<T>& p) {
+    if (!shared(p)) return;
+    for (index_t s = threadIdx.x; s < p.bins + 2; s += BlockPolicy::kThreads)
+      histogram_smem[s] = 0;
+    __syncthreads();
+  }
+  __device__ __forceinline__ static void end_tile(const KernelParams<T>& p) {
+    if (!shared(p)) return;
+    __syncthreads();
+    for (index_t s = threadIdx.x; s < p.bins + 2; s += BlockPolicy::kThreads) {
+      const unsigned int c = histogram_smem[s];
+      if (c) atomicAdd(&p.counts[s], static_cast<unsigned long long>(c));
+    }
+    __syncthreads();
+  }
+  __device__ __forceinline__ static void count(const KernelParams<T>& p, T value) {
+    const index_t slot =
+        epilogue::histogram_slot(static_cast<double>(value), p.lo, p.hi, p.norm, p.bins, p.edges);
+    if (shared(p)) {
+      atomicAdd(&histogram_smem[slot], 1u);
+    } else {
+      atomicAdd(&p.counts[slot], 1ull);
+    }
+  }
+  __device__ __forceinline__ static void row(const KernelParams<T>& p, const RowCursor& c,
+                                             index_t j0, const T (&v)[kCols], int lane, bool fast) {
+    if (fast) {
+#pragma unroll
+      for (int s = 0; s < kCols; ++s)
+        count(p, v[s]);
+      return;
+    }
+    std::int64_t lo, hi;
+    column_range<Map>(p, c.i, j0, &lo, &hi);
+#pragma unroll
+    for (int s = 0; s < kCols; ++s) {
+      const int col = lane + kWarpSize * s;
+      if (col >= lo && col < hi) count(p, v[s]);
+    }
+  }
+};
+
+// One feature into the accumulator: the metric of (x, y), or with a box the
+// metric of the minimum-image difference (the functors see (delta, 0)), as
+// in the CPU loops.
+template <typename M, typename T, bool kPeriodic>
+__device__ __forceinline__ typename M::acc_t step(const KernelParams<T>& p, typename M::acc_t a,
+                                                  T x, T y, int k) {
+  if constexpr (kPeriodic) {
+    return M::accumulate(a, epilogue::minimum_image(static_cast<T>(x - y), p.box[k]), T(0));
+  } else {
+    return M::accumulate(a, x, y);
+  }
+}
+
+// Shared memory of one block, for either feature path.
+template <typename T>
+struct SmallDShared {
+  T rows[BlockPolicy::kTile * BlockPolicy::kMaxSmallD];
+  double row_norms[BlockPolicy::kTile];
+};
+template <typename T>
+struct GeneralShared {
+  static constexpr int kStep = sizeof(T) == 4 ? 16 : 8;  // features per stage
+  T rows[BlockPolicy::kTile][kStep];
+  T cols[kStep][BlockPolicy::kTile + BlockPolicy::kPad];
+  double row_norms[BlockPolicy::kTile];
+};
+
+// d known at compile time (1..8): column points in registers.
+template <typename T, typename M, int D, typename Map, bool kHist, bool kPeriodic>
+__device__ __forceinline__ void subtile_small_d(const KernelParams<T>& p, index_t i0, index_t j0,
+                                                bool fast, SmallDShared<T>& sh) {
+  using A = typename M::acc_t;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  // Stage the row points (and norms) once per sub-tile.
+  for (int e = threadIdx.x; e < BlockPolicy::kTile * D; e += BlockPolicy::kThreads) {
+    const index_t i = i0 + e / D;
+    sh.rows[e] = i < p.rows ? p.a[i * D + e % D] : T(0);
+  }
+  if (M::needs_norms) {
+    for (int r = threadIdx.x; r < BlockPolicy::kTile; r += BlockPolicy::kThreads)
+      sh.row_norms[r] = i0 + r < p.rows ? p.norms_a[i0 + r] : 1.0;
+  }
+  T xc[kCols][D];
+  double nc[kCols];
+#pragma unroll
+  for (int s = 0; s < kCols; ++s) {
+    const index_t j = j0 + lane + kWarpSize * s;
+#pragma unroll
+    for (int k = 0; k < D; ++k)
+      xc[s][k] = j < p.cols ? p.b[j * D + k] : T(0);
+    nc[s] = (M::needs_norms && j < p.cols) ? p.norms_b[j] : 1.0;
+  }
+  __syncthreads();
+  RowCursor cur = first_row<Map>(p, i0 + warp, j0);
+#pragma unroll BlockPolicy::kRowUnroll
+  for (int q = 0; q < BlockPolicy::kRowsPerWarp; ++q, next_row<Map>(cur, p)) {
+    const int r = q * BlockPolicy::kWarps + warp;
+    if (cur.i >= p.rows) break;  // warp-uniform
+    T xr[D];
+#pragma unroll
+    for (int k = 0; k < D; ++k)
+      xr[k] = sh.rows[r * D + k];
+    A acc[kCols];
+#pragma unroll
+    for (int s = 0; s < kCols; ++s) {
+      acc[s] = A(0);
+#pragma unroll
+      for (int k = 0; k < D; ++k)
+        acc[s] = step<M, T, kPeriodic>(p, acc[s], xr[k], xc[s][k], k);
+    }
+    T v[kCols];
+    const double nr = M::needs_norms ? sh.row_norms[r] : 1.0;
+#pragma unroll
+    for (int s = 0; s < kCols; ++s)
+      v[s] = M::finalize(acc[s], nr, nc[s]);
+    Epilogue<T, Map, kHist>::row(p, cur, j0, v, lane, fast);
+  }
+  __syncthreads();  // before the next sub-tile overwrites the rows
+}
+
+// Any d: strips of features through shared memory.
+template <typename T, typename M, typename Map, bool kHist, bool kPeriodic>
+__device__ __forceinline__ void subtile_general(const KernelParams<T>& p, index_t i0, index_t j0,
+                                                bool fast, GeneralShared<T>& sh) {
+  using A = typename M::acc_t;
+  constexpr int kStep = GeneralShared<T>::kStep;
+  constexpr int kRowsPerPass = sizeof(A) == 4 ? 16 : 8;
+  constexpr int kPasses = BlockPolicy::kRowsPerWarp / kRowsPerPass;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  if (M::needs_norms) {
+    for (int r = threadIdx.x; r < BlockPolicy::kTile; r += BlockPolicy::kThreads)
+      sh.row_norms[r] = i0 + r < p.rows ? p.norms_a[i0 + r] : 1.0;
+  }
+  double nc[kCols];
+#pragma unroll
+  for (int s = 0; s < kCols; ++s) {
+    const index_t j = j0 + lane + kWarpSize * s;
+    nc[s] = (M::needs_norms && j < p.cols) ? p.norms_b[j] : 1.0;
+  }
+  for (int pass = 0; pass < kPasses; ++pass) {
+    A acc[kRowsPerPass][kCols];
+#pragma unroll
+    for (int q = 0; q < kRowsPerPass; ++q)
+#pragma unroll
+      for (int s = 0; s < kCols; ++s)
+        acc[q][s] = A(0);
+    for (index_t kb = 0; kb < p.d; kb += kStep) {
+      __syncthreads();
+      for (int e = threadIdx.x; e < BlockPolicy::kTile * kStep; e += BlockPolicy::kThreads) {
+        const int r = e / kStep, k = e % kStep;
+        const index_t f = kb + k, i = i0 + r, j = j0 + r;
+        // Zero padding past d or n leaves every accumulator's value unchanged.
+        sh.rows[r][k] = (i < p.rows && f < p.d) ? p.a[i * p.d + f] : T(0);
+        sh.cols[k][r] = (j < p.cols && f < p.d) ? p.b[j * p.d + f] : T(0);
+      }
+      __syncthreads();
+      const int kmax = p.d - kb < kStep ? static_cast<int>(p.d - kb) : kStep;
+#pragma unroll 4
+      for (int k = 0; k < kStep; ++k) {
+        // Zero padding past d is harmless to every metric but a box's
+        // (whose length there is 0): with a box it is skipped.
+        if (kPeriodic && k >= kmax) break;
+        T c[kCols];
+#pragma unroll
+        for (int s = 0; s < kCols; ++s)
+          c[s] = sh.cols[k][lane + kWarpSize * s];
+#pragma unroll
+        for (int q = 0; q < kRowsPerPass; ++q) {
+          const T xr = sh.rows[(pass * kRowsPerPass + q) * BlockPolicy::kWarps + warp][k];
+#pragma unroll
+          for (int s = 0; s < kCols; ++s)
+            acc[q][s] = step<M, T, kPeriodic>(p, acc[q][s], xr, c[s], static_cast<int>(kb) + k);
+        }
+      }
+    }
+    __syncthreads();  // row norms staged before any finalize
+    RowCursor cur = first_row<Map>(p, i0 + pass * kRowsPerPass * BlockPolicy::kWarps + warp, j0);
+#pragma unroll
+    for (int q = 0; q < kRowsPerPass; ++q, next_row<Map>(cur, p)) {
+      const int r = (pass * kRowsPerPass + q) * BlockPolicy::kWarps + warp;
+      if (cur.i >= p.rows) break;
+      const double nr = M::needs_norms ? sh.row_norms[r] : 1.0;
+      T v[kCols];
+#pragma unroll
+      for (int s = 0; s < kCols; ++s)
+        v[s] = M::finalize(acc[q][s], nr, nc[s]);
+      Epilogue<T, Map, kHist>::row(p, cur, j0, v, lane, fast);
+    }
+  }
+  __syncthreads();
+}
+
+template <typename T, int D>
+struct TileShared {
+  using type = SmallDShared<T>;
+};
+template <typename T>
+struct TileShared<T, 0> {
+  using type = GeneralShared<T>;
+};
+
+// One ρ×ρ tile (I, J) = (t.row, t.col): its 128×128 sub-tiles that hold
+// domain elements.
+template <typename T, typename M, int D, typename Map, bool kHist, bool kPeriodic>
+__device__ __forceinline__ void process_tile(const KernelParams<T>& p, mapping::Tile t,
+                                             typename TileShared<T, D>::type& sh) {
+  constexpr index_t kTile = BlockPolicy::kTile;
+  const index_t subs = p.rho / kTile;
+  Epilogue<T, Map, kHist>::begin_tile(p);
+  for (index_t a = 0; a < subs; ++a) {
+    const index_t i0 = t.row * p.rho + a * kTile;
+    if (i0 >= p.rows) break;
+    for (index_t b = 0; b < subs; ++b) {
+      const index_t j0 = t.col * p.rho + b * kTile;
+      if (j0 >= p.cols) break;
+      bool fast;
+      if constexpr (is_pairs<Map>) {
+        if (j0 + kTile - 1 <= i0) continue;  // no j > i in this sub-tile
+        fast = i0 + kTile <= p.rows && j0 + kTile <= p.cols && j0 >= i0 + kTile;
+      } else {
+        fast = i0 + kTile <= p.rows && j0 + kTile <= p.cols;
+      }
+      fast = fast && !p.masked_only;
+      if constexpr (D > 0) {
+        subtile_small_d<T, M, D, Map, kHist, kPeriodic>(p, i0, j0, fast, sh);
+      } else {
+        subtile_general<T, M, Map, kHist, kPeriodic>(p, i0, j0, fast, sh);
+      }
+    }
+  }
+  Epilogue<T, Map, kHist>::end_tile(p);
+}
+
+template <typename Map, typename T>
+__device__ __forceinline__ typename Map::Domain domain_of(const KernelParams<T>& p) {
+  if constexpr (is_pairs<Map>) {
+    return mapping::PairDomain(p.rows, p.rho);
+  } else {
+    return mapping::RectDomain(p.rows, p.cols, p.rho);
+  }
+}
+
+}  // namespace detail
+
+// Strides over the map's grid in both directions; blocks without a tile
+// (a bounding box's discards) leave at block level.
+template <typename T, typename M, int D, typename Map, bool kHist, bool kPeriodic>
+__global__ void __launch_bounds__(BlockPolicy::kThreads, BlockPolicy::min_blocks(D))
+    block_kernel(const KernelParams<T> p) {
+  __shared__ typename detail::TileShared<T, D>::type sh;
+  const typename Map::Domain dom = detail::domain_of<Map>(p);
+  for (index_t by = blockIdx.y; by < p.grid.y; by += gridDim.y) {
+    for (index_t bx = blockIdx.x; bx < p.grid.x; bx += gridDim.x) {
+      mapping::Tile t;
+      if (!Map::tile(dom, p.grid, bx, by, &t)) continue;
+      detail::process_tile<T, M, D, Map, kHist, kPeriodic>(p, t, sh);
+    }
+  }
+}
+
+template <typename T, typename M, int D, typename Map, bool kHist, bool kPeriodic>
+void launch_kernel(const KernelParams<T>& p, cudaStream_t stream) {
+  if (p.grid.blocks() == 0) return;
+  const index_t max_x = 0x7fffffff, max_y = 65535;
+  const dim3 grid(static_cast<unsigned>(p.grid.x < max_x ? p.grid.x : max_x),
+                  static_cast<unsigned>(p.grid.y < max_y ? p.grid.y : max_y));
+  const size_t smem = kHist && p.bins + 2 <= BlockPolicy::kSharedHistSlots
+                          ? (p.bins + 2) * sizeof(unsigned int)
+                          : 0;
+  block_kernel<T, M, D, Map, kHist, kPeriodic><<<grid, BlockPolicy::kThreads, smem, stream>>>(p);
+}
+
+template <typename T, typename Map, bool kHist, bool kPeriodic>
+void launch_family(const KernelParams<T>& p, Metric metric, cudaStream_t stream) {
+  dispatch_metric<T>(metric, [&](auto m) {
+    using M = decltype(m);
+    if constexpr (kPeriodic && M::needs_norms) {
+      return;  // no box with cosine (refused by the command line)
+    } else {
+      switch (p.d) {
+#define TDS_CASE(D) \
+  case D:           \
+    return launch_kernel<T, M, D, Map, kHist, kPeriodic>(p, stream);
+        TDS_CASE(1)
+        TDS_CASE(2)
+        TDS_CASE(3)
+        TDS_CASE(4)
+        TDS_CASE(5)
+        TDS_CASE(6)
+        TDS_CASE(7)
+        TDS_CASE(8)
+#undef TDS_CASE
+        default:
+          return launch_kernel<T, M, 0, Map, kHist, kPeriodic>(p, stream);
+      }
+    }
+  });
+}
+
+}  // namespace tdsolve::cuda

@@ -1,0 +1,19 @@
+// Fault injection for tests: TDSOLVE_FAULT=RANK:CHUNK:STAGE makes rank RANK
+// throw when it reaches STAGE for a chunk c >= CHUNK ('*' = 0). Stages:
+// read (the rank has its input, no file exists yet), compute, copy (results
+// to the host), write (values or partials to the sink), mark (data written
+// and flushed, done flag not yet). Costs one branch per call when unset.
+#pragma once
+
+#include "core/types.hpp"
+
+namespace tdsolve {
+
+enum class Stage { read, compute, copy, write, mark };
+
+// Reads TDSOLVE_FAULT (UsageError if malformed) for the process of `rank`.
+void arm_faults(int rank);
+// Throws std::runtime_error("injected fault: ...") when armed for (stage, chunk).
+void fault_point(Stage stage, index_t chunk);
+
+}  // namespace tdsolve

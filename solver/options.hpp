@@ -1,0 +1,71 @@
+// Options shared by the commands, parsed once (solver/cli.cpp) into these
+// structs and enums; the commands never see strings they must re-check.
+#pragma once
+
+#include <string>
+
+#include "solver/problem.hpp"
+#include "solver/progress.hpp"
+
+namespace tdsolve {
+
+enum class BackendKind { automatic, cpu, cuda };
+
+// --input SRC | --generate SPEC (and for cross, --with | --with-generate).
+struct InputOptions {
+  std::string input, generate;
+  const std::string& spec() const { return input.empty() ? generate : input; }
+};
+
+struct OutputOptions {
+  std::string output;
+  bool overwrite = false;
+  bool store_points = false;
+};
+
+struct ComputeOptions {
+  Metric metric = Metric::euclidean;
+  bool fp64 = false;
+  BackendKind backend = BackendKind::automatic;
+  MapKind map = MapKind::lambda;
+  index_t block = 128;
+  double chunk_mb = 64;  // bench: 0 = as large as memory allows
+  int threads = 0;       // 0: OMP_NUM_THREADS, else cores / node-local ranks
+  int device = -1;
+};
+
+struct RunOptions {
+  ProgressMode progress = ProgressMode::log;
+  bool quiet = false;
+  std::string stats;    // JSON timing summary path, or ""
+  std::string command;  // argv as one line, recorded in the file
+};
+
+struct HistOptions {
+  index_t bins = 0;
+  double lo = 0, hi = 0;
+  int box_dims = 0;
+  double box[kMaxBoxDims] = {};
+};
+
+// What one command asks for.
+enum class CommandKind { edm, hist, cross };
+
+struct CommandOptions {
+  CommandKind kind = CommandKind::edm;
+  InputOptions in, with;  // `with`: cross only
+  OutputOptions out;
+  ComputeOptions compute;
+  RunOptions run;
+  HistOptions hist;  // hist only
+};
+
+// bench: the problem of edm (pairs), cross (with --with) or hist (with
+// --bins), computed without an output.
+struct BenchOptions {
+  CommandOptions cmd;
+  int repeat = 5;
+  std::string csv;  // append one row here
+};
+
+}  // namespace tdsolve

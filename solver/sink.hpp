@@ -1,0 +1,40 @@
+// Where a chunk's results go once a backend has them (FAISS's tile consumer):
+// the packed values into the result file, the counts into a histogram, or
+// nowhere (bench). Every call is collective: each rank calls it once per
+// round, with has = false when it has no chunk that round.
+#pragma once
+
+#include <memory>
+
+#include "mapping/partition.hpp"
+#include "solver/backend.hpp"
+
+namespace tdsolve {
+
+template <typename T>
+class Sink {
+ public:
+  virtual ~Sink() = default;
+  // Whether the backend must bring values (or counts) to the host at all.
+  virtual bool wants_results() const { return true; }
+  // Chunk c's results: values [offset, offset + count) of the flattened
+  // result, or its partial counts.
+  virtual void write(bool has, index_t chunk, index_t offset, index_t count,
+                     const ChunkResult<T>& r) = 0;
+  // Chunk c is complete: its data has reached the storage before its flag.
+  virtual void mark(bool has, index_t chunk) = 0;
+  // After the last round: reductions combine, the file closes.
+  virtual void close() = 0;
+};
+
+// Drops everything: the driver loop alone, for `tdsolve bench`.
+template <typename T>
+class NullSink final : public Sink<T> {
+ public:
+  bool wants_results() const override { return false; }
+  void write(bool, index_t, index_t, index_t, const ChunkResult<T>&) override {}
+  void mark(bool, index_t) override {}
+  void close() override {}
+};
+
+}  // namespace tdsolve
