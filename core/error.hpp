@@ -23,4 +23,11 @@ struct CollectiveError : std::runtime_error {
   int exit_code;
 };
 
+// Errors are one line on stderr, whatever a library put in the text.
+inline std::string one_line(std::string s) {
+  for (char& c : s)
+    if (c == '\n' || c == '\r') c = ' ';
+  return s;
+}
+
 }  // namespace tdsolve

@@ -26,6 +26,9 @@ std::string hdf5_error_text() {
   // The outermost message says what failed, the innermost why.
   std::string text = lines.front();
   if (lines.size() > 1 && lines.back() != lines.front()) text += " (" + lines.back() + ")";
+  // HDF5's messages can hold a newline (a ctime() inside); errors are one line.
+  for (char& c : text)
+    if (c == '\n' || c == '\r') c = ' ';
   return text;
 }
 

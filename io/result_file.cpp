@@ -1,7 +1,11 @@
 #include "io/result_file.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 namespace tdsolve::io {
 
@@ -46,11 +50,14 @@ Hid make_parallel_fapl(MPI_Comm comm) {
   return fapl;
 }
 
-// Contiguous, allocated at creation; `fill` = false writes no fill pass.
+// Contiguous; `fill` = false writes no fill pass. Allocated late: the image
+// built in memory holds metadata only, and parallel HDF5 allocates a
+// dataset's storage when the file is opened for writing with MPI-IO (an
+// unallocated dataset reads as its fill value, 0, so flags read "not done").
 Hid make_dcpl(bool fill) {
   Hid dcpl = plist_handle(H5Pcreate(H5P_DATASET_CREATE), "H5Pcreate(dataset create)");
   check_status(H5Pset_layout(dcpl, H5D_CONTIGUOUS), "H5Pset_layout");
-  check_status(H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_EARLY), "H5Pset_alloc_time");
+  check_status(H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_LATE), "H5Pset_alloc_time");
   check_status(H5Pset_fill_time(dcpl, fill ? H5D_FILL_TIME_ALLOC : H5D_FILL_TIME_NEVER),
                "H5Pset_fill_time");
   return dcpl;
@@ -151,27 +158,63 @@ void build_structure(hid_t file, const ResultLayout& L) {
 
 }  // namespace
 
-void create_result_file(const ResultLayout& L) {
-  struct stat st {};
-  const bool existed = stat(L.path.c_str(), &st) == 0;
-  Hid fapl = plist_handle(H5Pcreate(H5P_FILE_ACCESS), "H5Pcreate(file access)");
-  set_alignment(fapl);
-  const hid_t id =
-      H5Fcreate(L.path.c_str(), L.overwrite ? H5F_ACC_TRUNC : H5F_ACC_EXCL, H5P_DEFAULT, fapl);
-  if (id < 0) check(id, "cannot create output file '" + L.path + "'");
-  Hid file(id, H5Fclose);
-  try {
-    build_structure(file, L);
-    // Everything but the values reaches the disk now: a run that dies from
-    // here on leaves a file that opens and reads as incomplete.
-    file.close("cannot write output file '" + L.path + "'");
-  } catch (...) {
-    // A half-made file must not stay behind looking like a result. The
-    // failed handle is let go of without another flush attempt.
-    file.reset();
-    if (!existed || L.overwrite) unlink(L.path.c_str());
-    throw;
+namespace {
+
+// Writes the whole of `data` to a new file at `path` and syncs it; on any
+// failure removes what it wrote and throws naming the cause.
+void write_new_file(const std::string& path, bool overwrite, const std::vector<char>& data) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | (overwrite ? O_TRUNC : O_EXCL), 0666);
+  if (fd < 0) {
+    if (errno == EEXIST)
+      throw H5Error("output '" + path + "' exists; pass --overwrite to replace it");
+    throw H5Error("cannot create output file '" + path + "': " + std::strerror(errno));
   }
+  const char* p = data.data();
+  size_t left = data.size();
+  int err = 0;
+  while (left > 0 && !err) {
+    const ssize_t w = ::write(fd, p, left);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      err = w < 0 ? errno : EIO;
+      break;
+    }
+    p += w;
+    left -= static_cast<size_t>(w);
+  }
+  if (!err && ::fsync(fd) != 0) err = errno;
+  if (::close(fd) != 0 && !err) err = errno;
+  if (err) {
+    ::unlink(path.c_str());
+    throw H5Error("cannot write output file '" + path + "': " + std::strerror(err));
+  }
+}
+
+}  // namespace
+
+void create_result_file(const ResultLayout& L) {
+  // The structure is built in memory (HDF5's core driver, no backing store)
+  // and written out as one image with plain POSIX calls: a full disk, a
+  // device or a file system that refuses is then an ordinary error that
+  // leaves nothing behind, and never a half-closed HDF5 file that HDF5
+  // would try to close again inside MPI_Finalize (it crashed there).
+  std::vector<char> image;
+  {
+    Hid fapl = plist_handle(H5Pcreate(H5P_FILE_ACCESS), "H5Pcreate(file access)");
+    check_status(H5Pset_fapl_core(fapl, 1 << 16, false), "H5Pset_fapl_core");
+    set_alignment(fapl);
+    Hid file = file_handle(H5Fcreate(L.path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl),
+                           "cannot build the structure of '" + L.path + "' in memory");
+    build_structure(file, L);
+    check_status(H5Fflush(file, H5F_SCOPE_GLOBAL), "H5Fflush (in memory)");
+    const ssize_t size = H5Fget_file_image(file, nullptr, 0);
+    if (size <= 0) check(H5I_INVALID_HID, "H5Fget_file_image");
+    image.resize(static_cast<size_t>(size));
+    if (H5Fget_file_image(file, image.data(), image.size()) != size)
+      check(H5I_INVALID_HID, "H5Fget_file_image");
+    file.close("H5Fclose (in memory)");
+  }
+  write_new_file(L.path, L.overwrite, image);
 }
 
 ResultWriter::ResultWriter(MPI_Comm comm, const ResultLayout& L) : layout_(L) {

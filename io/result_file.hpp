@@ -11,10 +11,11 @@
 //                     the flattened result
 //   /points           (optional) the n × d input as computed with
 //
-// Rank 0 creates the whole structure alone (no MPI-IO) and closes it, so a
-// failure there — a full disk, a device that is no file — is one rank's
-// ordinary error, cleaned up by removing what it made; then every rank opens
-// the file for collective writes. A run killed at any point after that
+// Rank 0 builds the whole structure in memory and writes it as one file
+// image with POSIX calls, so a failure there — a full disk, a device that is
+// no file — is one rank's ordinary error, cleaned up by removing what it
+// wrote; then every rank opens the file for collective writes (which
+// allocates the datasets' storage). A run killed at any point after that
 // leaves a readable file whose progress says which chunks are missing;
 // readers call a file complete only when every chunk is.
 #pragma once
@@ -59,8 +60,8 @@ struct ResultLayout {
   ValueType points_type = ValueType::f32;
 };
 
-// Rank 0 (of a communicator of one) creates the file and its structure, then
-// closes it. On failure it removes what it created and throws H5Error.
+// Creates the file and its structure (one process: rank 0). On failure it
+// removes what it wrote and throws H5Error.
 void create_result_file(const ResultLayout& layout);
 
 class ResultWriter {

@@ -25,6 +25,7 @@ struct Grid {
 
 struct Lambda2Map {
   using Domain = PairDomain;
+  static constexpr bool kOneDimensional = true;  // grid.y == 1, every block a tile
   static Grid grid(const PairDomain& d, index_t row_begin, index_t row_end) {
     const BlockRange w = lambda2_blocks(d.m, row_begin, row_end);
     return Grid{w.size(), w.size() > 0 ? index_t(1) : index_t(0), w.begin};
@@ -37,6 +38,7 @@ struct Lambda2Map {
 
 struct BoundingBoxMap {
   using Domain = PairDomain;
+  static constexpr bool kOneDimensional = false;
   static Grid grid(const PairDomain& d, index_t row_begin, index_t row_end) {
     return Grid{row_end > row_begin ? d.m : 0, row_end - row_begin, row_begin};
   }
@@ -49,6 +51,7 @@ struct BoundingBoxMap {
 
 struct RectMap {
   using Domain = RectDomain;
+  static constexpr bool kOneDimensional = false;
   static Grid grid(const RectDomain& d, index_t row_begin, index_t row_end) {
     return Grid{row_end > row_begin ? d.mc : 0, row_end - row_begin, row_begin};
   }

@@ -27,7 +27,7 @@ struct ChunkResult {
 
 // Protocol: submit(a); submit(b); wait() -> a; submit(c); wait() -> b; ...
 // At most two jobs are outstanding; what wait() returns stays valid until
-// the second submit() after it.
+// the next submit() (which reuses its buffer).
 template <typename T>
 class Backend {
  public:

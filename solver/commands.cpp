@@ -28,9 +28,12 @@ namespace {
 
 constexpr double kPi = 3.141592653589793238462643383279502884;
 
-// Histogram chunks: a fixed number of pairs (the plan must not depend on
-// the backend or the rank count), small enough for progress and balance.
-constexpr index_t kHistChunkPairs = index_t(1) << 30;
+// Histogram chunks buffer nothing, so their size serves progress and
+// balance only: about 1/256 of the pairs (at least a block row), at most
+// 2^30. Like every plan, it depends on the problem alone.
+index_t hist_chunk_pairs(index_t total) {
+  return std::min<index_t>(index_t(1) << 30, std::max<index_t>(1, total / 256));
+}
 
 const char* command_name(CommandKind k) {
   switch (k) {
@@ -238,10 +241,7 @@ Problem<T> load_problem(const CommandOptions& o, MPI_Comm comm, Sources* src) {
   complete_problem(&p);
   on_root(comm, [&] { check_norms(p, src->a, src->b); });
   if (o.kind == CommandKind::hist) {
-    p.hist.bins = o.hist.bins;
-    p.hist.lo = o.hist.lo;
-    p.hist.hi = o.hist.hi;
-    p.hist.edges = linspace_edges(o.hist.lo, o.hist.hi, o.hist.bins);
+    p.hist = make_hist_spec(o.hist.lo, o.hist.hi, o.hist.bins);
     p.box_dims = o.hist.box_dims;
     for (int k = 0; k < o.hist.box_dims; ++k)
       p.box[k] = static_cast<T>(o.hist.box[k]);
@@ -480,7 +480,7 @@ void run_typed(const CommandOptions& o, MPI_Comm comm) {
   std::string kind;
   std::unique_ptr<Backend<T>> backend = make_backend<T>(o.compute, p, comm, o.run.quiet, &kind);
   const index_t bound = o.kind == CommandKind::hist
-                            ? kHistChunkPairs
+                            ? hist_chunk_pairs(p.total())
                             : static_cast<index_t>(o.compute.chunk_mb * (1 << 20)) / sizeof(T);
   const mapping::ChunkPlan plan = agree_plan(p, *backend, bound, comm);
 
@@ -562,7 +562,7 @@ void bench_typed(const BenchOptions& b, MPI_Comm comm) {
   std::string kind;
   std::unique_ptr<Backend<T>> backend = make_backend<T>(o.compute, p, comm, true, &kind);
   backend->keep_on_device(true);
-  const index_t bound = o.kind == CommandKind::hist ? kHistChunkPairs
+  const index_t bound = o.kind == CommandKind::hist ? hist_chunk_pairs(p.total())
                         : o.compute.chunk_mb > 0
                             ? static_cast<index_t>(o.compute.chunk_mb * (1 << 20)) / sizeof(T)
                             : ~index_t(0);

@@ -80,7 +80,7 @@ LoopTiming run_chunks(const mapping::ChunkPlan& plan, Backend<T>& backend, Sink<
 }
 
 void abort_run(MPI_Comm comm, const std::string& what) {
-  std::fprintf(stderr, "tdsolve: error on rank %d: %s\n", comm_rank(comm), what.c_str());
+  std::fprintf(stderr, "tdsolve: error on rank %d: %s\n", comm_rank(comm), one_line(what).c_str());
   std::fflush(stderr);
   MPI_Abort(comm, 1);
   std::_Exit(1);  // MPI_Abort does not return; this satisfies [[noreturn]]

@@ -393,7 +393,7 @@ int mpi_main(int argc, char** argv, F&& f) {
     all_agree(MPI_COMM_WORLD, [&] { arm_faults(rank); });
     f(MPI_COMM_WORLD);
   } catch (const CollectiveError& e) {
-    if (rank == 0) std::fprintf(stderr, "tdsolve: error: %s\n", e.what());
+    if (rank == 0) std::fprintf(stderr, "tdsolve: error: %s\n", one_line(e.what()).c_str());
     code = e.exit_code;
   } catch (const std::bad_alloc&) {
     abort_run(MPI_COMM_WORLD, "out of memory");
@@ -447,7 +447,7 @@ int main(int argc, char** argv) {
     throw UsageError("unknown command '" + cmd +
                      "' (commands: edm, hist, cross, info, bench; see tdsolve --help)");
   } catch (const std::exception& e) {
-    if (launcher_rank0()) std::fprintf(stderr, "tdsolve: error: %s\n", e.what());
+    if (launcher_rank0()) std::fprintf(stderr, "tdsolve: error: %s\n", one_line(e.what()).c_str());
     return exit_code_of(e);
   }
 }

@@ -1,6 +1,9 @@
 #include "solver/problem.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <limits>
 
 #include "core/error.hpp"
 
@@ -17,6 +20,40 @@ std::vector<double> linspace_edges(double lo, double hi, index_t bins) {
   }
   e[bins] = hi;
   return e;
+}
+
+HistSpec make_hist_spec(double lo, double hi, index_t bins) {
+  HistSpec h;
+  h.bins = bins;
+  h.lo = lo;
+  h.hi = hi;
+  h.edges = linspace_edges(lo, hi, bins);
+  const double u = std::ldexp(1.0, -53), b = static_cast<double>(bins);
+  const double widest = std::max(std::fabs(lo), std::fabs(hi)) / (hi - lo);
+  h.margin = 2 * u * b * (8 + widest);
+  const char* always = std::getenv("TDSOLVE_HIST_EXACT_ALWAYS");
+  const bool off = always && *always == '1';
+  if (h.margin >= 0.25 || off) h.margin = 1;
+  // The float range that [lo, hi] holds: x < lo <=> x < lo32 for a float x.
+  epilogue::HistFast32& q = h.fast32;
+  const float inf = std::numeric_limits<float>::infinity();
+  float lo32 = static_cast<float>(lo);  // nearest; step up if below lo
+  if (static_cast<double>(lo32) < lo) lo32 = std::nextafter(lo32, inf);
+  float hi32 = static_cast<float>(hi);  // nearest; step down if above hi
+  if (static_cast<double>(hi32) > hi) hi32 = std::nextafter(hi32, -inf);
+  q.lo32 = lo32;
+  q.hi32 = hi32;
+  q.lo_f = static_cast<float>(lo);
+  q.norm_f = static_cast<float>(b / (hi - lo));
+  const double u32 = std::ldexp(1.0, -24);
+  const double m32 = 2 * u32 * b * (8 + widest);
+  // The screen needs x - lo_f >= 0 for every x >= lo32 (true: lo_f is lo
+  // rounded to nearest, never above lo32) and floor(f) < 2^22.
+  q.margin32 = (m32 >= 0.25 || off || b >= 4194304.0 || !std::isfinite(q.norm_f) ||
+                std::fabs(lo) > 1e30 || std::fabs(hi) > 1e30)
+                   ? 1.0f
+                   : static_cast<float>(m32);
+  return h;
 }
 
 template <typename T>

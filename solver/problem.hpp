@@ -11,6 +11,7 @@
 #include "io/input.hpp"
 #include "mapping/block_map.hpp"
 #include "mapping/partition.hpp"
+#include "solver/epilogue.hpp"
 #include "solver/metrics.hpp"
 
 namespace tdsolve {
@@ -31,13 +32,24 @@ constexpr int kMaxBoxDims = 8;
 struct HistSpec {
   index_t bins = 0;
   double lo = 0, hi = 0;
-  std::vector<double> edges;  // bins + 1
+  std::vector<double> edges;    // bins + 1
+  double margin = 1;            // epilogue::histogram_slot's fast-path margin (1: never)
+  epilogue::HistFast32 fast32;  // the float32 screen (float32 runs)
   // Counts are kept as [underflow, bin 0 .. bin B-1, overflow].
   index_t slots() const { return bins + 2; }
 };
 
 // numpy.linspace(lo, hi, bins + 1), to the bit: k * step + lo, last = hi.
 std::vector<double> linspace_edges(double lo, double hi, index_t bins);
+
+// Bins over [lo, hi] with their edges and the fast-path margin: a bound,
+// in units of bins, on the rounding of (x - lo) * bins / (hi - lo) (4 ulp
+// of at most `bins`) plus that of the edges (3 ulp of bins, and 1 ulp of
+// max(|lo|, |hi|) scaled to bins), doubled; and the float32 screen, whose
+// margin bounds the float32 rounding the same way (u = 2^-24: x - lo_f,
+// lo_f, norm_f and the product). TDSOLVE_HIST_EXACT_ALWAYS=1 turns both
+// fast paths off (to measure them).
+HistSpec make_hist_spec(double lo, double hi, index_t bins);
 
 template <typename T>
 struct Problem {

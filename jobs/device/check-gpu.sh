@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # On the GPU machine: every GPU correctness check in one call, logs to $OUT.
 #   GPU unit tests (CUDA vs CPU backend, bit for bit; λ2 on the device),
-#   end-to-end files (1 and 2 ranks on one GPU) vs the CPU backend,
-#   compute-sanitizer memcheck and racecheck on small cases.
+#   end-to-end files (1 and 2 ranks on one GPU) vs the CPU backend, for edm,
+#   hist and cross; edm files vs those of a reference build (.devbin/tdsolve_ref,
+#   when staged: the redesign must change no output);
+#   compute-sanitizer memcheck and racecheck on small cases of every kernel family.
 # Needs .devbin and .devrun from jobs/device/stage.sh.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -33,6 +35,18 @@ for tool in memcheck racecheck; do
     .devbin/tdsolve bench --backend cuda --generate uniform:600:17:2 --precision float64 --map bb --repeat 1 \
     --metric cosine
 done
+for tool in memcheck racecheck; do
+  step "${tool}_hist_box_f32" run compute-sanitizer --tool $tool --error-exitcode 9 \
+    .devbin/tdsolve bench --backend cuda --generate uniform:900:3:4 --bins 50 --range 0:1 --box 1,1,1 --repeat 1
+  step "${tool}_hist_global_f64_d11" run compute-sanitizer --tool $tool --error-exitcode 9 \
+    .devbin/tdsolve bench --backend cuda --generate uniform:700:11:4 --bins 9000 --range 0:3 --precision float64 \
+    --repeat 1
+  step "${tool}_cross_f32_d5" run compute-sanitizer --tool $tool --error-exitcode 9 \
+    .devbin/tdsolve bench --backend cuda --generate uniform:300:5:1 --with-generate uniform:517:5:2 --repeat 1
+done
+if [ -x .devbin/tdsolve_ref ]; then
+  step edm_same_bytes_as_reference run bash jobs/device/compare-reference.sh
+fi
 step memcheck_edm_pipeline run compute-sanitizer --tool memcheck --error-exitcode 9 \
   .devbin/tdsolve edm --backend cuda --generate uniform:3000:5:3 --chunk-mb 1 --output /tmp/san.h5 --overwrite
 grep -h "ERROR SUMMARY\|RACECHECK SUMMARY" "$out"/*check*.log | sort | uniq -c | tee -a "$out/summary.txt"

@@ -29,13 +29,16 @@ ensure_packages() {
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}"
 }
 
-# Configures and builds ./build (Release; the CUDA backend too when nvcc is
-# found, also in /usr/local/cuda/bin).
+# Configures and builds ./build (Release; the CUDA backend too whenever nvcc
+# is found, also in /usr/local/cuda/bin: then CUDA is required, so a broken
+# toolkit fails the build instead of silently building without it).
 build_tdsolve() {
   if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then
     export PATH=/usr/local/cuda/bin:$PATH
   fi
-  cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
+  local cuda=()
+  if command -v nvcc >/dev/null; then cuda=(-DTDSOLVE_CUDA=ON -DCMAKE_CUDA_COMPILER="$(command -v nvcc)"); fi
+  cmake -S . -B build -DCMAKE_BUILD_TYPE=Release "${cuda[@]}"
   cmake --build build -j"$(nproc)"
 }
 

@@ -55,6 +55,8 @@ CpuView<T> view_of(const Problem<T>& p) {
   v.hi = p.hist.hi;
   v.norm = p.hist.bins > 0 ? static_cast<double>(p.hist.bins) / (p.hist.hi - p.hist.lo) : 0;
   v.edges = p.hist.edges.empty() ? nullptr : p.hist.edges.data();
+  v.margin = p.hist.margin;
+  v.fast32 = p.hist.fast32;
   return v;
 }
 

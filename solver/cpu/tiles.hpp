@@ -22,7 +22,8 @@ struct CpuView {
   int box_dims = 0;
   T box[kMaxBoxDims] = {};
   index_t bins = 0;
-  double lo = 0, hi = 0, norm = 0;
+  double lo = 0, hi = 0, norm = 0, margin = 1;
+  epilogue::HistFast32 fast32;
   const double* edges = nullptr;
 };
 

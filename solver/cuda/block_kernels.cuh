@@ -25,10 +25,12 @@
 // (blockIdx.x, blockIdx.y) into a tile; the kernel strides over the map's
 // grid in both directions, so any grid size launches.
 //
-// Histogram epilogue: each block counts its tile in shared memory (one
-// 32-bit slot per bin, plus under- and overflow) and adds the non-zero slots
-// to the chunk's 64-bit global counts once per tile; with more bins than fit
-// in shared memory it adds straight to the global counts.
+// Histogram epilogue: a histogram launch has a fixed number of blocks that
+// stride over the tiles; each counts in shared memory (one 32-bit slot per
+// bin, plus under- and overflow; one such histogram per warp when they fit,
+// so that warps do not contend) and adds the non-zero slots to the chunk's
+// 64-bit global counts once, at its end; with more bins than fit in shared
+// memory it adds straight to the global counts.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -51,6 +53,10 @@ namespace tdsolve::cuda {
 #define TDS_EDM_MIN_BLOCKS 3
 #endif
 
+#ifndef TDS_HIST_MIN_BLOCKS
+#define TDS_HIST_MIN_BLOCKS 4
+#endif
+
 #ifndef TDS_EDM_ROW_UNROLL
 #define TDS_EDM_ROW_UNROLL 2
 #endif
@@ -67,6 +73,9 @@ struct BlockPolicy {
   // Histogram slots a block keeps in shared memory (24 KiB); more bins count
   // in global memory directly.
   static constexpr int kSharedHistSlots = 6144;
+  // Blocks of a histogram launch (they stride over the tiles): a few waves of
+  // an H100/H200 at 4 blocks per SM.
+  static constexpr index_t kHistBlocks = 2048;
   // Blocks per SM the register allocator must leave room for. Uncapped, the
   // small-d kernels unroll into 110-128 registers (2 blocks, 16 warps per
   // SM). On an H100, capping d = 5..8 at 3 blocks took d = 8 from 65 % to
@@ -75,6 +84,9 @@ struct BlockPolicy {
   static constexpr int min_blocks(int d) {
     return d == 0 ? 1 : (d <= 4 ? TDS_EDM_MIN_BLOCKS_SMALL : TDS_EDM_MIN_BLOCKS);
   }
+  // Binning writes nothing to memory: it is bound by instructions and their
+  // latency, so it asks for more resident warps than the stores need.
+  static constexpr int min_blocks_hist(int d) { return d == 0 ? 1 : TDS_HIST_MIN_BLOCKS; }
   static constexpr int kRowUnroll = TDS_EDM_ROW_UNROLL;  // rows in flight per warp (small d)
 };
 
@@ -85,6 +97,7 @@ struct KernelParams {
   const double* __restrict__ norms_a;  // metrics that need them
   const double* __restrict__ norms_b;
   index_t rows, cols, d, rho;
+  index_t m, mc;       // block rows and columns (no 64-bit division per block)
   mapping::Grid grid;  // the chunk's launch grid (Map::grid)
   // store: element e of the domain at out[e - out_offset]
   T* __restrict__ out;
@@ -93,7 +106,10 @@ struct KernelParams {
   unsigned long long* __restrict__ counts;
   const double* __restrict__ edges;
   index_t bins;
-  double lo, hi, norm;
+  double lo, hi, norm, margin;
+  epilogue::HistFast32 fast32;  // float32 runs
+  index_t flush_tiles;          // tiles a block counts before it merges (32-bit slots)
+  index_t hist_copies;          // histograms in shared memory: 8 (one a warp), 1, or 0 (global)
   T box[kMaxBoxDims];
   bool masked_only;  // benchmark/test: every sub-tile on the masked path
 };
@@ -161,11 +177,12 @@ struct Epilogue;
 // rows, so indices stay signed until they are known to be valid.
 template <typename T, typename Map>
 struct Epilogue<T, Map, false> {
-  __device__ __forceinline__ static void begin_tile(const KernelParams<T>&) {}
-  __device__ __forceinline__ static void end_tile(const KernelParams<T>&) {}
+  __device__ __forceinline__ static void begin_block(const KernelParams<T>&) {}
+  __device__ __forceinline__ static void end_block(const KernelParams<T>&) {}
+  template <bool kFast>
   __device__ __forceinline__ static void row(const KernelParams<T>& p, const RowCursor& c,
-                                             index_t j0, const T (&v)[kCols], int lane, bool fast) {
-    if (fast) {
+                                             index_t j0, const T (&v)[kCols], int lane) {
+    if constexpr (kFast) {
 #pragma unroll
       for (int s = 0; s < kCols; ++s)
         p.out[c.base + lane + kWarpSize * s] = v[s];
@@ -186,35 +203,47 @@ extern __shared__ unsigned int histogram_smem[];
 template <typename T, typename Map>
 struct Epilogue<T, Map, true> {
   __device__ __forceinline__ static bool shared(const KernelParams<T>& p) {
-    return p.bins + 2 <= BlockPolicy::kSharedHistSlots;
+    return p.hist_copies > 0;
   }
-  __device__ __forceinline__ static void begin_tile(const KernelParams<T>& p) {
+  __device__ __forceinline__ static void begin_block(const KernelParams<T>& p) {
     if (!shared(p)) return;
-    for (index_t s = threadIdx.x; s < p.bins + 2; s += BlockPolicy::kThreads)
+    for (index_t s = threadIdx.x; s < p.hist_copies * (p.bins + 2); s += BlockPolicy::kThreads)
       histogram_smem[s] = 0;
     __syncthreads();
   }
-  __device__ __forceinline__ static void end_tile(const KernelParams<T>& p) {
+  __device__ __forceinline__ static void end_block(const KernelParams<T>& p) {
     if (!shared(p)) return;
     __syncthreads();
-    for (index_t s = threadIdx.x; s < p.bins + 2; s += BlockPolicy::kThreads) {
-      const unsigned int c = histogram_smem[s];
+    const index_t slots = p.bins + 2;
+    for (index_t s = threadIdx.x; s < slots; s += BlockPolicy::kThreads) {
+      unsigned int c = 0;
+      for (index_t k = 0; k < p.hist_copies; ++k)
+        c += histogram_smem[k * slots + s];
       if (c) atomicAdd(&p.counts[s], static_cast<unsigned long long>(c));
     }
     __syncthreads();
   }
   __device__ __forceinline__ static void count(const KernelParams<T>& p, T value) {
-    const index_t slot =
-        epilogue::histogram_slot(static_cast<double>(value), p.lo, p.hi, p.norm, p.bins, p.edges);
+    index_t slot;
+    if constexpr (sizeof(T) == 4) {
+      slot =
+          epilogue::histogram_slot(value, p.fast32, p.lo, p.hi, p.norm, p.bins, p.edges, p.margin);
+    } else {
+      slot = epilogue::histogram_slot(value, p.lo, p.hi, p.norm, p.bins, p.edges, p.margin);
+    }
     if (shared(p)) {
-      atomicAdd(&histogram_smem[slot], 1u);
+      // Each warp counts into its own copy when they fit: no contention
+      // between warps, only between the lanes of one.
+      const index_t copy = (threadIdx.x / kWarpSize) % p.hist_copies;
+      atomicAdd(&histogram_smem[copy * (p.bins + 2) + slot], 1u);
     } else {
       atomicAdd(&p.counts[slot], 1ull);
     }
   }
+  template <bool kFast>
   __device__ __forceinline__ static void row(const KernelParams<T>& p, const RowCursor& c,
-                                             index_t j0, const T (&v)[kCols], int lane, bool fast) {
-    if (fast) {
+                                             index_t j0, const T (&v)[kCols], int lane) {
+    if constexpr (kFast) {
 #pragma unroll
       for (int s = 0; s < kCols; ++s)
         count(p, v[s]);
@@ -257,10 +286,13 @@ struct GeneralShared {
   double row_norms[BlockPolicy::kTile];
 };
 
-// d known at compile time (1..8): column points in registers.
-template <typename T, typename M, int D, typename Map, bool kHist, bool kPeriodic>
+// d known at compile time (1..8): column points in registers. kFast: every
+// value of the sub-tile is a domain element (no mask); a template parameter
+// so that each case is its own branch-free loop (measured: the runtime
+// branch cost 5-25 % depending on d, docs/performance.md).
+template <typename T, typename M, int D, typename Map, bool kHist, bool kPeriodic, bool kFast>
 __device__ __forceinline__ void subtile_small_d(const KernelParams<T>& p, index_t i0, index_t j0,
-                                                bool fast, SmallDShared<T>& sh) {
+                                                SmallDShared<T>& sh) {
   using A = typename M::acc_t;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   // Stage the row points (and norms) once per sub-tile.
@@ -305,15 +337,15 @@ __device__ __forceinline__ void subtile_small_d(const KernelParams<T>& p, index_
 #pragma unroll
     for (int s = 0; s < kCols; ++s)
       v[s] = M::finalize(acc[s], nr, nc[s]);
-    Epilogue<T, Map, kHist>::row(p, cur, j0, v, lane, fast);
+    Epilogue<T, Map, kHist>::template row<kFast>(p, cur, j0, v, lane);
   }
   __syncthreads();  // before the next sub-tile overwrites the rows
 }
 
 // Any d: strips of features through shared memory.
-template <typename T, typename M, typename Map, bool kHist, bool kPeriodic>
+template <typename T, typename M, typename Map, bool kHist, bool kPeriodic, bool kFast>
 __device__ __forceinline__ void subtile_general(const KernelParams<T>& p, index_t i0, index_t j0,
-                                                bool fast, GeneralShared<T>& sh) {
+                                                GeneralShared<T>& sh) {
   using A = typename M::acc_t;
   constexpr int kStep = GeneralShared<T>::kStep;
   constexpr int kRowsPerPass = sizeof(A) == 4 ? 16 : 8;
@@ -376,7 +408,7 @@ __device__ __forceinline__ void subtile_general(const KernelParams<T>& p, index_
 #pragma unroll
       for (int s = 0; s < kCols; ++s)
         v[s] = M::finalize(acc[q][s], nr, nc[s]);
-      Epilogue<T, Map, kHist>::row(p, cur, j0, v, lane, fast);
+      Epilogue<T, Map, kHist>::template row<kFast>(p, cur, j0, v, lane);
     }
   }
   __syncthreads();
@@ -398,7 +430,6 @@ __device__ __forceinline__ void process_tile(const KernelParams<T>& p, mapping::
                                              typename TileShared<T, D>::type& sh) {
   constexpr index_t kTile = BlockPolicy::kTile;
   const index_t subs = p.rho / kTile;
-  Epilogue<T, Map, kHist>::begin_tile(p);
   for (index_t a = 0; a < subs; ++a) {
     const index_t i0 = t.row * p.rho + a * kTile;
     if (i0 >= p.rows) break;
@@ -414,22 +445,35 @@ __device__ __forceinline__ void process_tile(const KernelParams<T>& p, mapping::
       }
       fast = fast && !p.masked_only;
       if constexpr (D > 0) {
-        subtile_small_d<T, M, D, Map, kHist, kPeriodic>(p, i0, j0, fast, sh);
+        if (fast) {
+          subtile_small_d<T, M, D, Map, kHist, kPeriodic, true>(p, i0, j0, sh);
+        } else {
+          subtile_small_d<T, M, D, Map, kHist, kPeriodic, false>(p, i0, j0, sh);
+        }
       } else {
-        subtile_general<T, M, Map, kHist, kPeriodic>(p, i0, j0, fast, sh);
+        if (fast) {
+          subtile_general<T, M, Map, kHist, kPeriodic, true>(p, i0, j0, sh);
+        } else {
+          subtile_general<T, M, Map, kHist, kPeriodic, false>(p, i0, j0, sh);
+        }
       }
     }
   }
-  Epilogue<T, Map, kHist>::end_tile(p);
 }
 
 template <typename Map, typename T>
 __device__ __forceinline__ typename Map::Domain domain_of(const KernelParams<T>& p) {
+  typename Map::Domain d;
   if constexpr (is_pairs<Map>) {
-    return mapping::PairDomain(p.rows, p.rho);
+    d.n = p.rows;
   } else {
-    return mapping::RectDomain(p.rows, p.cols, p.rho);
+    d.rows = p.rows;
+    d.cols = p.cols;
+    d.mc = p.mc;
   }
+  d.rho = p.rho;
+  d.m = p.m;
+  return d;
 }
 
 }  // namespace detail
@@ -437,28 +481,55 @@ __device__ __forceinline__ typename Map::Domain domain_of(const KernelParams<T>&
 // Strides over the map's grid in both directions; blocks without a tile
 // (a bounding box's discards) leave at block level.
 template <typename T, typename M, int D, typename Map, bool kHist, bool kPeriodic>
-__global__ void __launch_bounds__(BlockPolicy::kThreads, BlockPolicy::min_blocks(D))
+__global__ void __launch_bounds__(BlockPolicy::kThreads, kHist ? BlockPolicy::min_blocks_hist(D)
+                                                               : BlockPolicy::min_blocks(D))
     block_kernel(const KernelParams<T> p) {
   __shared__ typename detail::TileShared<T, D>::type sh;
-  const typename Map::Domain dom = detail::domain_of<Map>(p);
-  for (index_t by = blockIdx.y; by < p.grid.y; by += gridDim.y) {
+  // The domain is rebuilt from the parameters where it is used (they live in
+  // the constant bank), so it holds no registers across the tile. A
+  // histogram block counts in shared memory from its first tile to its last
+  // and adds to the global counts once (or every flush_tiles tiles, so that
+  // no 32-bit slot can overflow).
+  detail::Epilogue<T, Map, kHist>::begin_block(p);
+  index_t tiles = 0;
+  const auto one = [&](const mapping::Tile& t) {
+    detail::process_tile<T, M, D, Map, kHist, kPeriodic>(p, t, sh);
+    if (kHist && ++tiles == p.flush_tiles) {
+      detail::Epilogue<T, Map, kHist>::end_block(p);
+      detail::Epilogue<T, Map, kHist>::begin_block(p);
+      tiles = 0;
+    }
+  };
+  if constexpr (Map::kOneDimensional) {
     for (index_t bx = blockIdx.x; bx < p.grid.x; bx += gridDim.x) {
       mapping::Tile t;
-      if (!Map::tile(dom, p.grid, bx, by, &t)) continue;
-      detail::process_tile<T, M, D, Map, kHist, kPeriodic>(p, t, sh);
+      Map::tile(detail::domain_of<Map>(p), p.grid, bx, 0, &t);
+      one(t);
+    }
+  } else {
+    for (index_t by = blockIdx.y; by < p.grid.y; by += gridDim.y) {
+      for (index_t bx = blockIdx.x; bx < p.grid.x; bx += gridDim.x) {
+        mapping::Tile t;
+        if (Map::tile(detail::domain_of<Map>(p), p.grid, bx, by, &t)) one(t);
+      }
     }
   }
+  detail::Epilogue<T, Map, kHist>::end_block(p);
 }
 
 template <typename T, typename M, int D, typename Map, bool kHist, bool kPeriodic>
 void launch_kernel(const KernelParams<T>& p, cudaStream_t stream) {
   if (p.grid.blocks() == 0) return;
-  const index_t max_x = 0x7fffffff, max_y = 65535;
-  const dim3 grid(static_cast<unsigned>(p.grid.x < max_x ? p.grid.x : max_x),
+  // Stores: a block per tile (up to the grid limits). Histograms: a fixed
+  // number of blocks striding over the tiles, so that each merges its
+  // counts into global memory once, not once per tile.
+  const index_t max_x = kHist ? BlockPolicy::kHistBlocks : 0x7fffffff;
+  const index_t x = p.grid.x < max_x ? p.grid.x : max_x;
+  const index_t max_y =
+      kHist ? (BlockPolicy::kHistBlocks / x > 0 ? BlockPolicy::kHistBlocks / x : 1) : 65535;
+  const dim3 grid(static_cast<unsigned>(x),
                   static_cast<unsigned>(p.grid.y < max_y ? p.grid.y : max_y));
-  const size_t smem = kHist && p.bins + 2 <= BlockPolicy::kSharedHistSlots
-                          ? (p.bins + 2) * sizeof(unsigned int)
-                          : 0;
+  const size_t smem = kHist ? p.hist_copies * (p.bins + 2) * sizeof(unsigned int) : 0;
   block_kernel<T, M, D, Map, kHist, kPeriodic><<<grid, BlockPolicy::kThreads, smem, stream>>>(p);
 }
 

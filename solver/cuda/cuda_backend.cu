@@ -17,6 +17,25 @@
 #include "solver/fault.hpp"
 
 namespace tdsolve::cuda {
+// The kernel families are instantiated in kernels_*.cu (compiled in
+// parallel); these declarations keep this file from instantiating them again.
+#define TDS_EXTERN_FAMILY(T, Map, H, P) \
+  extern template void launch_family<T, Map, H, P>(const KernelParams<T>&, Metric, cudaStream_t);
+#define TDS_EXTERN_FAMILIES(T)                                \
+  TDS_EXTERN_FAMILY(T, mapping::Lambda2Map, false, false)     \
+  TDS_EXTERN_FAMILY(T, mapping::BoundingBoxMap, false, false) \
+  TDS_EXTERN_FAMILY(T, mapping::RectMap, false, false)        \
+  TDS_EXTERN_FAMILY(T, mapping::Lambda2Map, true, false)      \
+  TDS_EXTERN_FAMILY(T, mapping::Lambda2Map, true, true)       \
+  TDS_EXTERN_FAMILY(T, mapping::BoundingBoxMap, true, false)  \
+  TDS_EXTERN_FAMILY(T, mapping::BoundingBoxMap, true, true)
+TDS_EXTERN_FAMILIES(float)
+TDS_EXTERN_FAMILIES(double)
+#undef TDS_EXTERN_FAMILIES
+#undef TDS_EXTERN_FAMILY
+}  // namespace tdsolve::cuda
+
+namespace tdsolve::cuda {
 
 bool built_with_cuda() {
   return true;
@@ -331,6 +350,8 @@ class CudaBackend final : public Backend<T> {
         dom = p_.pair_domain();
       }
       k.grid = Map::grid(dom, job.row_begin, job.row_end);
+      k.m = dom.m;
+      if constexpr (std::is_same_v<Map, mapping::RectMap>) k.mc = dom.mc;
       k.out_offset = dom.elements_before(job.row_begin);
     });
     k.out = slots_ > 0 ? nullptr : device_out_[s].get();
@@ -340,6 +361,14 @@ class CudaBackend final : public Backend<T> {
     k.lo = p_.hist.lo;
     k.hi = p_.hist.hi;
     k.norm = p_.hist.bins > 0 ? static_cast<double>(p_.hist.bins) / (p_.hist.hi - p_.hist.lo) : 0;
+    k.margin = p_.hist.margin;
+    k.fast32 = p_.hist.fast32;
+    // A block's 32-bit slots hold at most 2^31 values between merges.
+    k.flush_tiles = std::max<index_t>(1, (index_t(1) << 31) / (p_.rho * p_.rho));
+    const index_t slots = p_.hist.bins + 2, shared = BlockPolicy::kSharedHistSlots;
+    k.hist_copies = slots * BlockPolicy::kWarps <= shared ? BlockPolicy::kWarps
+                    : slots <= shared                     ? 1
+                                                          : 0;
     for (int i = 0; i < kMaxBoxDims; ++i)
       k.box[i] = p_.box[i];
     k.masked_only = masked_only_requested();

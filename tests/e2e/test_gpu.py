@@ -49,6 +49,36 @@ class GpuTest(TempDirTest):
                 "--quiet", check=True)
         self.assertEqual(self.values(a), self.values(b))
 
+    def test_hist_counts_identical_to_cpu_and_across_ranks(self):
+        # n = 20000: 2e8 pairs, every metric's bins filled; the box too.
+        for metric, precision, extra in [("euclidean", "float32", []), ("cityblock", "float64", []),
+                                         ("euclidean", "float32", ["--box", "1,1,1"]),
+                                         ("cosine", "float32", [])]:
+            args = ["--generate", "uniform:20000:3:5", "--bins", "97", "--range", "0.01:1.5", "--metric", metric,
+                    "--precision", precision, "--progress", "none", "--quiet", *extra]
+            outs = {}
+            for name, backend, ranks in [("cpu", "cpu", 1), ("gpu1", "cuda", 1), ("gpu2", "cuda", 2)]:
+                p = self.path(f"h_{name}.h5")
+                tdsolve("hist", *args, "--output", p, "--backend", backend, "--overwrite", np_=ranks, check=True)
+                with h5py.File(p, "r") as f:
+                    outs[name] = (f["counts"][:].tobytes(), int(f["underflow"][()]), int(f["overflow"][()]),
+                                  f["rdf"][:].tobytes() if "rdf" in f else b"")
+                    self.assertEqual(int(f["counts"][:].sum()) + outs[name][1] + outs[name][2], 20000 * 19999 // 2)
+            self.assertEqual(outs["gpu1"], outs["cpu"], f"hist {metric} {precision} {extra}: GPU != CPU")
+            self.assertEqual(outs["gpu2"], outs["cpu"], f"hist {metric} {precision} {extra}: 2 ranks != 1")
+
+    def test_cross_identical_to_cpu(self):
+        for metric, precision in [("euclidean", "float32"), ("cosine", "float64"), ("chebyshev", "float32")]:
+            args = ["--generate", "uniform:3001:5:1", "--with-generate", "uniform:1777:5:2", "--metric", metric,
+                    "--precision", precision, "--chunk-mb", "1", "--progress", "none", "--quiet"]
+            outs = []
+            for backend, ranks in [("cpu", 1), ("cuda", 1), ("cuda", 2)]:
+                p = self.path(f"x_{backend}{ranks}.h5")
+                tdsolve("cross", *args, "--output", p, "--backend", backend, "--overwrite", np_=ranks, check=True)
+                outs.append(self.values(p))
+            self.assertEqual(outs[1], outs[0], f"cross {metric} {precision}: GPU != CPU")
+            self.assertEqual(outs[2], outs[0], f"cross {metric} {precision}: 2 ranks != CPU")
+
     def test_device_errors_are_one_line(self):
         for args, expect in [(["--device", "99"], "--device 99"), (["--block", "100"], "multiple of 128")]:
             r = tdsolve("edm", "--generate", "uniform:100:3", "--output", self.path("x.h5"), "--backend", "cuda",

@@ -83,10 +83,7 @@ Problem<T> random_hist(index_t n, index_t d, Metric m, index_t bins, double lo, 
                        unsigned seed, MapKind map = MapKind::lambda) {
   Problem<T> p = random_problem<T>(n, d, m, 128, seed, map);
   p.epilogue = EpilogueKind::histogram;
-  p.hist.bins = bins;
-  p.hist.lo = lo;
-  p.hist.hi = hi;
-  p.hist.edges = linspace_edges(lo, hi, bins);
+  p.hist = make_hist_spec(lo, hi, bins);
   if (box) {
     p.box_dims = static_cast<int>(d);
     for (index_t k = 0; k < d; ++k)
@@ -238,11 +235,15 @@ TEST(CudaBackend, OutOfMemoryIsAClearError) {
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("out of GPU memory"), std::string::npos) << e.what();
   }
-  // The backend still works afterwards.
+  // The backend still works afterwards: a chunk equal to the CPU's.
   const mapping::ChunkPlan plan = make_plan(p, 1 << 20);
   b->reserve(plan.largest_chunk());
   b->submit(ChunkJob{0, 0, plan.row_end(0), plan.elements(0)});
-  EXPECT_NE(b->wait().values, nullptr);
+  const float* got = b->wait().values;
+  ASSERT_NE(got, nullptr);
+  std::vector<float> want(plan.elements(0));
+  cpu::compute_chunk<float>(cpu::view_of(p), 0, plan.row_end(0), want.data(), nullptr, 1);
+  EXPECT_EQ(0, std::memcmp(got, want.data(), want.size() * sizeof(float)));
 }
 
 TEST(CudaBackend, CrossMatchesCpu) {
@@ -272,8 +273,9 @@ TEST(CudaBackend, HistogramMatchesCpu) {
       for (index_t d : {1, 3, 17})
         for (bool box : {false, true}) {
           if (box && (m == Metric::cosine || d > 8)) continue;
-          // Shared-memory bins, and more bins than shared memory holds.
-          for (index_t bins : {index_t(1), index_t(37), index_t(10000)}) {
+          // A histogram per warp in shared memory, one per block, and more
+          // bins than shared memory holds (global counts).
+          for (index_t bins : {index_t(1), index_t(37), index_t(2000), index_t(10000)}) {
             const Outcome r =
                 compare_chunks(random_hist<float>(n, d, m, bins, 0.05, 1.7, box, seed), false);
             EXPECT_EQ(r.differing, 0u) << metric_name(m) << " n=" << n << " d=" << d

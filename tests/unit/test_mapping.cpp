@@ -2,12 +2,67 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <random>
+#include <vector>
 
 #include "mapping/block_map.hpp"
 #include "mapping/simplex.hpp"
 
 using namespace tdsolve;
 using namespace tdsolve::mapping;
+
+namespace {
+
+using u128 = unsigned __int128;
+
+// floor(sqrt(x)) by bisection on 128-bit integers: no floating point at all.
+u128 isqrt(u128 x) {
+  u128 lo = 0, hi = (u128(1) << 64) - 1;  // hi*hi > x for every x < 2^126
+  if (hi * hi <= x) return hi;
+  while (hi - lo > 1) {  // invariant: lo*lo <= x < hi*hi
+    const u128 mid = lo + (hi - lo) / 2;
+    if (mid * mid <= x)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+// Independent tri_root: T(r) <= w  <=>  (2r+1)^2 <= 8w+1, so
+// r = floor((isqrt(8w+1) - 1) / 2), exact in 128-bit integers.
+index_t tri_root_ref(index_t w) {
+  return static_cast<index_t>((isqrt(u128(8) * w + 1) - 1) / 2);
+}
+
+// Block-row ranges [I0, I1) to try: all of them for small m, else those at
+// either end and every single block row.
+std::vector<std::pair<index_t, index_t>> chunk_ranges(index_t m, index_t all_up_to = 12) {
+  std::vector<std::pair<index_t, index_t>> r;
+  for (index_t I0 = 0; I0 <= m; ++I0)
+    for (index_t I1 = I0; I1 <= m; ++I1)
+      if (m <= all_up_to || I0 < 3 || I1 + 3 > m || I1 == I0 + 1) r.emplace_back(I0, I1);
+  return r;
+}
+
+}  // namespace
+
+// The reference itself on values worked out by hand.
+TEST(TriRoot, ReferenceOnHandValues) {
+  EXPECT_EQ(isqrt(0), u128(0));
+  EXPECT_EQ(isqrt(15), u128(3));
+  EXPECT_EQ(isqrt(16), u128(4));
+  EXPECT_EQ(isqrt(u128(1) << 124), u128(1) << 62);
+  EXPECT_EQ(isqrt((u128(1) << 124) - 1), (u128(1) << 62) - 1);
+  // T: 0 1 3 6 10 15 ...
+  const index_t want[16] = {0, 1, 1, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 4, 5};
+  for (index_t w = 0; w < 16; ++w)
+    EXPECT_EQ(tri_root_ref(w), want[w]) << w;
+  // T(2^31) = 2^61 + 2^30.
+  const index_t t31 = (index_t(1) << 61) + (index_t(1) << 30);
+  EXPECT_EQ(tri_root_ref(t31), index_t(1) << 31);
+  EXPECT_EQ(tri_root_ref(t31 - 1), (index_t(1) << 31) - 1);
+}
 
 TEST(Simplex, CountsMatchBinomials) {
   for (index_t n = 0; n < 2000; ++n) {
@@ -74,25 +129,33 @@ TEST(TriRoot, EveryRowBoundaryUpTo2Pow53) {
 }
 
 // Beyond 2^53 the double estimate itself is off; the correction still holds.
-TEST(TriRoot, HoldsUpTo2Pow62) {
-  for (index_t w = index_t(1) << 53; w < (index_t(1) << 62); w += w / 977 + 12345) {
-    const index_t r = tri_root(w);
-    ASSERT_LE(tri(r), w);
-    ASSERT_GT(tri(r + 1), w);
+TEST(TriRoot, MatchesTheIntegerReferenceUpTo2Pow62) {
+  for (index_t w = index_t(1) << 53; w < (index_t(1) << 62); w += w / 977 + 12345)
+    ASSERT_EQ(tri_root(w), tri_root_ref(w)) << w;
+  // Random w over every magnitude (fixed seed), and the boundaries of the
+  // rows near the top of the range, where T(r+1) approaches 2^63.
+  std::mt19937_64 rng(20261122);
+  for (int k = 0; k < 200000; ++k) {
+    const index_t w = rng() >> (2 + rng() % 62);
+    ASSERT_EQ(tri_root(w), tri_root_ref(w)) << w;
   }
-  const index_t top = tri_root((index_t(1) << 62) - 1);
-  EXPECT_LE(tri(top), (index_t(1) << 62) - 1);
-  EXPECT_GT(tri(top + 1), (index_t(1) << 62) - 1);
+  const index_t top = tri_root_ref((index_t(1) << 62) - 1);
+  for (index_t r = top - 1000; r <= top; ++r) {
+    const index_t t = tri(r);
+    for (index_t w : {t - 2, t - 1, t, t + 1, t + 2})
+      ASSERT_EQ(tri_root(w), tri_root_ref(w)) << w;
+  }
+  EXPECT_EQ(tri_root((index_t(1) << 62) - 1), tri_root_ref((index_t(1) << 62) - 1));
 }
 
 // The correction repairs any estimate that is off by a few.
 TEST(TriRoot, CorrectionRepairsBadEstimates) {
-  for (index_t w :
-       {index_t(0), index_t(5), index_t(10586491), index_t(1) << 40, (index_t(1) << 53) + 1}) {
-    const index_t r = tri_root(w);
+  for (index_t w : {index_t(0), index_t(5), index_t(10586491), index_t(1) << 40,
+                    (index_t(1) << 53) + 1, (index_t(1) << 62) - 1}) {
+    const index_t r = tri_root_ref(w);
     for (index_t off = 0; off < 4; ++off) {
-      EXPECT_EQ(tri_root_correct(w, r + off), r);
-      if (r >= off) EXPECT_EQ(tri_root_correct(w, r - off), r);
+      EXPECT_EQ(tri_root_correct(w, r + off), r) << w;
+      if (r >= off) EXPECT_EQ(tri_root_correct(w, r - off), r) << w;
     }
   }
 }
@@ -104,7 +167,7 @@ TEST(TriRoot, NaiveFloatFormulaBreaksNear1e7) {
   for (index_t r = 1; r < 20000 && !first_wrong; ++r) {
     for (index_t w : {tri(r) - 1, tri(r)}) {
       const float x = std::sqrt(0.25f + 2.0f * static_cast<float>(w)) - 0.5f;
-      if (static_cast<index_t>(x) != tri_root(w)) {
+      if (static_cast<index_t>(x) != tri_root_ref(w)) {
         first_wrong = w;
         break;
       }
@@ -130,39 +193,117 @@ TEST(Lambda2, CoversEveryTileOnceInBlockRowOrder) {
     for (index_t I = 0; I < m; ++I)
       for (index_t J = 0; J < m; ++J)
         EXPECT_EQ(seen[I * m + J], J >= I ? 1 : 0);
-    for (index_t I0 = 0; I0 <= m; ++I0) {
-      for (index_t I1 = I0; I1 <= m; ++I1) {
-        const BlockRange r = lambda2_blocks(m, I0, I1);
-        index_t count = 0;
-        for (index_t w = r.begin; w < r.end; ++w) {
-          const Tile t = lambda2_tile(m, w);
-          ASSERT_GE(t.row, I0);
-          ASSERT_LT(t.row, I1);
-          ++count;
-        }
-        index_t expect = 0;
-        for (index_t I = I0; I < I1; ++I)
-          expect += m - I;
-        ASSERT_EQ(count, expect);
+    for (const auto& [I0, I1] : chunk_ranges(m, 64)) {
+      const BlockRange r = lambda2_blocks(m, I0, I1);
+      index_t count = 0;
+      for (index_t w = r.begin; w < r.end; ++w) {
+        const Tile t = lambda2_tile(m, w);
+        ASSERT_GE(t.row, I0);
+        ASSERT_LT(t.row, I1);
+        ++count;
+      }
+      index_t expect = 0;
+      for (index_t I = I0; I < I1; ++I)
+        expect += m - I;
+      ASSERT_EQ(count, expect);
+    }
+  }
+}
+
+namespace {
+
+// How often each tile (I, J) of an m × mc block matrix is visited by the
+// blocks of Map's grid for block rows [I0, I1); also the number of blocks.
+template <typename Map, typename Domain>
+std::vector<int> visits(const Domain& d, index_t m, index_t mc, index_t I0, index_t I1,
+                        index_t* blocks) {
+  std::vector<int> seen(m * mc, 0);
+  const Grid g = Map::grid(d, I0, I1);
+  *blocks = g.blocks();
+  for (index_t by = 0; by < g.y; ++by)
+    for (index_t bx = 0; bx < g.x; ++bx) {
+      Tile t{~index_t(0), ~index_t(0)};
+      if (!Map::tile(d, g, bx, by, &t)) continue;
+      EXPECT_LT(t.row, m);
+      EXPECT_LT(t.col, mc);
+      if (t.row < m && t.col < mc) ++seen[t.row * mc + t.col];
+    }
+  return seen;
+}
+
+}  // namespace
+
+// For every chunk [I0, I1): λ2 visits exactly the tiles I0 <= I < I1, I <= J
+// once each with no idle block, and the bounding box visits the same set.
+TEST(BlockMaps, PairMapsVisitEachTileOfAChunkOnce) {
+  for (index_t rho : {1, 3, 16}) {
+    for (index_t n : {index_t(1), index_t(2), rho - 1, rho, rho + 1, index_t(37), index_t(101)}) {
+      if (n < 1) continue;
+      const PairDomain d(n, rho);
+      const index_t m = d.m;
+      for (const auto& [I0, I1] : chunk_ranges(m)) {
+        index_t lambda_blocks = 0, box_blocks = 0, want_tiles = 0;
+        const std::vector<int> l = visits<Lambda2Map>(d, m, m, I0, I1, &lambda_blocks);
+        const std::vector<int> b = visits<BoundingBoxMap>(d, m, m, I0, I1, &box_blocks);
+        for (index_t I = 0; I < m; ++I)
+          for (index_t J = 0; J < m; ++J) {
+            const int want = (I >= I0 && I < I1 && J >= I) ? 1 : 0;
+            want_tiles += want;
+            ASSERT_EQ(l[I * m + J], want) << "λ2 n=" << n << " ρ=" << rho << " rows [" << I0 << ","
+                                          << I1 << ") tile " << I << "," << J;
+            ASSERT_EQ(b[I * m + J], want) << "bb n=" << n << " ρ=" << rho << " rows [" << I0 << ","
+                                          << I1 << ") tile " << I << "," << J;
+          }
+        EXPECT_EQ(lambda_blocks, want_tiles);
+        EXPECT_EQ(box_blocks, m * (I1 - I0));
       }
     }
   }
 }
 
-TEST(Lambda2, BoundingBoxKeepsTheSameTiles) {
-  const index_t m = 9;
-  for (index_t I0 = 0; I0 < m; ++I0) {
-    index_t kept = 0;
-    for (index_t y = 0; y < m - I0; ++y)
-      for (index_t x = 0; x < m; ++x) {
-        Tile t;
-        const PairDomain dom(m * 4, 4);
-        if (BoundingBoxMap::tile(dom, BoundingBoxMap::grid(dom, I0, m), x, y, &t)) {
-          ++kept;
-          EXPECT_LE(t.row, t.col);
+// RectMap: every block is a tile, (I1 - I0) × mc of them.
+TEST(BlockMaps, RectMapVisitsEachTileOfABandOnce) {
+  for (index_t rho : {1, 3, 16}) {
+    for (index_t rows : {index_t(1), rho - 1, rho, rho + 1, index_t(37)}) {
+      for (index_t cols : {index_t(1), index_t(2), rho + 1, index_t(41)}) {
+        if (rows < 1) continue;
+        const RectDomain d(rows, cols, rho);
+        ASSERT_EQ(d.m, (rows + rho - 1) / rho);
+        ASSERT_EQ(d.mc, (cols + rho - 1) / rho);
+        for (const auto& [I0, I1] : chunk_ranges(d.m)) {
+          index_t blocks = 0;
+          const std::vector<int> v = visits<RectMap>(d, d.m, d.mc, I0, I1, &blocks);
+          EXPECT_EQ(blocks, (I1 - I0) * d.mc);
+          for (index_t I = 0; I < d.m; ++I)
+            for (index_t J = 0; J < d.mc; ++J)
+              ASSERT_EQ(v[I * d.mc + J], (I >= I0 && I < I1) ? 1 : 0)
+                  << rows << "×" << cols << " ρ=" << rho << " rows [" << I0 << "," << I1
+                  << ") tile " << I << "," << J;
         }
       }
-    EXPECT_EQ(kept, lambda2_blocks(m, I0, m).size());
+    }
+  }
+}
+
+// The elements of the tiles a chunk visits are exactly the chunk's elements:
+// pairs counted tile by tile equal elements_in_rows.
+TEST(BlockMaps, TilesOfAChunkHoldItsElements) {
+  for (index_t rho : {1, 4, 16}) {
+    for (index_t n : {index_t(2), rho + 1, index_t(53)}) {
+      const PairDomain d(n, rho);
+      for (const auto& [I0, I1] : chunk_ranges(d.m)) {
+        const Grid g = Lambda2Map::grid(d, I0, I1);
+        index_t pairs = 0;
+        for (index_t bx = 0; bx < g.x; ++bx) {
+          Tile t;
+          Lambda2Map::tile(d, g, bx, 0, &t);
+          for (index_t i = t.row * rho; i < std::min(n, (t.row + 1) * rho); ++i)
+            for (index_t j = t.col * rho; j < std::min(n, (t.col + 1) * rho); ++j)
+              pairs += j > i;
+        }
+        EXPECT_EQ(pairs, d.elements_in_rows(I0, I1)) << n << " " << rho << " " << I0 << " " << I1;
+      }
+    }
   }
 }
 
