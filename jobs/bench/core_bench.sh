@@ -40,6 +40,10 @@ for extra in "" "--box 1,1,1"; do
       --range 0:1.8 $extra --repeat 3 --csv "$out/hist.csv" | sed "s/^/exact_always=$v /" | tee -a "$out/hist.log"
   done
 done
+for c in 1 2 4; do  # shared-memory histogram copies per block (default: 8, one a warp)
+  TDSOLVE_HIST_COPIES=$c run $T bench --backend cuda --generate uniform:$HIST_N:3:7 --bins 200 \
+    --range 0:1.8 --repeat 3 --csv "$out/hist.csv" | sed "s/^/copies=$c /" | tee -a "$out/hist.log"
+done
 run $T bench --backend cuda --generate uniform:$HIST_N:3:7 --bins 200 --range 0:1.8 --precision float64 \
   --repeat 1 --csv "$out/hist.csv" | tee -a "$out/hist.log"
 run $T bench --backend cuda --generate uniform:$HIST_N:3:7 --bins 4000 --range 0:1.8 --repeat 1 \

@@ -109,7 +109,8 @@ struct KernelParams {
   double lo, hi, norm, margin;
   epilogue::HistFast32 fast32;  // float32 runs
   index_t flush_tiles;          // tiles a block counts before it merges (32-bit slots)
-  index_t hist_copies;          // histograms in shared memory: 8 (one a warp), 1, or 0 (global)
+  unsigned int hist_copies;     // histograms in shared memory: 1, 2, 4, 8 (one a warp), 0 (global)
+  unsigned int hist_stride;     // slots of one copy: bins + 2
   T box[kMaxBoxDims];
   bool masked_only;  // benchmark/test: every sub-tile on the masked path
 };
@@ -234,8 +235,8 @@ struct Epilogue<T, Map, true> {
     if (shared(p)) {
       // Each warp counts into its own copy when they fit: no contention
       // between warps, only between the lanes of one.
-      const index_t copy = (threadIdx.x / kWarpSize) % p.hist_copies;
-      atomicAdd(&histogram_smem[copy * (p.bins + 2) + slot], 1u);
+      const unsigned int copy = (threadIdx.x / kWarpSize) & (p.hist_copies - 1);
+      atomicAdd(&histogram_smem[copy * p.hist_stride + static_cast<unsigned int>(slot)], 1u);
     } else {
       atomicAdd(&p.counts[slot], 1ull);
     }

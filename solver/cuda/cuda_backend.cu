@@ -162,6 +162,17 @@ bool masked_only_requested() {
   return v && *v == '1';
 }
 
+// Histogram copies a block keeps in shared memory, at most one a warp.
+index_t hist_copies_wanted() {
+  const char* v = std::getenv("TDSOLVE_HIST_COPIES");
+  index_t want = BlockPolicy::kWarps;
+  if (v && *v) {
+    const long c = std::strtol(v, nullptr, 10);
+    if (c == 1 || c == 2 || c == 4 || c == 8) want = static_cast<index_t>(c);
+  }
+  return want;
+}
+
 // Picks the kernel family of (domain, map, epilogue, box).
 template <typename T>
 void launch_chunk(const Problem<T>& p, const KernelParams<T>& k, cudaStream_t s) {
@@ -365,10 +376,14 @@ class CudaBackend final : public Backend<T> {
     k.fast32 = p_.hist.fast32;
     // A block's 32-bit slots hold at most 2^31 values between merges.
     k.flush_tiles = std::max<index_t>(1, (index_t(1) << 31) / (p_.rho * p_.rho));
+    // Shared-memory histograms per block: as many copies (a power of two,
+    // at most one a warp) as fit; TDSOLVE_HIST_COPIES caps it (to measure).
     const index_t slots = p_.hist.bins + 2, shared = BlockPolicy::kSharedHistSlots;
-    k.hist_copies = slots * BlockPolicy::kWarps <= shared ? BlockPolicy::kWarps
-                    : slots <= shared                     ? 1
-                                                          : 0;
+    index_t copies = hist_copies_wanted();
+    while (copies > 0 && copies * slots > shared)
+      copies /= 2;
+    k.hist_copies = static_cast<unsigned int>(copies);
+    k.hist_stride = static_cast<unsigned int>(slots);
     for (int i = 0; i < kMaxBoxDims; ++i)
       k.box[i] = p_.box[i];
     k.masked_only = masked_only_requested();
