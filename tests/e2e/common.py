@@ -49,6 +49,33 @@ class TempDirTest(unittest.TestCase):
         np.save(p, x)
         return p
 
+    def run_bad_command(self, command, args, expect=(), ranks=2, casefold=False):
+        """`tdsolve COMMAND` on `ranks` ranks, each recording its exit status:
+        all 1 or 2, one `tdsolve: error` line naming every string of `expect`
+        (compared in lower case with casefold), and no output file. Returns
+        the error line."""
+        out = self.path("bad.h5")
+        script = 'exe="$1"; shift; "$exe" "$@"; echo $? > "%s/rc.$OMPI_COMM_WORLD_RANK"' % self.dir
+        for r in range(ranks):
+            if os.path.exists(self.path(f"rc.{r}")):
+                os.remove(self.path(f"rc.{r}"))
+        cmd = [MPIEXEC, "-n", str(ranks), "--oversubscribe", "sh", "-c", script, "sh", BIN, command, "--output",
+               out, "--progress", "none", *map(str, args)]
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        codes = []
+        for rank in range(ranks):
+            with open(self.path(f"rc.{rank}")) as f:
+                codes.append(int(f.read()))
+        self.assertTrue(all(c in (1, 2) for c in codes), f"{args}: exit codes per rank {codes}, want 1 or 2")
+        ours = [l for l in r.stderr.splitlines() if l.startswith("tdsolve:")]
+        self.assertEqual(len(ours), 1, f"{args}: want one error line, got:\n{r.stderr}")
+        self.assertTrue(ours[0].startswith("tdsolve: error"), ours[0])
+        line = ours[0].lower() if casefold else ours[0]
+        for e in expect:
+            self.assertIn(e, line, f"{args}: message does not name the problem")
+        self.assertFalse(os.path.exists(out), f"{args}: an output file was left behind")
+        return ours[0]
+
     def save_h5(self, name, dataset, x):
         p = self.path(name)
         with h5py.File(p, "a") as f:

@@ -414,27 +414,7 @@ class HistTest(TempDirTest):
     # --- bad input -------------------------------------------------------
 
     def run_bad(self, args, expect=()):
-        """tdsolve hist on 2 ranks, each recording its exit status: all
-        non-zero, one `tdsolve: error` line, no output file."""
-        out = self.path("bad.h5")
-        script = 'exe="$1"; shift; "$exe" "$@"; echo $? > "%s/rc.$OMPI_COMM_WORLD_RANK"' % self.dir
-        for r in range(2):
-            if os.path.exists(self.path(f"rc.{r}")):
-                os.remove(self.path(f"rc.{r}"))
-        cmd = [MPIEXEC, "-n", "2", "--oversubscribe", "sh", "-c", script, "sh", BIN, "hist", "--output", out,
-               "--progress", "none", *map(str, args)]
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-        codes = []
-        for rank in range(2):
-            with open(self.path(f"rc.{rank}")) as f:
-                codes.append(int(f.read()))
-        self.assertTrue(all(c in (1, 2) for c in codes), f"{args}: exit codes per rank {codes}, want 1 or 2")
-        ours = [l for l in r.stderr.splitlines() if l.startswith("tdsolve:")]
-        self.assertEqual(len(ours), 1, f"{args}: want one error line, got:\n{r.stderr}")
-        self.assertTrue(ours[0].startswith("tdsolve: error"), ours[0])
-        for e in expect:
-            self.assertIn(e, ours[0].lower(), f"{args}: message does not name the problem")
-        self.assertFalse(os.path.exists(out), f"{args}: an output file was left behind")
+        return self.run_bad_command("hist", args, expect, casefold=True)
         return ours[0]
 
     def test_bad_input(self):
