@@ -148,15 +148,13 @@ index_t checked_total(CommandKind kind, index_t rows, index_t cols, index_t valu
 // before a generator allocates anything.
 template <typename Check>
 io::PointSet load_points(const InputOptions& in, double host_bytes, Check&& check) {
-  io::PointSet pts;
-  if (in.generate.empty()) {
-    pts = io::read_points(in.input);
-  } else {
+  if (!in.generate.empty()) {
     const io::GeneratorSpec g = io::parse_generator(in.generate);
     check(g.n, g.d, in.generate);
     check_points_fit(g.n, g.d, in.generate, host_bytes);
-    pts = io::generate_points(g);
+    return io::generate_points(g);  // finite by construction
   }
+  io::PointSet pts = io::read_points(in.input);
   check(pts.n, pts.d, pts.source);
   check_points_fit(pts.n, pts.d, pts.source, host_bytes);
   io::check_finite(pts);

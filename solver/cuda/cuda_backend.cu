@@ -95,7 +95,6 @@ class CudaBuffer {
                                " MiB): " + cudaGetErrorString(e));
     }
     ptr_ = static_cast<T*>(p);
-    count_ = count;
   }
   // Allocates and fills from the host.
   void upload(const std::vector<T>& v, const char* what) {
@@ -106,14 +105,11 @@ class CudaBuffer {
   void release() {
     if (ptr_) kPinnedHost ? cudaFreeHost(ptr_) : cudaFree(ptr_);
     ptr_ = nullptr;
-    count_ = 0;
   }
   T* get() const { return ptr_; }
-  index_t size() const { return count_; }
 
  private:
   T* ptr_ = nullptr;
-  index_t count_ = 0;
 };
 template <typename T>
 using DeviceBuffer = CudaBuffer<T, false>;
@@ -160,6 +156,14 @@ int ranks_sharing_device(const CudaOptions& o) {
 bool masked_only_requested() {
   const char* v = std::getenv("TDSOLVE_CUDA_MASKED_ONLY");
   return v && *v == '1';
+}
+
+template <typename T>
+// The kernels cut tiles into 128×128 sub-tiles.
+void check_problem(const Problem<T>& p) {
+  if (p.rho % BlockPolicy::kTile != 0)
+    throw UsageError("--backend cuda needs --block to be a multiple of " +
+                     std::to_string(BlockPolicy::kTile) + " (got " + std::to_string(p.rho) + ")");
 }
 
 // Histogram copies a block keeps in shared memory, at most one a warp.
@@ -413,20 +417,11 @@ class CudaBackend final : public Backend<T> {
 }  // namespace
 
 template <typename T>
-void check_problem(const Problem<T>& p) {
-  if (p.rho % BlockPolicy::kTile != 0)
-    throw UsageError("--backend cuda needs --block to be a multiple of " +
-                     std::to_string(BlockPolicy::kTile) + " (got " + std::to_string(p.rho) + ")");
-}
-
-template <typename T>
 std::unique_ptr<Backend<T>> make_cuda_backend(const Problem<T>& problem,
                                               const CudaOptions& options) {
   return std::make_unique<CudaBackend<T>>(problem, options);
 }
 
-template void check_problem<float>(const Problem<float>&);
-template void check_problem<double>(const Problem<double>&);
 template std::unique_ptr<Backend<float>> make_cuda_backend(const Problem<float>&,
                                                            const CudaOptions&);
 template std::unique_ptr<Backend<double>> make_cuda_backend(const Problem<double>&,

@@ -20,11 +20,6 @@ int device_count();
 // Why device_count() is 0, for messages.
 std::string no_device_reason();
 
-// Throws UsageError for problems the kernels cannot take (ρ not a multiple
-// of the sub-tile), before any device is touched.
-template <typename T>
-void check_problem(const Problem<T>& problem);
-
 template <typename T>
 std::unique_ptr<Backend<T>> make_cuda_backend(const Problem<T>& problem,
                                               const CudaOptions& options);

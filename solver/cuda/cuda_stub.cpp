@@ -15,16 +15,11 @@ std::string no_device_reason() {
 }
 
 template <typename T>
-void check_problem(const Problem<T>&) {}
-
-template <typename T>
 std::unique_ptr<Backend<T>> make_cuda_backend(const Problem<T>&, const CudaOptions&) {
   throw UsageError(
       "--backend cuda: this tdsolve was built without CUDA (rebuild with the CUDA toolkit)");
 }
 
-template void check_problem<float>(const Problem<float>&);
-template void check_problem<double>(const Problem<double>&);
 template std::unique_ptr<Backend<float>> make_cuda_backend(const Problem<float>&,
                                                            const CudaOptions&);
 template std::unique_ptr<Backend<double>> make_cuda_backend(const Problem<double>&,
