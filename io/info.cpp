@@ -13,6 +13,7 @@
 
 #include "core/error.hpp"
 #include "io/h5.hpp"
+#include "io/output_files.hpp"
 #include "mapping/simplex.hpp"
 
 namespace tdsolve::io {
@@ -201,9 +202,9 @@ void describe_hist(hid_t file, hid_t counts, std::ostream& out, std::string* pro
   }
 }
 
-}  // namespace
-
-int describe_result(const std::string& path, std::ostream& out) {
+// One file: what it holds and whether it is complete. *command: the
+// command line it records.
+int describe_file(const std::string& path, std::ostream& out, std::string* command) {
   struct stat st {};
   if (stat(path.c_str(), &st) != 0)
     throw InputError("cannot open '" + path + "': " + std::strerror(errno));
@@ -218,6 +219,13 @@ int describe_result(const std::string& path, std::ostream& out) {
   out << "software:  " << root_attr(file, "software") << " " << root_attr(file, "version") << "\n";
   out << "created:   " << root_attr(file, "created") << "\n";
   out << "command:   " << root_attr(file, "command") << "\n";
+  if (has_attr(file, "command")) *command = read_attr_string(file, "command");
+  if (has_attr(file, "options")) {
+    out << "options:   (the effective options, usable as --config)\n";
+    std::istringstream options(read_attr_string(file, "options"));
+    for (std::string line; std::getline(options, line);)
+      out << "  " << line << "\n";
+  }
   out << "input:     " << root_attr(file, "input") << "\n";
   if (has_attr(file, "with")) out << "with:      " << read_attr_string(file, "with") << "\n";
 
@@ -302,11 +310,53 @@ int describe_result(const std::string& path, std::ostream& out) {
     out << "progress:  complete (" << complete << " of " << done.size() << " chunks)\n";
     return kInfoComplete;
   }
+  // A stopped histogram's counts cover exactly its finished chunks.
+  if (kind == Kind::hist && complete > 0 && binned != pairs_done) {
+    out << "progress:  INCONSISTENT: counts + underflow + overflow do not match the finished "
+           "chunks\n";
+    return kInfoIncomplete;
+  }
   char pct[32];
   std::snprintf(pct, sizeof pct, "%.1f", total ? 100.0 * pairs_done / total : 0.0);
   out << "progress:  INCOMPLETE: " << complete << " of " << done.size() << " chunks written ("
       << pct << "% of " << unit << "); missing chunks " << missing_ranges(done) << "\n";
   return kInfoIncomplete;
+}
+
+}  // namespace
+
+int describe_result(const std::string& path, std::ostream& out) {
+  const std::string suffix = ".partial";
+  const bool is_partial = path.size() > suffix.size() &&
+                          path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0;
+  const std::string output = is_partial ? path.substr(0, path.size() - suffix.size()) : path;
+  const std::string partial = partial_path(output);
+  struct stat st {};
+  std::string file = path;
+  if (!is_partial && stat(path.c_str(), &st) != 0 && stat(partial.c_str(), &st) == 0) {
+    out << "note:      '" << path << "' does not exist yet: the run that writes it is unfinished\n";
+    file = partial;
+  }
+  std::string command;
+  const int code = describe_file(file, out, &command);
+  if (file == output) {
+    if (stat(partial.c_str(), &st) == 0)
+      out << "note:      an unfinished newer run of this output is in '" << partial << "'\n";
+    return code;
+  }
+  // An unfinished run: is someone still writing it?
+  const LockHolder h = read_lock(output);
+  if (h.locked) {
+    out << "writer:    RUNNING (" << h.describe() << ")"
+        << (h.can_tell ? "" : " [no file locks here: judged by the heartbeat]") << "\n";
+  } else {
+    const bool again = command.find(" --resume") != std::string::npos;
+    out << "writer:    none: the run stopped or was killed; continue it (any rank count) with\n"
+        << "           " << (command.empty() ? "the same command" : command)
+        << (again || command.empty() ? "" : " --resume") << (command.empty() ? " and --resume" : "")
+        << "\n";
+  }
+  return code == kInfoComplete ? kInfoIncomplete : code;
 }
 
 }  // namespace tdsolve::io

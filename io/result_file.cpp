@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "core/error.hpp"
+
 namespace tdsolve::io {
 
 namespace {
@@ -162,13 +164,9 @@ namespace {
 
 // Writes the whole of `data` to a new file at `path` and syncs it; on any
 // failure removes what it wrote and throws naming the cause.
-void write_new_file(const std::string& path, bool overwrite, const std::vector<char>& data) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | (overwrite ? O_TRUNC : O_EXCL), 0666);
-  if (fd < 0) {
-    if (errno == EEXIST)
-      throw H5Error("output '" + path + "' exists; pass --overwrite to replace it");
-    throw H5Error("cannot create output file '" + path + "': " + std::strerror(errno));
-  }
+void write_new_file(const std::string& path, const std::vector<char>& data) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  if (fd < 0) throw H5Error("cannot create output file '" + path + "': " + std::strerror(errno));
   const char* p = data.data();
   size_t left = data.size();
   int err = 0;
@@ -214,7 +212,7 @@ void create_result_file(const ResultLayout& L) {
       check(H5I_INVALID_HID, "H5Fget_file_image");
     file.close("H5Fclose (in memory)");
   }
-  write_new_file(L.path, L.overwrite, image);
+  write_new_file(L.path, image);
 }
 
 ResultWriter::ResultWriter(MPI_Comm comm, const ResultLayout& L) : layout_(L) {
@@ -245,9 +243,8 @@ void ResultWriter::mark_done(bool has, index_t chunk) {
   write_range(done_, H5T_NATIVE_UINT8, xfer_, chunk, has ? 1 : 0, &one, "/progress/done");
 }
 
-void ResultWriter::mark_all_done() {
-  const std::vector<unsigned char> ones(layout_.chunk_offsets.size() - 1, 1);
-  write_whole(done_, H5T_NATIVE_UINT8, xfer_, rank_ == 0 ? ones.data() : nullptr, "/progress/done");
+void ResultWriter::set_done(const unsigned char* mask) {
+  write_whole(done_, H5T_NATIVE_UINT8, xfer_, mask, "/progress/done");
 }
 
 void ResultWriter::write_extra(const std::string& name, const void* data) {
@@ -270,6 +267,70 @@ void ResultWriter::close() {
   values_.close("H5Dclose /" + layout_.result.name);
   xfer_.reset();
   file_.close("H5Fclose (flushing the output file)");
+}
+
+index_t ExistingResult::chunks_done() const {
+  index_t k = 0;
+  for (const unsigned char d : done)
+    k += d == 1;
+  return k;
+}
+
+ExistingResult read_existing(const std::string& path) {
+  ExistingResult r;
+  if (H5Fis_hdf5(path.c_str()) <= 0) {
+    H5Eclear2(H5E_DEFAULT);
+    throw InputError("'" + path + "' is not a readable HDF5 file (truncated or damaged?)");
+  }
+  Hid file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+  if (!file.valid())
+    throw InputError("cannot read '" + path + "' (truncated or damaged?): " + hdf5_error_text());
+  try {
+    const auto text = [&](const char* name) {
+      return has_attr(file, name) ? read_attr_string(file, name) : std::string();
+    };
+    r.version = text("version");
+    r.command = text("command");
+    r.job = text("job");
+    Hid progress = group_handle(H5Gopen2(file, "progress", H5P_DEFAULT), "H5Gopen /progress");
+    r.dataset = read_attr_string(progress, "dataset");
+    Hid done = dataset_handle(H5Dopen2(progress, "done", H5P_DEFAULT), "H5Dopen /progress/done");
+    Hid offs =
+        dataset_handle(H5Dopen2(progress, "offsets", H5P_DEFAULT), "H5Dopen /progress/offsets");
+    const auto k = dataset_shape(done), k1 = dataset_shape(offs);
+    if (k.size() != 1 || k1.size() != 1 || k1[0] != k[0] + 1)
+      throw InputError("/progress/done and /progress/offsets do not match");
+    r.done.resize(k[0]);
+    r.offsets.resize(k1[0]);
+    check_status(H5Dread(done, H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, r.done.data()),
+                 "reading /progress/done");
+    check_status(H5Dread(offs, H5T_NATIVE_UINT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, r.offsets.data()),
+                 "reading /progress/offsets");
+    const std::string name =
+        r.dataset.empty() || r.dataset[0] != '/' ? r.dataset : r.dataset.substr(1);
+    Hid values = dataset_handle(H5Dopen2(file, name.c_str(), H5P_DEFAULT), "H5Dopen " + r.dataset);
+    r.has_points = H5Lexists(file, "points", H5P_DEFAULT) > 0;
+    if (name == "counts") {
+      const auto bins = dataset_shape(values);
+      if (bins.size() != 1) throw InputError("/counts is not 1-D");
+      r.counts.resize(bins[0] + 2);
+      check_status(
+          H5Dread(values, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, r.counts.data()),
+          "reading /counts");
+      for (const char* extra : {"underflow", "overflow"}) {
+        Hid x =
+            dataset_handle(H5Dopen2(file, extra, H5P_DEFAULT), std::string("H5Dopen /") + extra);
+        check_status(H5Dread(x, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT,
+                             &r.counts[bins[0] + (extra[0] == 'u' ? 0 : 1)]),
+                     std::string("reading /") + extra);
+      }
+    }
+  } catch (const std::exception& e) {
+    H5Eclear2(H5E_DEFAULT);
+    throw InputError("'" + path +
+                     "' is not a tdsolve result it can continue (damaged?): " + e.what());
+  }
+  return r;
 }
 
 }  // namespace tdsolve::io

@@ -12,12 +12,15 @@
 //   /points           (optional) the n × d input as computed with
 //
 // Rank 0 builds the whole structure in memory and writes it as one file
-// image with POSIX calls, so a failure there — a full disk, a device that is
-// no file — is one rank's ordinary error, cleaned up by removing what it
-// wrote; then every rank opens the file for collective writes (which
-// allocates the datasets' storage). A run killed at any point after that
-// leaves a readable file whose progress says which chunks are missing;
-// readers call a file complete only when every chunk is.
+// image with POSIX calls under a temporary name (FILE.h5.creating), so a
+// failure there — a full disk, a device that is no file — is one rank's
+// ordinary error, cleaned up by removing what it wrote; then every rank
+// opens the file for collective writes (which allocates the datasets'
+// storage), and only then is it renamed to FILE.h5.partial
+// (io/output_files.hpp). A run killed at any point after that leaves a
+// readable file whose progress says which chunks are missing; readers call a
+// file complete only when every chunk is, and the run renames it to FILE.h5
+// only then.
 #pragma once
 
 #include <mpi.h>
@@ -49,8 +52,7 @@ struct DatasetSpec {
 };
 
 struct ResultLayout {
-  std::string path;
-  bool overwrite = false;
+  std::string path;                    // where create_result_file writes and ResultWriter opens
   DatasetSpec result;                  // the chunked result
   std::vector<DatasetSpec> extras;     // small datasets of the result
   std::vector<index_t> chunk_offsets;  // K+1 offsets into the flattened result
@@ -61,8 +63,22 @@ struct ResultLayout {
 };
 
 // Creates the file and its structure (one process: rank 0). On failure it
-// removes what it wrote and throws H5Error.
+// removes what it wrote and throws H5Error. Refuses to replace a file.
 void create_result_file(const ResultLayout& layout);
+
+// What an existing result (or a stopped run's .partial) records: enough to
+// tell whether a new run is the same job, and where it stopped. Throws
+// InputError naming the file when it cannot be read or is not a result.
+struct ExistingResult {
+  std::string version, command, job, dataset;
+  std::vector<index_t> offsets;     // K+1
+  std::vector<unsigned char> done;  // K flags
+  bool has_points = false;
+  std::vector<std::int64_t> counts;  // hist: /counts, then /underflow, /overflow
+  index_t chunks_done() const;
+  bool complete() const { return chunks_done() == done.size(); }
+};
+ExistingResult read_existing(const std::string& path);
 
 class ResultWriter {
  public:
@@ -79,8 +95,8 @@ class ResultWriter {
   void flush();
   // Collective: record chunk `chunk` of this rank as complete (has = false: none).
   void mark_done(bool has, index_t chunk);
-  // Collective: every chunk complete (reductions, written once at the end).
-  void mark_all_done();
+  // Collective: rank 0 sets every flag to mask[c] (the others pass nullptr).
+  void set_done(const unsigned char* mask);
   // Collective: rank 0 writes a whole extra dataset (the others pass nullptr).
   void write_extra(const std::string& name, const void* data);
   // Collective: rank 0 supplies n × d values, the others pass nullptr.

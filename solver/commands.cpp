@@ -15,11 +15,13 @@
 
 #include "core/error.hpp"
 #include "io/input.hpp"
+#include "io/output_files.hpp"
 #include "io/result_file.hpp"
 #include "solver/cpu/cpu_backend.hpp"  // available_host_bytes
 #include "solver/driver.hpp"
 #include "solver/fault.hpp"
 #include "solver/mpi_util.hpp"
+#include "solver/signals.hpp"
 #include "version.hpp"
 
 namespace tdsolve {
@@ -71,44 +73,74 @@ void check_writable_dir(const std::string& path, const char* option) {
                      "' is not writable");
 }
 
-// Every path the run writes, checked against each other and the inputs
-// before anything exists.
+// A path that may not exist yet, made absolute through its folder (so
+// "d.h5" and "./d.h5" compare equal).
+std::string absolute(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+  char* dir = realpath(directory_of(path).c_str(), nullptr);
+  if (!dir) return path;
+  const std::string out = std::string(dir) + (std::string(dir) == "/" ? "" : "/") + base;
+  std::free(dir);
+  return out;
+}
+
+bool same_path(const std::string& a, const std::string& b) {
+  return absolute(a) == absolute(b) || same_file(a, b);
+}
+
+// Every path the run writes (the output, its .partial, .lock and .creating
+// companions, --stats), checked against each other and the inputs before
+// anything is read or computed.
 void check_paths(const CommandOptions& o) {
   const std::string& out = o.out.output;
   if (out.empty()) throw UsageError("--output FILE.h5 is required");
-  std::vector<std::pair<std::string, const char*>> inputs;
+  std::vector<std::pair<std::string, std::string>> inputs;
   if (!o.in.input.empty()) inputs.push_back({io::split_input_spec(o.in.input).path, "the input"});
   if (!o.with.input.empty())
     inputs.push_back({io::split_input_spec(o.with.input).path, "the --with input"});
+  const std::vector<std::pair<std::string, std::string>> written = {
+      {out, "--output '" + out + "'"},
+      {io::partial_path(out), "the unfinished output '" + io::partial_path(out) + "'"},
+      {io::lock_path(out), "the output's lock file '" + io::lock_path(out) + "'"},
+      {io::creating_path(out), "the output's temporary '" + io::creating_path(out) + "'"}};
+  for (const auto& [path, what] : written)
+    for (const auto& [in, which] : inputs)
+      if (same_path(path, in))
+        throw UsageError(what + " is " + which + " file; choose another --output");
   struct stat st {};
   if (stat(out.c_str(), &st) == 0) {
     if (S_ISDIR(st.st_mode)) throw UsageError("--output '" + out + "' is a directory");
-    for (const auto& [in, what] : inputs)
-      if (same_file(out, in))
-        throw UsageError("--output '" + out + "' is " + what + " file; choose another name");
     if (!S_ISREG(st.st_mode))
       throw UsageError("--output '" + out + "' exists and is not a regular file");
-    if (!o.out.overwrite)
-      throw UsageError("output '" + out + "' exists; pass --overwrite to replace it");
+    if (!o.out.overwrite && !o.out.resume)
+      throw UsageError("output '" + out +
+                       "' exists; pass --overwrite to replace it (it stays until the new result "
+                       "is complete)");
   }
   check_writable_dir(out, "--output");
   if (!o.run.stats.empty()) {
     const std::string& stats = o.run.stats;
-    if (stats == out || same_file(stats, out))
-      throw UsageError("--stats '" + stats + "' is the output file; choose another name");
-    for (const auto& [in, what] : inputs)
-      if (same_file(stats, in))
-        throw UsageError("--stats '" + stats + "' is " + what + " file; choose another name");
+    for (const auto& [path, what] : written)
+      if (same_path(stats, path))
+        throw UsageError("--stats '" + stats + "' is " + what + "; choose another name");
+    for (const auto& [in, which] : inputs)
+      if (same_path(stats, in))
+        throw UsageError("--stats '" + stats + "' is " + which + " file; choose another name");
+    if (stat(stats.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+      throw UsageError("--stats '" + stats + "' is a directory");
     check_writable_dir(stats, "--stats");
   }
 }
 
-void check_disk_space(const std::string& output, bool overwrite, double bytes) {
+// The old output stays until the new one is complete, so it does not count
+// as free; an unfinished .partial is either continued or replaced, so it does.
+void check_disk_space(const std::string& output, double bytes) {
   struct statvfs fs {};
   if (statvfs(directory_of(output).c_str(), &fs) != 0) return;  // cannot tell: let HDF5 try
   double free = static_cast<double>(fs.f_bavail) * fs.f_frsize;
   struct stat st {};
-  if (overwrite && stat(output.c_str(), &st) == 0) free += static_cast<double>(st.st_size);
+  if (stat(io::partial_path(output).c_str(), &st) == 0) free += static_cast<double>(st.st_size);
   if (bytes > free) {
     throw InputError("the output needs " + human_bytes(bytes) + " but '" + directory_of(output) +
                      "' has " + human_bytes(free) + " free");
@@ -179,8 +211,25 @@ void bcast_vector(MPI_Comm comm, std::vector<T>* v) {
 }
 
 struct Sources {
-  std::string a, b;
+  std::string a, b;            // what the `input` and `with` attributes record
+  std::string a_hash, b_hash;  // FNV-1a 64 of the points as read (hex)
 };
+
+// FNV-1a (64-bit) of the points' float64 values, little-endian, row-major:
+// the input's identity for --resume, whatever file or generator it came from.
+// (Python: functools.reduce over numpy.ascontiguousarray(X, '<f8').tobytes().)
+std::string content_hash(const io::PointSet& pts) {
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  const auto* bytes = reinterpret_cast<const unsigned char*>(pts.values.data());
+  const size_t size = pts.values.size() * sizeof(double);
+  for (size_t i = 0; i < size; ++i) {
+    h ^= bytes[i];
+    h *= 0x100000001b3ull;
+  }
+  char buf[20];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
 
 // Rank 0 reads or generates the points and checks everything that can be
 // checked before a file exists; all ranks then receive the same problem.
@@ -194,7 +243,6 @@ Problem<T> load_problem(const CommandOptions& o, MPI_Comm comm, Sources* src) {
   p.epilogue = o.kind == CommandKind::hist ? EpilogueKind::histogram : EpilogueKind::store;
   const bool bench = o.out.output.empty();
   on_root(comm, [&] {
-    if (!bench) check_paths(o);
     const double host = static_cast<double>(cpu::available_host_bytes(1));
     const auto pair_sizes = [&](index_t n, index_t, const std::string& source) {
       if (p.domain == DomainKind::pairs) {
@@ -204,11 +252,13 @@ Problem<T> load_problem(const CommandOptions& o, MPI_Comm comm, Sources* src) {
     };
     io::PointSet a = load_points(o.in, host, pair_sizes);
     src->a = a.source;
+    if (!bench) src->a_hash = content_hash(a);
     p.d = a.d;
     p.rows = a.n;
     if (p.domain == DomainKind::rect) {
       io::PointSet b = load_points(o.with, host, [](index_t, index_t, const std::string&) {});
       src->b = b.source;
+      if (!bench) src->b_hash = content_hash(b);
       if (b.d != a.d)
         throw InputError("--input has d = " + std::to_string(a.d) +
                          " features but --with has d = " + std::to_string(b.d) +
@@ -224,7 +274,7 @@ Problem<T> load_problem(const CommandOptions& o, MPI_Comm comm, Sources* src) {
         throw UsageError("--box gives " + std::to_string(o.hist.box_dims) + " lengths but '" +
                          a.source + "' has d = " + std::to_string(a.d) + " features");
     } else if (!bench) {
-      check_disk_space(o.out.output, o.out.overwrite, double(total) * sizeof(T));
+      check_disk_space(o.out.output, double(total) * sizeof(T));
     }
     p.a = convert_points<T>(a);
   });
@@ -233,6 +283,8 @@ Problem<T> load_problem(const CommandOptions& o, MPI_Comm comm, Sources* src) {
   bcast_u64(comm, &p.d);
   bcast_string(comm, &src->a);
   bcast_string(comm, &src->b);
+  bcast_string(comm, &src->a_hash);
+  bcast_string(comm, &src->b_hash);
   bcast_vector(comm, &p.a);
   bcast_vector(comm, &p.b);
   all_agree(comm, [&] { fault_point(Stage::read, 0); });
@@ -272,18 +324,79 @@ const char* kBinning =
     "[edges[b], edges[b+1]), the last closed; distances below range_lo in /underflow, above "
     "range_hi in /overflow";
 
+// What makes two runs the same job (--resume compares it key by key; the
+// version separately): the command, the input's content, every parameter
+// that changes a value or the chunk plan. Not the backend, map, rank count
+// or chunk size: those give the same bytes (a resumed run keeps the file's
+// plan).
+template <typename T>
+std::string job_identity(const CommandOptions& o, const Problem<T>& p, const Sources& src) {
+  char num[64];
+  std::string s = std::string("command=") + command_name(o.kind) + "\n";
+  const auto add = [&](const std::string& k, const std::string& v) { s += k + "=" + v + "\n"; };
+  add("input_fnv1a64", src.a_hash);
+  if (o.kind == CommandKind::cross) add("with_fnv1a64", src.b_hash);
+  add("rows", std::to_string(p.rows));
+  add("cols", std::to_string(p.cols));
+  add("features", std::to_string(p.d));
+  add("metric", metric_name(p.metric));
+  add("precision", sizeof(T) == 8 ? "float64" : "float32");
+  add("block", std::to_string(p.rho));
+  if (o.kind == CommandKind::hist) {
+    add("bins", std::to_string(o.hist.bins));
+    std::snprintf(num, sizeof num, "%.17g:%.17g", o.hist.lo, o.hist.hi);
+    add("range", num);
+    add("box", o.hist.box_dims > 0 ? box_text(o.hist) : "none");
+  }
+  if (o.kind == CommandKind::edm) add("store_points", o.out.store_points ? "yes" : "no");
+  return s;
+}
+
+// "metric: cosine in the file, euclidean now; rows: ..." or "" when equal.
+std::string job_differences(const std::string& file, const std::string& now) {
+  const auto parse = [](const std::string& text) {
+    std::vector<std::pair<std::string, std::string>> kv;
+    size_t at = 0;
+    while (at < text.size()) {
+      const size_t end = std::min(text.find('\n', at), text.size());
+      const std::string line = text.substr(at, end - at);
+      const size_t eq = line.find('=');
+      if (eq != std::string::npos) kv.push_back({line.substr(0, eq), line.substr(eq + 1)});
+      at = end + 1;
+    }
+    return kv;
+  };
+  const auto f = parse(file), n = parse(now);
+  const auto find = [](const std::vector<std::pair<std::string, std::string>>& kv,
+                       const std::string& k) {
+    for (const auto& [key, v] : kv)
+      if (key == k) return v;
+    return std::string("(not recorded)");
+  };
+  std::string diff;
+  for (const auto& [k, v] : n) {
+    const std::string theirs = find(f, k);
+    if (theirs != v)
+      diff += (diff.empty() ? "" : "; ") + k + ": " + theirs + " in the file, " + v + " now";
+  }
+  return diff;
+}
+
 template <typename T>
 io::ResultLayout make_layout(const CommandOptions& o, const Problem<T>& p,
                              const mapping::ChunkPlan& plan, const Sources& src,
                              const std::string& created) {
   using io::Attr;
   io::ResultLayout L;
-  L.path = o.out.output;
-  L.overwrite = o.out.overwrite;
+  L.path = io::creating_path(o.out.output);
   L.chunk_offsets = plan.offsets();
   L.root_attrs = {Attr{"software", std::string("tdsolve")},
-                  Attr{"version", std::string(TDSOLVE_VERSION)}, Attr{"command", o.run.command},
-                  Attr{"created", created}, Attr{"input", src.a}};
+                  Attr{"version", std::string(TDSOLVE_VERSION)},
+                  Attr{"command", o.run.command},
+                  Attr{"created", created},
+                  Attr{"input", src.a},
+                  Attr{"job", job_identity(o, p, src)}};
+  L.root_attrs.push_back(Attr{"options", o.run.effective});
   if (o.kind == CommandKind::cross) L.root_attrs.push_back(Attr{"with", src.b});
   const std::string precision = sizeof(T) == 8 ? "float64" : "float32";
   const io::ValueType vt = sizeof(T) == 8 ? io::ValueType::f64 : io::ValueType::f32;
@@ -358,31 +471,47 @@ class ArraySink final : public Sink<T> {
     w_.flush();
     w_.mark_done(has, chunk);
   }
-  void close() override { w_.close(); }
+  void close(const std::vector<unsigned char>&) override { w_.close(); }
 
  private:
   io::ResultWriter& w_;
 };
 
 // Partial counts summed per rank (integers: the same sum in any order),
-// reduced to rank 0 at the end, written once, then every flag.
+// reduced to rank 0 at the end, at a clean stop and at each checkpoint, and
+// written with the flags of the chunks they cover. Rank 0 starts from the counts a stopped run left
+// (`initial`, in slot order). The flags are cleared before the counts are
+// rewritten and set after, so a kill at any point leaves counts that match
+// the flags, or no flag at all (then a resume starts from zero).
 template <typename T>
 class HistogramSink final : public Sink<T> {
  public:
-  HistogramSink(io::ResultWriter& w, MPI_Comm comm, const Problem<T>& p, const HistOptions& h)
-      : w_(w), comm_(comm), p_(p), h_(h), sum_(p.hist.slots(), 0) {}
+  HistogramSink(io::ResultWriter& w, MPI_Comm comm, const Problem<T>& p, const HistOptions& h,
+                const std::vector<std::uint64_t>& initial)
+      : w_(w), comm_(comm), p_(p), h_(h), sum_(p.hist.slots(), 0) {
+    if (comm_rank(comm) == 0 && initial.size() == sum_.size()) sum_ = initial;
+  }
   void write(bool has, index_t, index_t, index_t, const ChunkResult<T>& r) override {
     if (!has) return;
     for (index_t s = 0; s < sum_.size(); ++s)
       sum_[s] += r.counts[s];
   }
   void mark(bool, index_t) override {}
-  void close() override {
+  void checkpoint(const std::vector<unsigned char>& done) override { write_partial(done); }
+  void close(const std::vector<unsigned char>& done) override {
+    write_partial(done);
+    w_.close();
+  }
+
+ private:
+  // The counts of the chunks `done` so far (all of them at the end).
+  void write_partial(const std::vector<unsigned char>& done) {
     std::vector<std::uint64_t> total(sum_.size(), 0);
     check_mpi(MPI_Reduce(sum_.data(), total.data(), static_cast<int>(sum_.size()), MPI_UINT64_T,
                          MPI_SUM, 0, comm_),
               "MPI_Reduce (histogram)");
     const bool root = comm_rank(comm_) == 0;
+    const bool complete = std::all_of(done.begin(), done.end(), [](unsigned char d) { return d; });
     const index_t bins = p_.hist.bins;
     std::vector<std::int64_t> counts(bins);
     std::int64_t under = 0, over = 0;
@@ -392,7 +521,7 @@ class HistogramSink final : public Sink<T> {
       over = static_cast<std::int64_t>(total[bins + 1]);
       for (index_t b = 0; b < bins; ++b)
         counts[b] = static_cast<std::int64_t>(total[b + 1]);
-      if (h_.box_dims > 0) {
+      if (h_.box_dims > 0 && complete) {
         const double n = static_cast<double>(p_.rows), volume = box_volume(h_);
         const double density = n * (n - 1) / (2 * volume);
         const std::vector<double>& e = p_.hist.edges;
@@ -404,22 +533,31 @@ class HistogramSink final : public Sink<T> {
         }
       }
     }
+    const std::vector<unsigned char> none(done.size(), 0);
+    w_.set_done(root ? none.data() : nullptr);
+    w_.flush();
     w_.write_extra("counts", root ? counts.data() : nullptr);
     w_.write_extra("underflow", root ? &under : nullptr);
     w_.write_extra("overflow", root ? &over : nullptr);
-    if (h_.box_dims > 0) w_.write_extra("rdf", root ? rdf.data() : nullptr);
+    if (h_.box_dims > 0 && complete) w_.write_extra("rdf", root ? rdf.data() : nullptr);
     w_.flush();
-    w_.mark_all_done();
-    w_.close();
+    w_.set_done(root ? done.data() : nullptr);
+    w_.flush();
   }
 
- private:
   io::ResultWriter& w_;
   MPI_Comm comm_;
   const Problem<T>& p_;
   const HistOptions& h_;
   std::vector<std::uint64_t> sum_;
 };
+
+// Seconds between the histogram's checkpoints (its partial counts, so a
+// killed run keeps them): 300, or TDSOLVE_CHECKPOINT_S (tests).
+double checkpoint_seconds() {
+  const char* v = std::getenv("TDSOLVE_CHECKPOINT_S");
+  return v && std::atof(v) > 0 ? std::atof(v) : 300.0;
+}
 
 // Opens the file on every rank. If only some ranks fail, those that hold it
 // cannot close it (a collective close would wait for the others): abort.
@@ -446,7 +584,8 @@ std::unique_ptr<io::ResultWriter> open_writer(MPI_Comm comm, const io::ResultLay
 
 template <typename T>
 void write_stats(const CommandOptions& o, const Problem<T>& p, const mapping::ChunkPlan& plan,
-                 const std::string& kind, int ranks, double total, const double worst[3]) {
+                 const std::string& kind, int ranks, double total, const double worst[3],
+                 bool complete) {
   std::FILE* f = std::fopen(o.run.stats.c_str(), "w");
   if (!f) {
     std::fprintf(stderr, "tdsolve: warning: cannot write --stats file '%s': %s\n",
@@ -457,34 +596,181 @@ void write_stats(const CommandOptions& o, const Problem<T>& p, const mapping::Ch
                "{\"command\": \"%s\", \"n\": %llu, \"cols\": %llu, \"d\": %llu, \"pairs\": %llu, "
                "\"bytes\": %.0f, \"metric\": \"%s\", \"precision\": \"%s\", \"backend\": \"%s\", "
                "\"ranks\": %d, \"chunks\": %llu, \"block\": %llu, \"total_s\": %.6f, "
-               "\"compute_s\": %.6f, \"transfer_s\": %.6f, \"write_s\": %.6f}\n",
+               "\"compute_s\": %.6f, \"transfer_s\": %.6f, \"write_s\": %.6f, \"complete\": %s}\n",
                command_name(o.kind), (unsigned long long)p.rows, (unsigned long long)p.cols,
                (unsigned long long)p.d, (unsigned long long)plan.total(),
                p.stores_values() ? double(plan.total()) * sizeof(T) : 0.0, metric_name(p.metric),
                sizeof(T) == 8 ? "float64" : "float32", kind.c_str(), ranks,
                (unsigned long long)plan.chunks(), (unsigned long long)p.rho, total, worst[0],
-               worst[1], worst[2]);
+               worst[1], worst[2], complete ? "true" : "false");
   std::fclose(f);
 }
 
+// What rank 0 found at the output's names, once it holds the lock.
+enum class Start : index_t { fresh, resume, complete };
+
+struct Existing {
+  Start start = Start::fresh;
+  std::vector<index_t> offsets;
+  std::vector<unsigned char> done;
+  std::vector<std::uint64_t> slots;  // hist: counts a stopped run left, in slot order
+};
+
+// Rank 0, holding the lock: start fresh, continue the .partial, or report
+// the output complete; refuses what would lose or mix up work.
 template <typename T>
-void run_typed(const CommandOptions& o, MPI_Comm comm) {
+Existing inspect_output(const CommandOptions& o, const Problem<T>& p, const Sources& src) {
+  const std::string& out = o.out.output;
+  const std::string partial = io::partial_path(out);
+  const std::string identity = job_identity(o, p, src);
+  struct stat st {};
+  Existing e;
+  const auto same_job = [&](const io::ExistingResult& r, const std::string& path) {
+    std::string diff = job_differences(r.job, identity);
+    if (r.version != TDSOLVE_VERSION)
+      diff = "version: " + r.version + " in the file, " TDSOLVE_VERSION " now" +
+             (diff.empty() ? "" : "; " + diff);
+    if (!diff.empty())
+      throw InputError("--resume: '" + path + "' is a different job (" + diff +
+                       "); rerun it as it was, or start over without --resume (with --overwrite)");
+  };
+  if (stat(partial.c_str(), &st) == 0) {
+    if (!o.out.resume) {
+      if (!o.out.overwrite)
+        throw UsageError("an unfinished run of this output exists ('" + partial +
+                         "'): pass --resume to continue it, or --overwrite to start over");
+      if (::unlink(partial.c_str()) != 0)
+        throw InputError("cannot remove '" + partial + "': " + std::strerror(errno));
+      return e;
+    }
+    io::ExistingResult r;
+    try {
+      r = io::read_existing(partial);
+    } catch (const std::exception& x) {
+      throw InputError(std::string("cannot resume: ") + x.what() +
+                       "; start over with --overwrite (without --resume)");
+    }
+    same_job(r, partial);
+    e.start = Start::resume;
+    e.offsets = r.offsets;
+    e.done = r.done;
+    if (p.epilogue == EpilogueKind::histogram && r.chunks_done() > 0) {
+      const index_t bins = p.hist.bins;
+      if (r.counts.size() != bins + 2)
+        throw InputError("'" + partial + "': /counts has the wrong size");
+      e.slots.assign(bins + 2, 0);
+      e.slots[0] = static_cast<std::uint64_t>(r.counts[bins]);
+      e.slots[bins + 1] = static_cast<std::uint64_t>(r.counts[bins + 1]);
+      for (index_t b = 0; b < bins; ++b)
+        e.slots[b + 1] = static_cast<std::uint64_t>(r.counts[b]);
+    }
+    return e;
+  }
+  if (o.out.resume && stat(out.c_str(), &st) == 0) {
+    io::ExistingResult r;
+    try {
+      r = io::read_existing(out);
+    } catch (const std::exception& x) {
+      throw InputError(std::string("--resume: ") + x.what());
+    }
+    same_job(r, out);
+    if (!r.complete())
+      throw InputError("--resume: '" + out + "' is incomplete but not a run tdsolve can continue " +
+                       "(written in place by an older version?); start over with --overwrite");
+    e.start = Start::complete;
+  }
+  return e;
+}
+
+void bcast_existing(MPI_Comm comm, Existing* e) {
+  index_t start = static_cast<index_t>(e->start);
+  bcast_u64(comm, &start);
+  e->start = static_cast<Start>(start);
+  bcast_vector(comm, &e->offsets);
+  bcast_vector(comm, &e->done);
+}
+
+// Makes the new file so that every interruption leaves no .partial or a
+// whole one: rank 0 writes the structure to FILE.h5.creating, all ranks
+// open it (parallel HDF5 allocates the datasets then), and only then is it
+// renamed to FILE.h5.partial. TDSOLVE_FAULT=0:STEP:create kills rank 0 at
+// each step, 0 to 4.
+std::unique_ptr<io::ResultWriter> create_output(MPI_Comm comm, const io::ResultLayout& layout,
+                                                const std::string& partial) {
+  const bool root = comm_rank(comm) == 0;
+  if (root) fault_point(Stage::create, 0);
+  on_root(comm, [&] { io::create_result_file(layout); });
+  if (root) fault_point(Stage::create, 1);
+  std::unique_ptr<io::ResultWriter> writer = open_writer(comm, layout);
+  if (root) fault_point(Stage::create, 2);
+  contain(comm, [&] { writer->flush(); });
+  if (root) fault_point(Stage::create, 3);
+  contain(comm, [&] {
+    if (root) io::rename_durably(layout.path, partial);
+  });
+  MPI_Barrier(comm);
+  if (root) fault_point(Stage::create, 4);
+  return writer;
+}
+
+template <typename T>
+int run_typed(const CommandOptions& o, MPI_Comm comm) {
   const double t_start = MPI_Wtime();
   const int rank = comm_rank(comm), ranks = comm_size(comm);
   const char* name = command_name(o.kind);
+  const std::string& out = o.out.output;
+  const std::string partial = io::partial_path(out);
+  install_stop_signals();
+
+  // Up front, before any input is read: the paths, then the output's lock.
+  std::unique_ptr<io::OutputLock> lock;
+  on_root(comm, [&] {
+    check_paths(o);
+    lock = std::make_unique<io::OutputLock>(out, o.run.command);
+    io::remove_stale_creating(out);
+  });
   Sources src;
   const Problem<T> p = load_problem<T>(o, comm, &src);
+  Existing ex;
+  on_root(comm, [&] { ex = inspect_output(o, p, src); });
+  bcast_existing(comm, &ex);
+  if (ex.start == Start::complete) {
+    if (rank == 0 && !o.run.quiet)
+      std::printf("tdsolve %s: '%s' is already complete (the same job); nothing to do\n", name,
+                  out.c_str());
+    return 0;
+  }
+  const bool resuming = ex.start == Start::resume;
 
   std::string kind;
   std::unique_ptr<Backend<T>> backend = make_backend<T>(o.compute, p, comm, o.run.quiet, &kind);
-  const index_t bound = o.kind == CommandKind::hist
-                            ? hist_chunk_pairs(p.total())
-                            : static_cast<index_t>(o.compute.chunk_mb * (1 << 20)) / sizeof(T);
-  const mapping::ChunkPlan plan = agree_plan(p, *backend, bound, comm);
+  mapping::ChunkPlan plan;
+  if (resuming) {
+    all_agree(comm, [&] {
+      try {
+        plan = plan_from_offsets(p, ex.offsets);
+      } catch (const std::invalid_argument& e) {
+        throw InputError("cannot resume '" + partial +
+                         "': its chunk plan does not fit: " + e.what());
+      }
+      reserve_for_plan(p, *backend, plan, comm);
+    });
+  } else {
+    const index_t bound = o.kind == CommandKind::hist
+                              ? hist_chunk_pairs(p.total())
+                              : static_cast<index_t>(o.compute.chunk_mb * (1 << 20)) / sizeof(T);
+    plan = agree_plan(p, *backend, bound, comm);
+  }
+  index_t already = 0, chunks_before = 0;
+  for (index_t c = 0; c < ex.done.size() && c < plan.chunks(); ++c)
+    if (ex.done[c]) {
+      already += plan.elements(c);
+      ++chunks_before;
+    }
 
   std::string created = utc_now();
   bcast_string(comm, &created);
-  const io::ResultLayout layout = make_layout(o, p, plan, src, created);
+  io::ResultLayout layout = make_layout(o, p, plan, src, created);
 
   if (rank == 0 && !o.run.quiet) {
     const double bytes = p.stores_values() ? double(plan.total()) * sizeof(T) : 0;
@@ -496,54 +782,98 @@ void run_typed(const CommandOptions& o, MPI_Comm comm) {
                 sizeof(T) == 8 ? "float64" : "float32", (unsigned long long)p.rho);
     std::printf("tdsolve %s: %d rank%s, %s, %llu chunk%s -> %s\n", name, ranks,
                 ranks > 1 ? "s" : "", backend->describe().c_str(),
-                (unsigned long long)plan.chunks(), plan.chunks() > 1 ? "s" : "",
-                o.out.output.c_str());
+                (unsigned long long)plan.chunks(), plan.chunks() > 1 ? "s" : "", out.c_str());
+    if (resuming)
+      std::printf("tdsolve %s: resuming '%s': %llu of %llu chunks already done\n", name,
+                  partial.c_str(), (unsigned long long)chunks_before,
+                  (unsigned long long)plan.chunks());
     std::fflush(stdout);
   }
 
-  on_root(comm, [&] { io::create_result_file(layout); });
-  std::unique_ptr<io::ResultWriter> writer = open_writer(comm, layout);
+  std::unique_ptr<io::ResultWriter> writer;
+  if (resuming) {
+    layout.path = partial;
+    writer = open_writer(comm, layout);
+  } else {
+    writer = create_output(comm, layout, partial);
+  }
+  const std::string resume_cmd =
+      o.run.command + (o.run.command.find(" --resume") == std::string::npos ? " --resume" : "");
+  set_abort_hint(
+      "the finished chunks are kept in '" + partial +
+      "'; to continue, run the same job again with --resume (any rank count): " + resume_cmd);
 
   // From here on the file exists: a failure on one rank ends the job at once.
   std::unique_ptr<Sink<T>> sink;
-  LoopTiming t;
+  LoopResult res;
   contain(comm, [&] {
     if (o.kind == CommandKind::hist) {
-      sink = std::make_unique<HistogramSink<T>>(*writer, comm, p, o.hist);
+      sink = std::make_unique<HistogramSink<T>>(*writer, comm, p, o.hist, ex.slots);
     } else {
       sink = std::make_unique<ArraySink<T>>(*writer);
     }
     if (o.out.store_points) writer->write_points(rank == 0 ? p.a.data() : nullptr);
     Progress progress(rank == 0 ? o.run.progress : ProgressMode::none, plan.total(),
-                      p.stores_values() ? sizeof(T) : 0);
-    t = run_chunks(plan, *backend, *sink, comm, &progress);
+                      p.stores_values() ? sizeof(T) : 0, already);
+    StopPolicy stop;
+    if (o.run.max_hours > 0) stop.deadline = t_start + o.run.max_hours * 3600.0;
+    if (o.kind == CommandKind::hist) stop.checkpoint_every = checkpoint_seconds();
+    if (rank == 0) stop.beat = [&] { lock->heartbeat(); };
+    res = run_chunks(plan, ex.done, *backend, *sink, comm, &progress, &stop);
     const double w0 = MPI_Wtime();
-    sink->close();
-    t.sink += MPI_Wtime() - w0;
+    sink->close(res.done);
+    res.time.sink += MPI_Wtime() - w0;
   });
+  index_t chunks_done = 0, elements_done = 0;
+  for (index_t c = 0; c < plan.chunks(); ++c)
+    if (res.done[c]) {
+      ++chunks_done;
+      elements_done += plan.elements(c);
+    }
+  const bool complete = chunks_done == plan.chunks();
+  // Only a complete result takes the output's name (replacing an old one).
+  if (complete)
+    contain(comm, [&] {
+      if (rank == 0) io::rename_durably(partial, out);
+    });
+  set_abort_hint("");
+  if (rank == 0) lock.reset();
 
+  const LoopTiming& t = res.time;
   double mine[3] = {t.compute, t.transfer, t.sink}, worst[3] = {0, 0, 0};
   check_mpi(MPI_Reduce(mine, worst, 3, MPI_DOUBLE, MPI_MAX, 0, comm), "MPI_Reduce");
   const double total = MPI_Wtime() - t_start;
-  if (rank != 0) return;
-  if (!o.run.quiet) {
+  if (rank != 0) return complete ? 0 : kStoppedExitCode;
+  if (!complete) {
+    // Always printed, also with --quiet: the log must say how to go on.
+    std::fprintf(stderr,
+                 "tdsolve %s: stopped cleanly (%s) after %s: %llu of %llu chunks done (%.1f%%), "
+                 "kept in '%s'. Resume with the same job and --resume (any rank count): %s\n",
+                 name, res.signal ? signal_name(res.signal) : "--max-hours reached",
+                 human_seconds(total).c_str(), (unsigned long long)chunks_done,
+                 (unsigned long long)plan.chunks(),
+                 plan.total() ? 100.0 * double(elements_done) / double(plan.total()) : 100.0,
+                 partial.c_str(), resume_cmd.c_str());
+    std::fflush(stderr);
+  } else if (!o.run.quiet) {
     const char* what = p.domain == DomainKind::rect ? "distances" : "pairs";
+    const index_t now = plan.total() - already;
     if (p.stores_values()) {
-      const double bytes = double(plan.total()) * sizeof(T);
+      const double bytes = double(now) * sizeof(T);
       std::printf("tdsolve %s: wrote %s (%llu %s) in %s (%s/s, %.3g %s/s", name,
-                  human_bytes(bytes).c_str(), (unsigned long long)plan.total(), what,
+                  human_bytes(bytes).c_str(), (unsigned long long)now, what,
                   human_seconds(total).c_str(), human_bytes(bytes / total).c_str(),
-                  double(plan.total()) / total, what);
+                  double(now) / total, what);
     } else {
-      std::printf("tdsolve %s: binned %llu %s in %s (%.3g %s/s", name,
-                  (unsigned long long)plan.total(), what, human_seconds(total).c_str(),
-                  double(plan.total()) / total, what);
+      std::printf("tdsolve %s: binned %llu %s in %s (%.3g %s/s", name, (unsigned long long)now,
+                  what, human_seconds(total).c_str(), double(now) / total, what);
     }
     std::printf("); per rank at most: compute %s", human_seconds(worst[0]).c_str());
     if (kind == "cuda") std::printf(", device-to-host %s", human_seconds(worst[1]).c_str());
     std::printf(", write %s\n", human_seconds(worst[2]).c_str());
   }
-  if (!o.run.stats.empty()) write_stats(o, p, plan, kind, ranks, total, worst);
+  if (!o.run.stats.empty()) write_stats(o, p, plan, kind, ranks, total, worst, complete);
+  return complete ? 0 : kStoppedExitCode;
 }
 
 double median(std::vector<double> v) {
@@ -568,7 +898,7 @@ void bench_typed(const BenchOptions& b, MPI_Comm comm) {
   NullSink<T> sink;
   std::vector<double> ms;
   for (int r = 0; r <= b.repeat; ++r) {  // the first pass warms up
-    const LoopTiming t = run_chunks(plan, *backend, sink, comm, nullptr);
+    const LoopTiming t = run_chunks(plan, {}, *backend, sink, comm, nullptr, nullptr).time;
     if (r > 0) ms.push_back(t.compute * 1e3);
   }
   std::vector<index_t> chunk_bytes;
@@ -644,12 +974,8 @@ void run_bench(const BenchOptions& o, MPI_Comm comm) {
   });
 }
 
-void run_command(const CommandOptions& o, MPI_Comm comm) {
-  if (o.compute.fp64) {
-    run_typed<double>(o, comm);
-  } else {
-    run_typed<float>(o, comm);
-  }
+int run_command(const CommandOptions& o, MPI_Comm comm) {
+  return o.compute.fp64 ? run_typed<double>(o, comm) : run_typed<float>(o, comm);
 }
 
 }  // namespace tdsolve

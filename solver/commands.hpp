@@ -9,8 +9,9 @@
 
 namespace tdsolve {
 
-// edm, hist and cross: compute and write one result file.
-void run_command(const CommandOptions& options, MPI_Comm comm);
+// edm, hist and cross: compute and write one result file. Returns the exit
+// code: 0 (complete) or kStoppedExitCode (stopped cleanly, resumable).
+int run_command(const CommandOptions& options, MPI_Comm comm);
 
 // bench: the same driver loop with a sink that drops the results.
 void run_bench(const BenchOptions& options, MPI_Comm comm);

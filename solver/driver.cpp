@@ -6,6 +6,7 @@
 #include "core/error.hpp"
 #include "solver/fault.hpp"
 #include "solver/mpi_util.hpp"
+#include "solver/signals.hpp"
 
 namespace tdsolve {
 
@@ -32,64 +33,159 @@ mapping::ChunkPlan agree_plan(const Problem<T>& p, Backend<T>& backend, index_t 
 }
 
 template <typename T>
-LoopTiming run_chunks(const mapping::ChunkPlan& plan, Backend<T>& backend, Sink<T>& sink,
-                      MPI_Comm comm, Progress* progress) {
+void reserve_for_plan(const Problem<T>& p, Backend<T>& backend, const mapping::ChunkPlan& plan,
+                      MPI_Comm) {
+  const index_t hard = p.stores_values() ? backend.max_chunk_elements() : ~index_t(0);
+  if (plan.largest_chunk() > hard)
+    throw InputError("the file's largest chunk holds " +
+                     human_bytes(double(plan.largest_chunk()) * sizeof(T)) + ", more than the " +
+                     human_bytes(double(hard) * sizeof(T)) + " this rank can buffer");
+  backend.reserve(plan.largest_chunk());
+}
+
+namespace {
+
+// Positions [begin, end) in the to-do list owned by each rank: contiguous,
+// cut where the running element count reaches r/R of the total (so a fresh
+// run splits exactly as ChunkPlan::rank_chunks does).
+std::vector<index_t> split_todo(const mapping::ChunkPlan& plan, const std::vector<index_t>& todo,
+                                int ranks, std::vector<index_t>* prefix) {
+  prefix->assign(todo.size() + 1, 0);
+  for (size_t i = 0; i < todo.size(); ++i)
+    (*prefix)[i + 1] = (*prefix)[i] + plan.elements(todo[i]);
+  const index_t total = prefix->back();
+  std::vector<index_t> first(ranks + 1, todo.size());
+  first[0] = 0;
+  for (int r = 1; r < ranks; ++r) {
+    const index_t target = mapping::mul_div_ceil(total, r, ranks);
+    first[r] = std::lower_bound(prefix->begin(), prefix->end() - 1, target) - prefix->begin();
+  }
+  return first;
+}
+
+}  // namespace
+
+template <typename T>
+LoopResult run_chunks(const mapping::ChunkPlan& plan, const std::vector<unsigned char>& done,
+                      Backend<T>& backend, Sink<T>& sink, MPI_Comm comm, Progress* progress,
+                      const StopPolicy* stop) {
   const int rank = comm_rank(comm), ranks = comm_size(comm);
   backend.keep_on_device(!sink.wants_results());
-  // Every rank knows every rank's chunk range, so rank 0 can count global
-  // progress after each round without communication.
-  std::vector<mapping::BlockRange> owned(ranks);
-  index_t rounds = 0;
-  for (int r = 0; r < ranks; ++r) {
-    owned[r] = plan.rank_chunks(r, ranks);
-    rounds = std::max(rounds, owned[r].size());
+  std::vector<index_t> todo;
+  index_t before = 0;  // elements already done
+  for (index_t c = 0; c < plan.chunks(); ++c) {
+    if (c < done.size() && done[c])
+      before += plan.elements(c);
+    else
+      todo.push_back(c);
   }
-  const mapping::BlockRange mine = owned[rank];
-  auto job = [&](index_t c) {
+  // Every rank knows every rank's share, so rank 0 can count global progress
+  // after each round without communication.
+  std::vector<index_t> prefix;
+  const std::vector<index_t> first = split_todo(plan, todo, ranks, &prefix);
+  index_t rounds = 0;
+  for (int r = 0; r < ranks; ++r)
+    rounds = std::max(rounds, first[r + 1] - first[r]);
+  const index_t begin = first[rank], mine = first[rank + 1] - begin;
+  auto job = [&](index_t i) {
+    const index_t c = todo[begin + i];
     return ChunkJob{c, plan.row_begin(c), plan.row_end(c), plan.elements(c)};
   };
 
-  LoopTiming t;
+  LoopResult out;
+  std::vector<unsigned char> finished(plan.chunks(), 0);
   backend.reset_timers();
-  // Pipeline: chunk c+1 computes while chunk c goes to the sink.
-  if (mine.size() > 0) backend.submit(job(mine.begin));
+  double last_round = 0, last_checkpoint = MPI_Wtime();
+  // Pipeline: chunk i+1 computes while chunk i goes to the sink.
+  if (mine > 0) backend.submit(job(0));
   for (index_t round = 0; round < rounds; ++round) {
-    const bool has = round < mine.size();
-    const index_t c = mine.begin + round;
-    if (round + 1 < mine.size()) backend.submit(job(c + 1));
+    const double r0 = MPI_Wtime();
+    const bool has = round < mine;
+    const index_t c = has ? todo[begin + round] : 0;
+    if (round + 1 < mine) backend.submit(job(round + 1));
     const ChunkResult<T> result = has ? backend.wait() : ChunkResult<T>{};
     const double w0 = MPI_Wtime();
-    if (has) fault_point(Stage::write, c);
-    sink.write(has, has ? c : 0, has ? plan.offset(c) : 0, has ? plan.elements(c) : 0, result);
+    if (has) {
+      fault_point(Stage::kill, c);
+      fault_point(Stage::write, c);
+    }
+    sink.write(has, c, has ? plan.offset(c) : 0, has ? plan.elements(c) : 0, result);
     if (has) fault_point(Stage::mark, c);
-    sink.mark(has, has ? c : 0);
-    t.sink += MPI_Wtime() - w0;
+    sink.mark(has, c);
+    if (has) finished[c] = 1;
+    out.time.sink += MPI_Wtime() - w0;
     if (rank == 0 && progress) {
-      index_t done = 0;
+      index_t now = before;
       for (int r = 0; r < ranks; ++r) {
-        const index_t last = std::min(owned[r].end, owned[r].begin + round + 1);
-        if (last > owned[r].begin) done += plan.offset(last) - plan.offset(owned[r].begin);
+        const index_t last = std::min(first[r + 1], first[r] + round + 1);
+        now += prefix[last] - prefix[first[r]];
       }
-      progress->update(done);
+      progress->update(now);
+    }
+    if (!stop) continue;
+    if (rank == 0 && stop->beat) stop->beat();
+    last_round = MPI_Wtime() - r0;
+    // Stop when any rank saw a signal, or the next round might not end
+    // before the deadline.
+    const double now = MPI_Wtime();
+    int want[3] = {stop_signal(),
+                   stop->deadline > 0 && now + 1.5 * last_round + 1.0 >= stop->deadline,
+                   rank == 0 && stop->checkpoint_every > 0 &&
+                       now - last_checkpoint >= stop->checkpoint_every},
+        agreed[3] = {0, 0, 0};
+    check_mpi(MPI_Allreduce(want, agreed, 3, MPI_INT, MPI_MAX, comm), "MPI_Allreduce (stop)");
+    if (agreed[2] && round + 1 < rounds) {
+      std::vector<unsigned char> so_far(plan.chunks(), 0);
+      check_mpi(MPI_Allreduce(finished.data(), so_far.data(), static_cast<int>(plan.chunks()),
+                              MPI_UNSIGNED_CHAR, MPI_MAX, comm),
+                "MPI_Allreduce (chunks done)");
+      for (index_t k = 0; k < plan.chunks() && k < done.size(); ++k)
+        so_far[k] |= done[k];
+      sink.checkpoint(so_far);
+      last_checkpoint = MPI_Wtime();
+    }
+    if ((agreed[0] || agreed[1]) && round + 1 < rounds) {
+      if (round + 1 < mine) backend.wait();  // drain the chunk in flight; it is not written
+      out.stopped = true;
+      out.signal = agreed[0];
+      break;
     }
   }
   if (progress) progress->finish();
-  t.compute = backend.compute_seconds();
-  t.transfer = backend.transfer_seconds();
-  return t;
+  out.time.compute = backend.compute_seconds();
+  out.time.transfer = backend.transfer_seconds();
+  out.done.assign(plan.chunks(), 0);
+  check_mpi(MPI_Allreduce(finished.data(), out.done.data(), static_cast<int>(plan.chunks()),
+                          MPI_UNSIGNED_CHAR, MPI_MAX, comm),
+            "MPI_Allreduce (chunks done)");
+  for (index_t c = 0; c < plan.chunks() && c < done.size(); ++c)
+    out.done[c] |= done[c];
+  return out;
+}
+
+namespace {
+std::string g_abort_hint;
+}
+
+void set_abort_hint(const std::string& hint) {
+  g_abort_hint = hint;
 }
 
 void abort_run(MPI_Comm comm, const std::string& what) {
   std::fprintf(stderr, "tdsolve: error on rank %d: %s\n", comm_rank(comm), one_line(what).c_str());
+  if (!g_abort_hint.empty()) std::fprintf(stderr, "tdsolve: %s\n", g_abort_hint.c_str());
   std::fflush(stderr);
   MPI_Abort(comm, 1);
   std::_Exit(1);  // MPI_Abort does not return; this satisfies [[noreturn]]
 }
 
-#define TDS_INSTANTIATE(T)                                                                      \
-  template mapping::ChunkPlan agree_plan<T>(const Problem<T>&, Backend<T>&, index_t, MPI_Comm); \
-  template LoopTiming run_chunks<T>(const mapping::ChunkPlan&, Backend<T>&, Sink<T>&, MPI_Comm, \
-                                    Progress*);
+#define TDS_INSTANTIATE(T)                                                                        \
+  template mapping::ChunkPlan agree_plan<T>(const Problem<T>&, Backend<T>&, index_t, MPI_Comm);   \
+  template void reserve_for_plan<T>(const Problem<T>&, Backend<T>&, const mapping::ChunkPlan&,    \
+                                    MPI_Comm);                                                    \
+  template LoopResult run_chunks<T>(const mapping::ChunkPlan&, const std::vector<unsigned char>&, \
+                                    Backend<T>&, Sink<T>&, MPI_Comm, Progress*,                   \
+                                    const StopPolicy*);
 TDS_INSTANTIATE(float)
 TDS_INSTANTIATE(double)
 #undef TDS_INSTANTIATE

@@ -1,8 +1,12 @@
 #include "solver/fault.hpp"
 
+#include <chrono>
+#include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 #include "core/error.hpp"
 
@@ -11,6 +15,7 @@ namespace tdsolve {
 namespace {
 struct Armed {
   bool on = false;
+  int slow_ms = 0;
   Stage stage = Stage::read;
   index_t first_chunk = 0;
 };
@@ -28,6 +33,10 @@ const char* stage_name(Stage s) {
       return "write";
     case Stage::mark:
       return "mark";
+    case Stage::kill:
+      return "kill";
+    case Stage::create:
+      return "create";
   }
   return "?";
 }
@@ -35,13 +44,15 @@ const char* stage_name(Stage s) {
 
 void arm_faults(int rank) {
   armed = Armed{};
+  if (const char* slow = std::getenv("TDSOLVE_SLOW_MS")) armed.slow_ms = std::atoi(slow);
   const char* env = std::getenv("TDSOLVE_FAULT");
   if (!env || !*env) return;
   const std::string s = env;
   const size_t a = s.find(':'), b = a == std::string::npos ? a : s.find(':', a + 1);
   const auto bad = [&] {
-    return UsageError("TDSOLVE_FAULT='" + s +
-                      "': want RANK:CHUNK:STAGE, STAGE one of read, compute, copy, write, mark");
+    return UsageError(
+        "TDSOLVE_FAULT='" + s +
+        "': want RANK:CHUNK:STAGE, STAGE one of read, compute, copy, write, mark, kill, create");
   };
   if (b == std::string::npos) throw bad();
   const std::string r = s.substr(0, a), c = s.substr(a + 1, b - a - 1), st = s.substr(b + 1);
@@ -54,9 +65,10 @@ void arm_faults(int rank) {
     if (c.empty() || *end) throw bad();
     chunk = v;
   }
-  for (Stage k : {Stage::read, Stage::compute, Stage::copy, Stage::write, Stage::mark}) {
+  for (Stage k : {Stage::read, Stage::compute, Stage::copy, Stage::write, Stage::mark, Stage::kill,
+                  Stage::create}) {
     if (st == stage_name(k)) {
-      if (which == rank) armed = Armed{true, k, chunk};
+      if (which == rank) armed = Armed{true, armed.slow_ms, k, chunk};
       return;
     }
   }
@@ -64,7 +76,16 @@ void arm_faults(int rank) {
 }
 
 void fault_point(Stage stage, index_t chunk) {
+  if (armed.slow_ms > 0 && stage == Stage::write)
+    std::this_thread::sleep_for(std::chrono::milliseconds(armed.slow_ms));
   if (!armed.on || stage != armed.stage || chunk < armed.first_chunk) return;
+  if (stage == Stage::create && chunk != armed.first_chunk) return;
+  if (stage == Stage::kill || stage == Stage::create) {
+    std::fprintf(stderr, "tdsolve: injected SIGKILL at %s %llu (TDSOLVE_FAULT)\n",
+                 stage_name(stage), static_cast<unsigned long long>(chunk));
+    std::fflush(stderr);
+    std::raise(SIGKILL);
+  }
   throw std::runtime_error(std::string("injected fault: ") + stage_name(stage) +
                            (stage == Stage::read ? "" : " of chunk " + std::to_string(chunk)) +
                            " (TDSOLVE_FAULT)");

@@ -9,8 +9,12 @@
 
 namespace tdsolve {
 
-enum class Stage { read, compute, copy, write, mark };
+enum class Stage { read, compute, copy, write, mark, kill, create };
 
+// TDSOLVE_SLOW_MS=N (tests only) makes every rank sleep N ms before
+// writing each chunk, so a test can signal or race a run that is surely
+// still going.
+//
 // Reads TDSOLVE_FAULT (UsageError if malformed) for the process of `rank`.
 void arm_faults(int rank);
 // Throws std::runtime_error("injected fault: ...") when armed for (stage, chunk).

@@ -9,10 +9,12 @@
 // the rank and MPI_Abort, so no rank is left waiting.
 #include <mpi.h>
 
+#include <algorithm>
 #include <boost/program_options.hpp>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <new>
@@ -120,7 +122,11 @@ po::options_description output_group(OutputOptions& o, const char* what, bool po
   po::options_description g("Output");
   g.add_options()("output", po::value(&o.output)->value_name("FILE.h5"), what)(
       "overwrite", po::bool_switch(&o.overwrite),
-      "replace FILE.h5 if it exists (refused otherwise)");
+      "replace FILE.h5 if it exists (refused otherwise); the old file stays until the new one "
+      "is complete. Also discards an unfinished FILE.h5.partial")(
+      "resume", po::bool_switch(&o.resume),
+      "continue the unfinished FILE.h5.partial of the same job (any rank count or backend); "
+      "when FILE.h5 is already complete, say so and exit 0; with neither, start a new run");
   if (points)
     g.add_options()("store-points", po::bool_switch(&o.store_points),
                     "also store the points, as computed with, in /points");
@@ -168,7 +174,10 @@ po::options_description run_group(RunOptions& o, Choices& c) {
       "progress", po::value(&c.progress)->default_value("auto")->value_name("MODE"),
       "auto (a bar on a terminal, log lines otherwise), bar, log or none")(
       "stats", po::value(&o.stats)->value_name("FILE.json"), "write timings as JSON (rank 0)")(
-      "quiet", po::bool_switch(&o.quiet), "print nothing but errors");
+      "max-hours", po::value(&o.max_hours)->default_value(0)->value_name("H"),
+      "stop cleanly (exit 75, resumable) before H hours of wall time, e.g. a little under the "
+      "batch job's limit (0: no limit)")("quiet", po::bool_switch(&o.quiet),
+                                         "print nothing but errors");
   return g;
 }
 
@@ -187,27 +196,159 @@ po::options_description hist_group(HistOptions& h, Choices& c) {
 
 // ---- parsing -----------------------------------------------------------------
 
-// Parses argv[2..] with `desc`; false when it printed help.
+// The options whose values are paths: relative ones in a config file are
+// relative to its folder (for input and with, the FILE of FILE.h5:/dataset).
+const char* const kPathOptions[] = {"input", "with", "output", "stats", "csv"};
+// Pairs of options that give one input: the layer that gives either wins.
+const char* const kInputPairs[][2] = {{"input", "generate"}, {"with", "with-generate"}};
+
+bool is_path_option(const std::string& name) {
+  for (const char* p : kPathOptions)
+    if (name == p) return true;
+  return false;
+}
+
+// `value` with a relative FILE part put under `dir`; with `tidy`, the
+// folder of the result without its `..` and symbolic links.
+std::string resolve_path(const std::string& name, const std::string& value,
+                         const std::filesystem::path& dir, bool tidy = false) {
+  io::InputSpec s{value, ""};
+  if (name == "input" || name == "with") s = io::split_input_spec(value);
+  if (s.path.empty() || dir.empty() || std::filesystem::path(s.path).is_absolute()) return value;
+  std::filesystem::path file = dir / s.path;
+  if (tidy) {
+    std::error_code ec;
+    const std::filesystem::path folder = std::filesystem::weakly_canonical(file.parent_path(), ec);
+    if (!ec) file = folder / file.filename();
+  }
+  return s.dataset.empty() ? file.string() : file.string() + ":" + s.dataset;
+}
+
+// The lines of a config file for command `name`: those before any [section]
+// (`common`) and those of [name] (`own`). Sections of the other commands are
+// skipped; any other section is an error. Comments and trimming as Boost's.
+struct ConfigText {
+  std::string common, own;
+};
+
+ConfigText read_config(const std::string& path, const std::string& name) {
+  std::ifstream f(path);
+  if (!f) throw UsageError("cannot read --config '" + path + "'");
+  ConfigText t;
+  std::string* to = &t.common;
+  for (std::string line; std::getline(f, line);) {
+    std::string s = line.substr(0, line.find('#'));
+    s.erase(0, s.find_first_not_of(" \t\r"));
+    s.erase(s.find_last_not_of(" \t\r") + 1);
+    if (s.size() >= 2 && s.front() == '[' && s.back() == ']') {
+      const std::string section = s.substr(1, s.size() - 2);
+      if (section == name) {
+        to = &t.own;
+      } else if (section == "edm" || section == "hist" || section == "cross" ||
+                 section == "bench") {
+        to = nullptr;
+      } else {
+        throw UsageError("unknown section [" + section + "] in --config '" + path +
+                         "' (sections name a command: edm, hist, cross or bench)");
+      }
+    } else if (to) {
+      *to += line + "\n";
+    }
+  }
+  return t;
+}
+
+bool mentions(const po::parsed_options& p, const char* name) {
+  for (const po::option& o : p.options)
+    if (o.string_key == name) return true;
+  return false;
+}
+
+void drop(po::parsed_options& p, const char* a, const char* b) {
+  auto& v = p.options;
+  v.erase(
+      std::remove_if(v.begin(), v.end(),
+                     [&](const po::option& o) { return o.string_key == a || o.string_key == b; }),
+      v.end());
+}
+
+// Parses argv[2..] with `desc` (the options of command `name`), then the
+// --config file: the command line wins over the file's [name] section, which
+// wins over the file's common part. Of an input pair (--input/--generate,
+// --with/--with-generate) only the first of these that gives either member
+// counts. False when it printed help.
 bool parse(int argc, char** argv, const po::options_description& desc, const char* usage,
            const char* name, po::variables_map& vm) {
   try {
     std::vector<std::string> args(argv + 2, argv + argc);
-    po::store(po::command_line_parser(args).options(desc).run(), vm);
+    const po::parsed_options cl = po::command_line_parser(args).options(desc).run();
+    po::store(cl, vm);
     if (vm.count("help")) {
       if (launcher_rank0()) std::cout << usage << "\n" << desc << "\n";
       return false;
     }
     if (vm.count("config")) {
       const std::string path = vm["config"].as<std::string>();
-      std::ifstream f(path);
-      if (!f) throw UsageError("cannot read --config '" + path + "'");
-      po::store(po::parse_config_file(f, desc), vm);
+      const ConfigText text = read_config(path, name);
+      std::istringstream own_text(text.own), common_text(text.common);
+      po::parsed_options own = po::parse_config_file(own_text, desc);
+      po::parsed_options common = po::parse_config_file(common_text, desc);
+      for (const auto& pair : kInputPairs) {
+        if (mentions(cl, pair[0]) || mentions(cl, pair[1])) drop(own, pair[0], pair[1]);
+        if (mentions(cl, pair[0]) || mentions(cl, pair[1]) || mentions(own, pair[0]) ||
+            mentions(own, pair[1]))
+          drop(common, pair[0], pair[1]);
+      }
+      const std::filesystem::path dir = std::filesystem::path(path).parent_path();
+      for (po::parsed_options* p : {&own, &common}) {
+        for (po::option& o : p->options)
+          if (is_path_option(o.string_key) && o.value.size() == 1)
+            o.value[0] = resolve_path(o.string_key, o.value[0], dir);
+        po::store(*p, vm);
+      }
     }
     po::notify(vm);
   } catch (const po::error& e) {
     throw UsageError(std::string(e.what()) + " (see tdsolve " + name + " --help)");
   }
   return true;
+}
+
+std::string option_text(const std::string& name, const boost::any& v) {
+  if (auto* s = boost::any_cast<std::string>(&v)) return *s;
+  if (auto* b = boost::any_cast<bool>(&v)) return *b ? "true" : "false";
+  if (auto* i = boost::any_cast<int>(&v)) return std::to_string(*i);
+  if (auto* i = boost::any_cast<long>(&v)) return std::to_string(*i);
+  if (auto* i = boost::any_cast<long long>(&v)) return std::to_string(*i);
+  if (auto* i = boost::any_cast<unsigned>(&v)) return std::to_string(*i);
+  if (auto* i = boost::any_cast<unsigned long>(&v)) return std::to_string(*i);
+  if (auto* i = boost::any_cast<unsigned long long>(&v)) return std::to_string(*i);
+  if (auto* d = boost::any_cast<double>(&v)) {
+    char buf[32];  // the shortest text that reads back as the same double
+    for (int digits = 1; digits <= 17; ++digits) {
+      std::snprintf(buf, sizeof buf, "%.*g", digits, *d);
+      if (std::strtod(buf, nullptr) == *d) break;
+    }
+    return buf;
+  }
+  throw std::logic_error("option --" + name + " has a type effective_options cannot print");
+}
+
+// Every option's final value (command line, config, defaults) as a config
+// file, `name = value` a line in the order of --help, paths made absolute;
+// options without a value, --config and --help are left out.
+std::string effective_options(const po::options_description& desc, const po::variables_map& vm) {
+  std::string text;
+  for (const auto& d : desc.options()) {
+    const std::string name = d->long_name();
+    const auto it = vm.find(name);
+    if (name == "config" || name == "help" || it == vm.end() || it->second.empty()) continue;
+    std::string v = option_text(name, it->second.value());
+    if (v.empty()) continue;
+    if (is_path_option(name)) v = resolve_path(name, v, std::filesystem::current_path(), true);
+    text += name + " = " + v + "\n";
+  }
+  return text;
 }
 
 void finish_input(const InputOptions& in, const char* a, const char* b, bool pairs) {
@@ -246,6 +387,8 @@ void finish_compute(ComputeOptions& o, const Choices& c, int flags) {
 }
 
 void finish_run(RunOptions& o, const Choices& c, int argc, char** argv) {
+  if (!(o.max_hours >= 0 && o.max_hours < 1e6))
+    throw UsageError("--max-hours must be between 0 (no limit) and 1e6");
   check_choice("--progress", c.progress, {"auto", "bar", "log", "none"});
   o.progress = o.quiet ? ProgressMode::none : parse_progress(c.progress);
   o.command = join_command(argc, argv);
@@ -348,6 +491,7 @@ bool parse_command(CommandKind kind, int argc, char** argv, CommandOptions& o) {
   finish_compute(o.compute, c, flags);
   if (hist) finish_hist(o.hist, c, vm, o.compute.metric);
   finish_run(o.run, c, argc, argv);
+  o.run.effective = effective_options(all, vm);
   return true;
 }
 
@@ -364,7 +508,8 @@ bool parse_bench(int argc, char** argv, BenchOptions& b) {
   r.add_options()("repeat", po::value(&b.repeat)->default_value(5),
                   "timed passes, 1 to 1000 (median reported)")(
       "csv", po::value(&b.csv)->value_name("FILE"), "append a row of results to FILE")(
-      "help,h", "show this help");
+      "config", po::value<std::string>()->value_name("FILE.ini"),
+      "read options from an INI file; the command line wins")("help,h", "show this help");
   all.add(r);
   if (!parse(argc, argv, all, kBenchUsage, "bench", vm)) return false;
   const bool cross = !o.with.input.empty() || !o.with.generate.empty();
@@ -391,7 +536,7 @@ int mpi_main(int argc, char** argv, F&& f) {
   int code = 0;
   try {
     all_agree(MPI_COMM_WORLD, [&] { arm_faults(rank); });
-    f(MPI_COMM_WORLD);
+    code = f(MPI_COMM_WORLD);
   } catch (const CollectiveError& e) {
     if (rank == 0) std::fprintf(stderr, "tdsolve: error: %s\n", one_line(e.what()).c_str());
     code = e.exit_code;
@@ -434,7 +579,10 @@ int main(int argc, char** argv) {
     if (cmd == "bench") {
       BenchOptions o;
       if (!parse_bench(argc, argv, o)) return 0;
-      return mpi_main(argc, argv, [&](MPI_Comm comm) { run_bench(o, comm); });
+      return mpi_main(argc, argv, [&](MPI_Comm comm) {
+        run_bench(o, comm);
+        return 0;
+      });
     }
     for (auto [name, kind] : {std::pair<const char*, CommandKind>{"edm", CommandKind::edm},
                               {"hist", CommandKind::hist},
@@ -442,7 +590,7 @@ int main(int argc, char** argv) {
       if (cmd != name) continue;
       CommandOptions o;
       if (!parse_command(kind, argc, argv, o)) return 0;
-      return mpi_main(argc, argv, [&](MPI_Comm comm) { run_command(o, comm); });
+      return mpi_main(argc, argv, [&](MPI_Comm comm) { return run_command(o, comm); });
     }
     throw UsageError("unknown command '" + cmd +
                      "' (commands: edm, hist, cross, info, bench; see tdsolve --help)");

@@ -20,6 +20,7 @@ struct InputOptions {
 struct OutputOptions {
   std::string output;
   bool overwrite = false;
+  bool resume = false;  // continue FILE.h5.partial (or report FILE.h5 complete)
   bool store_points = false;
 };
 
@@ -37,8 +38,11 @@ struct ComputeOptions {
 struct RunOptions {
   ProgressMode progress = ProgressMode::log;
   bool quiet = false;
-  std::string stats;    // JSON timing summary path, or ""
-  std::string command;  // argv as one line, recorded in the file
+  double max_hours = 0;  // stop cleanly before this much wall time (0: no limit)
+  std::string stats;     // JSON timing summary path, or ""
+  std::string command;   // argv as one line, recorded in the file
+  // Every option's final value, as a config file; recorded in the file.
+  std::string effective;
 };
 
 struct HistOptions {

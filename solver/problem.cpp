@@ -63,6 +63,13 @@ mapping::ChunkPlan make_plan(const Problem<T>& p, index_t max_elements) {
 }
 
 template <typename T>
+mapping::ChunkPlan plan_from_offsets(const Problem<T>& p, const std::vector<index_t>& offsets) {
+  if (p.domain == DomainKind::rect)
+    return mapping::ChunkPlan::from_offsets(p.rect_domain(), offsets);
+  return mapping::ChunkPlan::from_offsets(p.pair_domain(), offsets);
+}
+
+template <typename T>
 std::vector<T> convert_points(const io::PointSet& pts) {
   std::vector<T> out(pts.values.size());
   for (index_t i = 0; i < pts.values.size(); ++i) {
@@ -108,10 +115,12 @@ void check_norms(const Problem<T>& p, const std::string& source_a, const std::st
   check_zero_norms(p.norms_b, source_b);
 }
 
-#define TDS_INSTANTIATE(T)                                              \
-  template mapping::ChunkPlan make_plan<T>(const Problem<T>&, index_t); \
-  template std::vector<T> convert_points<T>(const io::PointSet&);       \
-  template void complete_problem<T>(Problem<T>*);                       \
+#define TDS_INSTANTIATE(T)                                                       \
+  template mapping::ChunkPlan make_plan<T>(const Problem<T>&, index_t);          \
+  template mapping::ChunkPlan plan_from_offsets<T>(const Problem<T>&,            \
+                                                   const std::vector<index_t>&); \
+  template std::vector<T> convert_points<T>(const io::PointSet&);                \
+  template void complete_problem<T>(Problem<T>*);                                \
   template void check_norms<T>(const Problem<T>&, const std::string&, const std::string&);
 TDS_INSTANTIATE(float)
 TDS_INSTANTIATE(double)

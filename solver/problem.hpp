@@ -80,6 +80,10 @@ struct Problem {
 // The plan of a problem's domain with chunks of at most max_elements.
 template <typename T>
 mapping::ChunkPlan make_plan(const Problem<T>& p, index_t max_elements);
+// The plan a file records (/progress/offsets); std::invalid_argument when
+// the offsets are not block-row boundaries of this problem's domain.
+template <typename T>
+mapping::ChunkPlan plan_from_offsets(const Problem<T>& p, const std::vector<index_t>& offsets);
 
 // Points in compute precision; InputError if a value overflows float32.
 template <typename T>

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "core/error.hpp"
@@ -39,10 +40,11 @@ std::string human_seconds(double s) {
   return buf;
 }
 
-Progress::Progress(ProgressMode mode, index_t total, index_t bytes_per_item)
+Progress::Progress(ProgressMode mode, index_t total, index_t bytes_per_item, index_t base)
     : mode_(mode),
       total_(total),
       item_bytes_(bytes_per_item),
+      base_(base),
       start_(std::chrono::steady_clock::now()),
       last_(start_) {}
 
@@ -65,8 +67,11 @@ void Progress::draw(index_t done) {
   const double elapsed =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   const double frac = total_ ? static_cast<double>(done) / total_ : 1.0;
-  const double rate = elapsed > 0 ? done * static_cast<double>(item_bytes_) / elapsed : 0;
-  const double eta = frac > 0 ? elapsed * (1 - frac) / frac : 0;
+  // Rate and time left from this run's work only (a resume starts at base_).
+  const double now = done > base_ ? static_cast<double>(done - base_) : 0;
+  const double rate = elapsed > 0 ? now * static_cast<double>(item_bytes_) / elapsed : 0;
+  const double left = static_cast<double>(total_ - std::min(done, total_));
+  const double eta = now > 0 ? elapsed * left / now : 0;
   if (mode_ == ProgressMode::bar) {
     const int width = 30, filled = static_cast<int>(frac * width);
     std::fprintf(stderr, "\r[%.*s%*s] %5.1f%%  %s/s  eta %s   ", filled,

@@ -16,14 +16,15 @@ ProgressMode parse_progress(const std::string& s);
 
 class Progress {
  public:
-  Progress(ProgressMode mode, index_t total, index_t bytes_per_item);
+  // `base` of `total` items were done before this run (a resume).
+  Progress(ProgressMode mode, index_t total, index_t bytes_per_item, index_t base = 0);
   void update(index_t done);
   void finish();
 
  private:
   void draw(index_t done);
   ProgressMode mode_;
-  index_t total_, item_bytes_;
+  index_t total_, item_bytes_, base_;
   std::chrono::steady_clock::time_point start_, last_;
   bool drawn_ = false;
 };

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <vector>
 
 #include "mapping/partition.hpp"
 #include "solver/backend.hpp"
@@ -23,8 +24,12 @@ class Sink {
                      const ChunkResult<T>& r) = 0;
   // Chunk c is complete: its data has reached the storage before its flag.
   virtual void mark(bool has, index_t chunk) = 0;
-  // After the last round: reductions combine, the file closes.
-  virtual void close() = 0;
+  // Collective, now and then during the loop: make what the sink holds
+  // durable, for the chunks `done` (a histogram writes its partial counts).
+  virtual void checkpoint(const std::vector<unsigned char>& /*done*/) {}
+  // After the last round (or a clean stop): reductions combine, the file
+  // closes. done[c]: chunk c is complete, now or in an earlier run.
+  virtual void close(const std::vector<unsigned char>& done) = 0;
 };
 
 // Drops everything: the driver loop alone, for `tdsolve bench`.
@@ -34,7 +39,7 @@ class NullSink final : public Sink<T> {
   bool wants_results() const override { return false; }
   void write(bool, index_t, index_t, index_t, const ChunkResult<T>&) override {}
   void mark(bool, index_t) override {}
-  void close() override {}
+  void close(const std::vector<unsigned char>&) override {}
 };
 
 }  // namespace tdsolve

@@ -251,7 +251,18 @@ class Result:
 
 def open_result(path, require_complete=True):
     """Open a tdsolve result (edm, hist or cross); raises IncompleteResult
-    unless it is complete (pass require_complete=False to inspect a partial file)."""
+    unless it is complete (pass require_complete=False to inspect a partial file).
+
+    A run writes FILE.h5.partial and renames it to FILE.h5 only when complete:
+    with only the .partial there, this raises IncompleteResult (or, with
+    require_complete=False, opens the .partial)."""
+    import os
+    partial = str(path) + ".partial"
+    if not os.path.exists(path) and os.path.exists(partial):
+        if require_complete:
+            raise IncompleteResult(f"{path} is not finished yet: its run is in {partial} "
+                                   "(resume it with tdsolve ... --resume)")
+        path = partial
     return Result(path, require_complete=require_complete)
 
 

@@ -17,13 +17,13 @@ sys.path.insert(0, os.environ.get("TDSOLVE_PYTHONPATH", os.path.join(os.path.dir
 import tdsolve_h5  # noqa: E402
 
 
-def tdsolve(*args, np_=None, check=False, timeout=600, env=None):
-    """Runs tdsolve (as a singleton, or under mpiexec with np_ ranks)."""
+def tdsolve(*args, np_=None, check=False, timeout=600, env=None, cwd=None):
+    """Runs tdsolve (as a singleton, or under mpiexec with np_ ranks), in cwd if given."""
     cmd = [BIN, *map(str, args)]
     if np_ is not None:
         cmd = [MPIEXEC, "-n", str(np_), "--oversubscribe", *cmd]
     e = dict(os.environ, **(env or {}))
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=e)
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=e, cwd=cwd)
     if check and r.returncode != 0:
         raise AssertionError(f"{' '.join(cmd)} failed ({r.returncode}):\n{r.stdout}\n{r.stderr}")
     return r

@@ -68,7 +68,9 @@ class Run:
         self.hung, self.leftovers, self.seconds = hung, leftovers, seconds
 
     def ours(self):
-        return [line for line in self.stderr.splitlines() if line.startswith("tdsolve:")]
+        # The line after an error that says how to resume is not a second error.
+        return [line for line in self.stderr.splitlines()
+                if line.startswith("tdsolve:") and not line.startswith("tdsolve: the finished chunks")]
 
     def __str__(self):
         return (f"$ {' '.join(self.cmd)}\nexit {self.returncode} after {self.seconds:.1f} s"
@@ -139,9 +141,12 @@ class FaultTestBase(TempDirTest):
         """No file (returns False), or one that tdsolve info and the Python
         reader do not call complete. strict: it must read as INCOMPLETE (info
         exit 3, the reader's IncompleteResult), not merely be unreadable.
-        reader=False: the Python reader does not know this kind of file."""
-        if not os.path.exists(path):
+        reader=False: the Python reader does not know this kind of file.
+        An unfinished run's file is path.partial (path itself only ever holds
+        a complete result): info and the reader look there when path is missing."""
+        if not os.path.exists(path) and not os.path.exists(path + ".partial"):
             return False
+        self.assertFalse(os.path.exists(path), f"{what}: an unfinished run took the output's name")
         info = tdsolve("info", path, timeout=HANG_S)
         if strict:
             self.assertEqual(info.returncode, 3, f"{what}: tdsolve info on the file left behind:\n"
@@ -201,6 +206,8 @@ class InjectedFaultTest(FaultTestBase):
         return self.refs[command]
 
     def check_done_chunks(self, path, ref, what):
+        if not os.path.exists(path):
+            path += ".partial"
         with h5py.File(path, "r") as f:
             done = f["progress/done"][:]
             np.testing.assert_array_equal(f["progress/offsets"][:], ref["offsets"], f"{what}: /progress/offsets")
@@ -344,7 +351,9 @@ class FullDiskTest(FaultTestBase):
 
     def shim_env(self, out, after):
         pre = os.environ.get("LD_PRELOAD", "")
-        return {"LD_PRELOAD": f"{self.shim} {pre}".strip(), "TDSOLVE_ENOSPC_PATH": out,
+        # The run writes out.creating, renames it to out.partial, then to out.
+        names = "\n".join([out, out + ".creating", out + ".partial"])
+        return {"LD_PRELOAD": f"{self.shim} {pre}".strip(), "TDSOLVE_ENOSPC_PATH": names,
                 "TDSOLVE_ENOSPC_AFTER": str(after)}
 
     def test_shim_itself(self):
@@ -370,8 +379,9 @@ class FullDiskTest(FaultTestBase):
         if after == 0:
             # Not even the superblock can be written: the file creation failed,
             # and a failed creation is cleaned up.
-            self.assertFalse(os.path.exists(out), f"{what}: the file of a failed creation was left behind "
-                             f"({os.path.getsize(out) if os.path.exists(out) else 0} bytes)\n{run}")
+            for left in (out, out + ".creating", out + ".partial"):
+                self.assertFalse(os.path.exists(left), f"{what}: the file of a failed creation was left "
+                                 f"behind: {left}\n{run}")
 
     def test_full_from_the_first_byte_1_rank(self):
         self.check_full(1, 0)

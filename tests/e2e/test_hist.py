@@ -290,14 +290,15 @@ class HistTest(TempDirTest):
         self.assertEqual(info.returncode, 0, info.stdout + info.stderr)
         self.assertIn("40 bins", info.stdout)
 
-        # The done flags decide: one missing flag makes the file incomplete.
+        # The done flags decide: one missing flag makes the file incomplete
+        # (and info sees that the counts now cover more than the flagged chunks).
         with h5py.File(out, "a") as f:
             f["progress/done"][0] = 0
         with self.assertRaises(tdsolve_h5.IncompleteResult):
             tdsolve_h5.open_result(out)
         info = tdsolve("info", out)
         self.assertEqual(info.returncode, 3, info.stdout + info.stderr)
-        self.assertIn("INCOMPLETE", info.stdout)
+        self.assertIn("INCONSISTENT: counts + underflow + overflow do not match", info.stdout)
         helper = subprocess.run([sys.executable, tdsolve_h5.__file__, out], capture_output=True, text=True)
         self.assertEqual(helper.returncode, 3, helper.stdout + helper.stderr)
 

@@ -67,9 +67,10 @@ class ReaderTest(TempDirTest):
                              env=dict(os.environ, HDF5_USE_FILE_LOCKING="FALSE"))
         seen = 0
         deadline = time.time() + 60
+        partial = out + ".partial"  # the run's file until it is complete
         while time.time() < deadline and p.poll() is None:
             try:
-                with h5py.File(out, "r", locking=False) as f:
+                with h5py.File(partial, "r", locking=False) as f:
                     seen = int(np.count_nonzero(f["progress/done"][:]))
             except (OSError, KeyError):
                 pass
@@ -80,6 +81,7 @@ class ReaderTest(TempDirTest):
         p.send_signal(signal.SIGKILL)
         p.wait()
         self.assertGreaterEqual(seen, 3)
+        self.assertFalse(os.path.exists(out), "an unfinished run never takes the output's name")
         info = tdsolve("info", out)
         self.assertEqual(info.returncode, 3, info.stdout + info.stderr)
         self.assertIn("INCOMPLETE", info.stdout)
@@ -91,7 +93,7 @@ class ReaderTest(TempDirTest):
         # Every chunk recorded as done holds the values a full run writes.
         full = self.path("full.h5")
         tdsolve("edm", "--generate", "uniform:20000:3", "--output", full, "--quiet", check=True)
-        with h5py.File(out, "r") as f, h5py.File(full, "r") as g:
+        with h5py.File(partial, "r") as f, h5py.File(full, "r") as g:
             done, offsets = f["progress/done"][:], f["progress/offsets"][:]
             for c in np.flatnonzero(done):
                 a, b = offsets[c], offsets[c + 1]

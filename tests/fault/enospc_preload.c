@@ -1,7 +1,7 @@
 /* enospc_preload.c: an LD_PRELOAD shim that makes a disk look full for one file.
  *
- *   TDSOLVE_ENOSPC_PATH   fnmatch(3) pattern (no flags) matched against the
- *                         absolute path of the file a descriptor refers to
+ *   TDSOLVE_ENOSPC_PATH   fnmatch(3) patterns (no flags), one per line, matched
+ *                         against the absolute path of the file a descriptor refers to
  *                         (readlink of /proc/self/fd/N). Without wildcards it is
  *                         the exact path, so "/tmp/x/out.h5" does not also hit
  *                         Open MPI's "/tmp/x/out.h5.locktest.0" or its shared-
@@ -39,6 +39,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/types.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -83,7 +84,20 @@ static int matches(int fd) {
   ssize_t n = readlink(link, path, sizeof path - 1);
   if (n <= 0) return 0;
   path[n] = '\0';
-  return fnmatch(pattern, path, 0) == 0;
+  /* Each line of the pattern text is one pattern. */
+  for (const char* p = pattern; *p;) {
+    const char* end = strchr(p, '\n');
+    const size_t len = end ? (size_t)(end - p) : strlen(p);
+    char one[PATH_MAX];
+    if (len < sizeof one) {
+      memcpy(one, p, len);
+      one[len] = '\0';
+      if (len > 0 && fnmatch(one, path, 0) == 0) return 1;
+    }
+    if (!end) break;
+    p = end + 1;
+  }
+  return 0;
 }
 
 /* 1: `count` more bytes may be written to fd (and are now counted); 0: refused,

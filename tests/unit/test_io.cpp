@@ -1,5 +1,6 @@
 // Input readers and the result file on one rank.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -13,6 +14,7 @@
 #include "io/h5.hpp"
 #include "io/info.hpp"
 #include "io/input.hpp"
+#include "io/output_files.hpp"
 #include "io/result_file.hpp"
 
 using namespace tdsolve;
@@ -280,10 +282,19 @@ TEST(ResultFile, WritesSchemaAndProgressThatInfoReads) {
   EXPECT_NE(out.str().find("INCOMPLETE: 1 of 2 chunks"), std::string::npos) << out.str();
   EXPECT_NE(out.str().find("missing chunks 1"), std::string::npos) << out.str();
 
-  // Existing file: refused without overwrite.
+  // What --resume reads back: the plan, the flags, the dataset.
+  const ExistingResult r = read_existing(f);
+  EXPECT_EQ(r.offsets, (std::vector<index_t>{0, 7, 10}));
+  EXPECT_EQ(r.done, (std::vector<unsigned char>{1, 0}));
+  EXPECT_EQ(r.chunks_done(), 1u);
+  EXPECT_FALSE(r.complete());
+  EXPECT_EQ(r.dataset, "/distances");
+  EXPECT_EQ(r.version, "test");
+
+  // Existing file: never replaced (the run writes a new name and renames).
   EXPECT_THROW(create_result_file(L), H5Error);
   EXPECT_TRUE(std::ifstream(f).good()) << "a refused creation must leave the old file alone";
-  L.overwrite = true;
+  std::remove(f.c_str());
   create_result_file(L);
   {
     ResultWriter w(MPI_COMM_SELF, L);
@@ -306,4 +317,49 @@ TEST(ResultFile, WritesSchemaAndProgressThatInfoReads) {
   EXPECT_EQ(read_attr_string(d, "layout"), "combinations");
   EXPECT_EQ(read_attr_string(file, "software"), "tdsolve");
   std::remove(f.c_str());
+}
+
+// A second process cannot take an output's lock while the first holds it,
+// and is told who holds it; once released, it can.
+TEST(OutputLock, ExcludesASecondProcessAndNamesTheHolder) {
+  const std::string out = tmp("locked.h5");
+  auto other_process_locks = [&](std::string* message) {
+    int pipefd[2];
+    if (pipe(pipefd) != 0) return -1;
+    const pid_t pid = fork();
+    if (pid == 0) {
+      close(pipefd[0]);
+      std::string m = "ok";
+      int code = 0;
+      try {
+        OutputLock second(out, "second");
+      } catch (const std::exception& e) {
+        m = e.what();
+        code = 1;
+      }
+      if (write(pipefd[1], m.data(), m.size()) < 0) code = 2;
+      _exit(code);
+    }
+    close(pipefd[1]);
+    char buf[1024] = {};
+    const ssize_t got = read(pipefd[0], buf, sizeof buf - 1);
+    close(pipefd[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    *message = got > 0 ? std::string(buf, got) : "";
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  };
+  std::string message;
+  {
+    OutputLock first(out, "tdsolve edm --output locked.h5");
+    EXPECT_EQ(other_process_locks(&message), 1);
+    EXPECT_NE(message.find("being written by another tdsolve run"), std::string::npos) << message;
+    EXPECT_NE(message.find("pid " + std::to_string(getpid())), std::string::npos) << message;
+    const LockHolder h = read_lock(out);
+    EXPECT_TRUE(h.present);
+    EXPECT_EQ(h.pid, getpid());
+    EXPECT_EQ(h.command, "tdsolve edm --output locked.h5");
+  }
+  EXPECT_EQ(other_process_locks(&message), 0) << message;
+  EXPECT_FALSE(read_lock(out).present) << "a released lock removes its file";
 }
