@@ -720,7 +720,6 @@ int run_typed(const CommandOptions& o, MPI_Comm comm) {
   const char* name = command_name(o.kind);
   const std::string& out = o.out.output;
   const std::string partial = io::partial_path(out);
-  install_stop_signals();
 
   // Up front, before any input is read: the paths, then the output's lock.
   std::unique_ptr<io::OutputLock> lock;

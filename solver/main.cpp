@@ -30,6 +30,7 @@
 #include "solver/driver.hpp"
 #include "solver/fault.hpp"
 #include "solver/mpi_util.hpp"
+#include "solver/signals.hpp"
 #include "version.hpp"
 
 namespace po = boost::program_options;
@@ -123,7 +124,7 @@ po::options_description output_group(OutputOptions& o, const char* what, bool po
   g.add_options()("output", po::value(&o.output)->value_name("FILE.h5"), what)(
       "overwrite", po::bool_switch(&o.overwrite),
       "replace FILE.h5 if it exists (refused otherwise); the old file stays until the new one "
-      "is complete. Also discards an unfinished FILE.h5.partial")(
+      "is complete. Also discards an unfinished FILE.h5.partial. Not with --resume")(
       "resume", po::bool_switch(&o.resume),
       "continue the unfinished FILE.h5.partial of the same job (any rank count or backend); "
       "when FILE.h5 is already complete, say so and exit 0; with neither, start a new run");
@@ -488,6 +489,10 @@ bool parse_command(CommandKind kind, int argc, char** argv, CommandOptions& o) {
   finish_input(o.in, "input", "generate", !cross);
   if (cross) finish_input(o.with, "with", "with-generate", false);
   if (o.out.output.empty()) throw UsageError("--output FILE.h5 is required");
+  if (o.out.resume && o.out.overwrite)
+    throw UsageError(
+        "--resume and --overwrite do not go together: --resume continues an unfinished run (or "
+        "reports a finished one), --overwrite starts over");
   finish_compute(o.compute, c, flags);
   if (hist) finish_hist(o.hist, c, vm, o.compute.metric);
   finish_run(o.run, c, argc, argv);
@@ -590,6 +595,9 @@ int main(int argc, char** argv) {
       if (cmd != name) continue;
       CommandOptions o;
       if (!parse_command(kind, argc, argv, o)) return 0;
+      // Before MPI_Init: a batch system's signal in the first second must
+      // also stop the run cleanly, not kill it.
+      install_stop_signals();
       return mpi_main(argc, argv, [&](MPI_Comm comm) { return run_command(o, comm); });
     }
     throw UsageError("unknown command '" + cmd +

@@ -167,6 +167,10 @@ class ResumeTest(TempDirTest):
             self.assertIn(named, r.stderr)
             self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
             self.assertEqual(file_digest(out + ".partial"), before, "a refused resume changes nothing")
+        # --resume continues or reports; --overwrite starts over: not both.
+        r = tdsolve("edm", *JOB, "--output", out, "--resume", "--overwrite")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("do not go together", r.stderr)
         # Without --resume and without --overwrite the unfinished run is not discarded.
         r = tdsolve("edm", *JOB, "--output", out)
         self.assertEqual(r.returncode, 2)
