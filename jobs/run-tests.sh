@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source jobs/lib/common.sh
-ensure_packages
+ensure_packages "${TDSOLVE_TEST_PACKAGES[@]}"
 build_tdsolve
 allow_mpirun_as_root
 ctest --test-dir build --output-on-failure -j"$(nproc)" "$@"

@@ -9,6 +9,9 @@ TDSOLVE_PACKAGES=(
   libgtest-dev                                # unit tests
   python3 python3-h5py python3-numpy python3-scipy  # reader module and end-to-end tests
 )
+# Only jobs/run-tests.sh installs these: a real one-node Slurm for the job
+# scripts' test (e2e.slurm); a user's setup does not need Slurm daemons.
+TDSOLVE_TEST_PACKAGES=(slurmctld slurmd slurm-client munge)
 
 as_root() {
   if [ "$(id -u)" = 0 ]; then "$@"
@@ -17,10 +20,11 @@ as_root() {
   fi
 }
 
-# Installs whichever of the packages is missing (nothing when all are there).
+# Installs whichever of the packages (and of any given as arguments) is
+# missing (nothing when all are there).
 ensure_packages() {
   local missing=()
-  for p in "${TDSOLVE_PACKAGES[@]}"; do
+  for p in "${TDSOLVE_PACKAGES[@]}" "$@"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
   [ ${#missing[@]} -eq 0 ] && return 0
