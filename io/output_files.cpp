@@ -203,8 +203,11 @@ void OutputLock::write_text() {
                            "\npid=" + std::to_string(getpid()) + "\njob=" + (job ? job : "") +
                            "\nstarted=" + started_ + "\nheartbeat=" + std::to_string(last_beat_) +
                            "\ncommand=" + command + "\n";
-  // Best effort: the text informs; the record lock is what excludes.
-  if (ftruncate(fd_, 0) == 0 && pwrite(fd_, text.data(), text.size(), 0) < 0) return;
+  // Written over the old text, then cut to length, so that a reader never
+  // sees an empty file (in heartbeat mode that would read as a dead
+  // holder). Best effort: the text informs; the record lock excludes.
+  if (pwrite(fd_, text.data(), text.size(), 0) == static_cast<ssize_t>(text.size()))
+    (void)!ftruncate(fd_, static_cast<off_t>(text.size()));
 }
 
 void OutputLock::heartbeat() {

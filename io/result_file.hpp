@@ -3,7 +3,7 @@
 //   /                 attrs: software, version, command, created, input, ...
 //   /<dataset>        the result: 1-D or 2-D, in the domain's packed order
 //                     (edm: /distances, C(n,2) values; cross: /distances,
-//                     M × K; hist: /counts, written once at the end)
+//                     M × K; hist: /counts, written at checkpoints, stops and the end)
 //   /<extras>         small datasets of a result (hist: /edges, /underflow,
 //                     /overflow, /rdf), written by rank 0
 //   /progress/done    uint8[K]: 1 once chunk c's data is written and flushed

@@ -37,8 +37,9 @@ template <typename T>
 mapping::ChunkPlan agree_plan(const Problem<T>& p, Backend<T>& backend, index_t max_elements,
                               MPI_Comm comm);
 
-// Collective: `plan` as a file records it (--resume), after checking that
-// every rank's backend can buffer its largest chunk.
+// Every rank, inside all_agree: reserves buffers for `plan` as a file
+// records it (--resume), after checking that this rank's backend can buffer
+// its largest chunk.
 template <typename T>
 void reserve_for_plan(const Problem<T>& p, Backend<T>& backend, const mapping::ChunkPlan& plan,
                       MPI_Comm comm);
