@@ -11,6 +11,7 @@
 #include "core/error.hpp"
 #include "device_checks.hpp"
 #include "mapping/partition.hpp"
+#include "mapping/tetra.hpp"
 #include "solver/cpu/cpu_backend.hpp"
 #include "solver/cpu/tiles.hpp"
 #include "solver/cuda/cuda_backend.hpp"
@@ -175,6 +176,12 @@ TEST(Device, TriRootEveryRowBoundaryUpTo2Pow53) {
   REQUIRE_GPU();
   const index_t last = mapping::tri_root(index_t(1) << 53) + 1;
   EXPECT_EQ(gpu_test::count_tri_root_failures(1, last), 0ull);
+}
+
+TEST(Device, TetRootEveryLayerBoundaryUpTo2Pow53) {
+  REQUIRE_GPU();
+  const index_t last = mapping::tet_root(index_t(1) << 53) + 1;
+  EXPECT_EQ(gpu_test::count_tet_root_failures(1, last), 0ull);
 }
 
 TEST(CudaBackend, MatchesCpuFloat32) {
