@@ -11,9 +11,13 @@
 //   Lambda2Map      pairs: exactly the chunk's T(m-I0) - T(m-I1) tiles, 1-D (λ2)
 //   BoundingBoxMap  pairs: the (m × rows) box; blocks with J < I leave at once
 //   RectMap         rectangles: (block columns × rows), every block a tile
+//   Lambda3Map      triplets: exactly the chunk's Te(m-I0) - Te(m-I1) tiles, 1-D (λ3)
+//   BoundingBox3Map triplets: the (m² × layers) box of (J, K) per layer I;
+//                   blocks without I <= J <= K leave at once (BB-3D)
 #pragma once
 
 #include "mapping/lambda2.hpp"
+#include "mapping/tetra.hpp"
 
 namespace tdsolve::mapping {
 
@@ -59,6 +63,33 @@ struct RectMap {
     t->row = g.base + by;
     t->col = bx;
     return true;
+  }
+};
+
+struct Lambda3Map {
+  using Domain = TripletDomain;
+  static constexpr bool kOneDimensional = true;
+  static Grid grid(const TripletDomain& d, index_t layer_begin, index_t layer_end) {
+    const BlockRange w = lambda3_blocks(d.m, layer_begin, layer_end);
+    return Grid{w.size(), w.size() > 0 ? index_t(1) : index_t(0), w.begin};
+  }
+  TDS_HD static bool tile(const TripletDomain& d, const Grid& g, index_t bx, index_t, Tile3* t) {
+    *t = lambda3_tile(d.m, g.base + bx);
+    return true;
+  }
+};
+
+struct BoundingBox3Map {
+  using Domain = TripletDomain;
+  static constexpr bool kOneDimensional = false;
+  static Grid grid(const TripletDomain& d, index_t layer_begin, index_t layer_end) {
+    return Grid{layer_end > layer_begin ? d.m * d.m : 0, layer_end - layer_begin, layer_begin};
+  }
+  TDS_HD static bool tile(const TripletDomain& d, const Grid& g, index_t bx, index_t by, Tile3* t) {
+    t->layer = g.base + by;
+    t->row = bx / d.m;
+    t->col = bx % d.m;
+    return t->layer <= t->row && t->row <= t->col;
   }
 };
 

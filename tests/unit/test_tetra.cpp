@@ -4,6 +4,7 @@
 #include <random>
 #include <vector>
 
+#include "mapping/block_map.hpp"
 #include "mapping/partition.hpp"
 #include "mapping/tetra.hpp"
 
@@ -175,4 +176,50 @@ TEST(TripletDomain, OffsetsAndChunksMatchThePackedOrder) {
       EXPECT_EQ(back.offsets(), plan.offsets());
     }
   }
+}
+
+// Both triplet maps visit each tile of a chunk's layers once; λ3 launches
+// nothing else, BB-3D the whole m² box per layer (seed 002 §6: ~6× more
+// blocks for large m).
+template <typename Map>
+std::vector<int> visits3(const TripletDomain& d, index_t I0, index_t I1, index_t* launched) {
+  std::vector<int> v(d.m * d.m * d.m, 0);
+  const Grid g = Map::grid(d, I0, I1);
+  *launched = g.blocks();
+  for (index_t by = 0; by < g.y; ++by)
+    for (index_t bx = 0; bx < g.x; ++bx) {
+      Tile3 t{};
+      if (Map::tile(d, g, bx, by, &t)) ++v[(t.layer * d.m + t.row) * d.m + t.col];
+    }
+  return v;
+}
+
+TEST(BlockMaps3, TripletMapsVisitEachTileOfAChunkOnce) {
+  for (index_t n : {3, 4, 17, 40, 101}) {
+    for (index_t rho : {1, 4, 16}) {
+      const TripletDomain d(n, rho);
+      const index_t m = d.m;
+      for (index_t I0 = 0; I0 < m; I0 += 1 + m / 4) {
+        const index_t I1 = std::min(m, I0 + 1 + m / 3);
+        index_t l_blocks = 0, b_blocks = 0, want_tiles = 0;
+        const std::vector<int> l = visits3<Lambda3Map>(d, I0, I1, &l_blocks);
+        const std::vector<int> b = visits3<BoundingBox3Map>(d, I0, I1, &b_blocks);
+        for (index_t I = 0; I < m; ++I)
+          for (index_t J = 0; J < m; ++J)
+            for (index_t K = 0; K < m; ++K) {
+              const int want = I >= I0 && I < I1 && I <= J && J <= K;
+              want_tiles += want;
+              const index_t at = (I * m + J) * m + K;
+              ASSERT_EQ(l[at], want) << "λ3 n=" << n << " ρ=" << rho << " " << I << J << K;
+              ASSERT_EQ(b[at], want) << "bb3 n=" << n << " ρ=" << rho << " " << I << J << K;
+            }
+        EXPECT_EQ(l_blocks, want_tiles);
+        EXPECT_EQ(b_blocks, m * m * (I1 - I0));
+      }
+    }
+  }
+  const TripletDomain big(300 * 16, 16);
+  EXPECT_GT(double(BoundingBox3Map::grid(big, 0, big.m).blocks()) /
+                double(Lambda3Map::grid(big, 0, big.m).blocks()),
+            5.9);
 }
