@@ -1,0 +1,69 @@
+// The Axilrod–Teller–Muto three-body energy of one triplet, and its gradient,
+// as LAMMPS `pair_style atm cutoff cutoff_triple` defines them:
+//
+//     E = ν (1 + 3 cos γ1 cos γ2 cos γ3) / (r12 r23 r31)³,
+//
+// counted only when r12, r23, r31 < cutoff and r12 r23 r31 < cutoff_triple³.
+//
+// Everything follows from the three squared pair distances a = r12²,
+// b = r23², c = r31² (law of cosines: cos γ1 = (a + c − b) / (2√(ac)) at
+// atom 1, and so on), so a kernel computes each pair's a once and reuses it
+// for every triplet it is in:
+//
+//     E = ν (abc)^(-3/2) + (3ν/8) P (abc)^(-5/2),
+//     P = (a + c − b)(a + b − c)(b + c − a).
+//
+// The gradient with respect to a, b, c gives the forces through
+// ∂a/∂x1 = 2(x1 − x2), ...:
+//     F1 = −2 [E_a (x1 − x2) + E_c (x1 − x3)]
+//     F2 = −2 [E_a (x2 − x1) + E_b (x2 − x3)]
+//     F3 = −2 [E_b (x3 − x2) + E_c (x3 − x1)]
+// which sum to zero. This is the physics alone; the triplet command that
+// walks λ3's tiles with it is not built yet (docs/design.md).
+#pragma once
+
+#include <cmath>
+
+#include "core/types.hpp"
+
+namespace tdsolve {
+
+template <typename T>
+struct AtmTerms {
+  T e;           // the triplet's energy
+  T ea, eb, ec;  // ∂E/∂a, ∂E/∂b, ∂E/∂c (a = r12², b = r23², c = r31²)
+};
+
+// Whether the triplet with squared distances a, b, c counts: each distance
+// below `cutoff` (cutoff2 = cutoff²) and the product below cutoff_triple³
+// (triple6 = cutoff_triple⁶). Infinite cutoffs count every triplet.
+template <typename T>
+TDS_HD bool atm_counts(T a, T b, T c, T cutoff2, T triple6) {
+  return a < cutoff2 && b < cutoff2 && c < cutoff2 && a * b * c < triple6;
+}
+
+template <typename T>
+TDS_HD AtmTerms<T> atm_terms(T a, T b, T c, T nu) {
+  const T pa = a + c - b, pb = a + b - c, pc = b + c - a;  // 2√(..) cos γ at atoms 1, 2, 3
+  const T p = pa * pb * pc;
+  const T abc = a * b * c;
+  const T inv = T(1) / abc;
+  const T s3 = inv * std::sqrt(inv);  // (abc)^(-3/2)
+  const T s5 = s3 * inv;              // (abc)^(-5/2)
+  const T k = T(3) / T(8) * nu;
+  AtmTerms<T> t;
+  t.e = nu * s3 + k * p * s5;
+  // d/da of (abc)^(-3/2) = -3/2 (abc)^(-5/2) bc = -3/2 s5 bc, and of
+  // P (abc)^(-5/2): P_a s5 - 5/2 P s5 bc / (abc) = P_a s5 - 5/2 P s5 / a.
+  const T pa_a = pb * pc + pa * pc - pa * pb;  // ∂P/∂a
+  const T pb_b = pa * pc + pb * pa - pb * pc;  // ∂P/∂b
+  const T pc_c = pa * pb + pc * pb - pa * pc;  // ∂P/∂c
+  const T base = T(-1.5) * nu * s3;            // times 1/a, 1/b, 1/c below
+  const T tail = T(-2.5) * k * p * s5;
+  t.ea = (base + tail) / a + k * pa_a * s5;
+  t.eb = (base + tail) / b + k * pb_b * s5;
+  t.ec = (base + tail) / c + k * pc_c * s5;
+  return t;
+}
+
+}  // namespace tdsolve
