@@ -106,9 +106,18 @@ std::string read_attr_string(hid_t obj, const char* name) {
   return s;
 }
 
+hssize_t attr_values(hid_t attr) {
+  Hid space(H5Aget_space(attr), H5Sclose);
+  return space.valid() ? H5Sget_simple_extent_npoints(space) : -1;
+}
+
 std::uint64_t read_attr_u64(hid_t obj, const char* name) {
   const std::string what = std::string("attribute '") + name + "'";
   Hid attr = attr_handle(H5Aopen(obj, name, H5P_DEFAULT), "H5Aopen " + what);
+  // One value only: reading an array attribute into one would overrun it.
+  const hssize_t count = attr_values(attr);
+  if (count != 1)
+    throw AttrShapeError(what + " holds " + std::to_string(count) + " values, not one");
   std::uint64_t v = 0;
   check_status(H5Aread(attr, H5T_NATIVE_UINT64, &v), "H5Aread " + what);
   return v;

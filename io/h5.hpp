@@ -16,6 +16,10 @@ namespace tdsolve::io {
 struct H5Error : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+// An attribute that holds several values where one belongs (a damaged file).
+struct AttrShapeError : H5Error {
+  using H5Error::H5Error;
+};
 
 // Stops HDF5 from printing its error stack; check() reports it instead.
 void quiet_hdf5_errors();
@@ -93,7 +97,9 @@ void write_attr(hid_t obj, const char* name, double value);
 
 bool has_attr(hid_t obj, const char* name);
 std::string read_attr_string(hid_t obj, const char* name);
-std::uint64_t read_attr_u64(hid_t obj, const char* name);
+std::uint64_t read_attr_u64(hid_t obj, const char* name);  // H5Error unless one value
+// Values an attribute holds (1 for a scalar; -1 if it cannot tell).
+hssize_t attr_values(hid_t attr);
 
 // Shape of a dataset.
 std::vector<hsize_t> dataset_shape(hid_t dset);

@@ -51,7 +51,10 @@ herr_t attr_text(hid_t obj, const char* name, const H5A_info_t*, void* out) {
   if (!attr.valid()) return 0;
   Hid type(H5Aget_type(attr), H5Tclose);
   *s += std::string(" ") + name + "=";
-  if (H5Tget_class(type) == H5T_STRING) {
+  const hssize_t count = attr_values(attr);
+  if (count != 1) {  // never read an array into one value
+    *s += "[" + std::to_string(count) + " values]";
+  } else if (H5Tget_class(type) == H5T_STRING) {
     *s += read_attr_string(obj, name);
   } else if (H5Tget_class(type) == H5T_INTEGER) {
     *s += std::to_string(read_attr_u64(obj, name));
@@ -112,6 +115,8 @@ std::string number(double v) {
 
 double read_attr_f64(hid_t obj, const char* name) {
   Hid attr = attr_handle(H5Aopen(obj, name, H5P_DEFAULT), std::string("H5Aopen ") + name);
+  if (attr_values(attr) != 1)
+    throw AttrShapeError(std::string("attribute '") + name + "' does not hold one value");
   double v = 0;
   check_status(H5Aread(attr, H5T_NATIVE_DOUBLE, &v), std::string("H5Aread ") + name);
   return v;
@@ -259,22 +264,29 @@ int describe_file(const std::string& path, std::ostream& out, std::string* comma
   // What the chunks cover: pairs (edm, hist) or matrix entries (cross).
   std::uint64_t total = 0, binned = 0;
   const char* unit = "pairs";
-  if (kind == Kind::edm) {
-    const std::uint64_t n = has_attr(values, "n") ? read_attr_u64(values, "n") : 0;
-    total = len.size() == 1 ? len[0] : 0;
-    if (len.size() != 1)
-      problem = "/distances is not 1-D";
-    else if (len[0] != mapping::pair_count(n))
-      problem = "/distances length is not C(n,2)";
-  } else if (kind == Kind::cross) {
-    unit = "values";
-    total = len[0] * len[1];
-    out << "matrix:    " << len[0] << " rows x " << len[1] << " cols\n";
-    if ((has_attr(values, "rows") && read_attr_u64(values, "rows") != len[0]) ||
-        (has_attr(values, "cols") && read_attr_u64(values, "cols") != len[1]))
-      problem = "/distances is not rows x cols";
-  } else {
-    describe_hist(file, values, out, &problem, &total, &binned);
+  // An attribute of the wrong shape (an array where one value belongs) makes
+  // the records disagree: INCONSISTENT, as the Python package says too.
+  try {
+    if (kind == Kind::edm) {
+      const std::uint64_t n = has_attr(values, "n") ? read_attr_u64(values, "n") : 0;
+      total = len.size() == 1 ? len[0] : 0;
+      if (len.size() != 1)
+        problem = "/distances is not 1-D";
+      else if (len[0] != mapping::pair_count(n))
+        problem = "/distances length is not C(n,2)";
+    } else if (kind == Kind::cross) {
+      unit = "values";
+      total = len[0] * len[1];
+      out << "matrix:    " << len[0] << " rows x " << len[1] << " cols\n";
+      if ((has_attr(values, "rows") && read_attr_u64(values, "rows") != len[0]) ||
+          (has_attr(values, "cols") && read_attr_u64(values, "cols") != len[1]))
+        problem = "/distances is not rows x cols";
+    } else {
+      describe_hist(file, values, out, &problem, &total, &binned);
+    }
+  } catch (const AttrShapeError& e) {
+    out << "progress:  INCONSISTENT: " << one_line(e.what()) << "\n";
+    return kInfoIncomplete;
   }
 
   Hid done_ds =
@@ -282,8 +294,22 @@ int describe_file(const std::string& path, std::ostream& out, std::string* comma
   Hid off_ds =
       dataset_handle(H5Dopen2(file, "progress/offsets", H5P_DEFAULT), "H5Dopen /progress/offsets");
   const auto chunks = dataset_shape(done_ds), offs = dataset_shape(off_ds);
-  std::vector<unsigned char> done(chunks.empty() ? 0 : chunks[0]);
-  std::vector<std::uint64_t> offsets(offs.empty() ? 0 : offs[0]);
+  // Read whole into 1-D buffers: a shape with more values than its first
+  // dimension (K × 2, 2 × K) is not what tdsolve writes (K × 1 reads as K).
+  const auto flat = [](const std::vector<hsize_t>& d) {
+    hsize_t p = 1;
+    for (const hsize_t x : d)
+      p *= x;
+    return !d.empty() && p == d[0];
+  };
+  if (chunks.empty() || offs.empty())
+    throw InputError("'" + path + "': /progress/done or /progress/offsets is a scalar");
+  if (!flat(chunks) || !flat(offs)) {
+    out << "progress:  INCONSISTENT: /progress/done and /progress/offsets are not 1-D\n";
+    return kInfoIncomplete;
+  }
+  std::vector<unsigned char> done(chunks[0]);
+  std::vector<std::uint64_t> offsets(offs[0]);
   check_status(H5Dread(done_ds, H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, done.data()),
                "reading /progress/done");
   check_status(H5Dread(off_ds, H5T_NATIVE_UINT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, offsets.data()),
