@@ -11,7 +11,9 @@ TDSOLVE_PACKAGES=(
 )
 # Only jobs/run-tests.sh installs these: a real one-node Slurm for the job
 # scripts' test (e2e.slurm); a user's setup does not need Slurm daemons.
-TDSOLVE_TEST_PACKAGES=(slurmctld slurmd slurm-client munge)
+TDSOLVE_TEST_PACKAGES=(slurmctld slurmd slurm-client munge
+  python3-venv python3-wheel  # e2e.package: pip-installs python/ into a venv (setuptools 66 needs wheel)
+)
 
 as_root() {
   if [ "$(id -u)" = 0 ]; then "$@"

@@ -1,0 +1,26 @@
+"""Read tdsolve result files fast.
+
+    import tdsolve
+
+    with tdsolve.open("d.h5") as r:          # tdsolve edm; IncompleteResult unless complete
+        r.n, r.shape, len(r)                 # n points; (C(n,2),) condensed values
+        v = r[1000:2000]                     # the condensed vector, NumPy-style
+        band = r.rows(100, 200)              # rows 100..199 of the n x n matrix
+        B = r.block((0, 50), (500, 600))     # rows 0..49 x columns 500..599
+        for offset, values in r.iter_chunks():   # out of core, chunk by chunk
+            ...
+
+    tdsolve.check("d.h5").exit_code          # 0, 3 or 1: as `tdsolve info d.h5`
+
+`python3 -m tdsolve FILE.h5` prints the verdict and exits as `tdsolve info`.
+"""
+from ._result import (CrossResult, EdmResult, HistResult, IncompleteResult, Result, UnreadableResult, open,
+                      pair_index)
+from ._verdict import (COMPLETE, INCOMPLETE, INCONSISTENT, NOT_A_RESULT, UNREADABLE, Verdict, check,
+                       pair_count)
+
+__version__ = "0.1.0"
+
+__all__ = ["open", "check", "Verdict", "Result", "EdmResult", "CrossResult", "HistResult", "IncompleteResult",
+           "UnreadableResult", "pair_index", "pair_count", "COMPLETE", "INCOMPLETE", "INCONSISTENT",
+           "NOT_A_RESULT", "UNREADABLE"]

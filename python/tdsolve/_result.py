@@ -1,0 +1,644 @@
+"""Result objects: EdmResult, CrossResult, HistResult."""
+import numbers
+import os
+
+import numpy as np
+
+from . import _verdict
+from ._read import RunReader
+
+
+class IncompleteResult(RuntimeError):
+    """The file is not a complete tdsolve result: chunks missing, records
+    that disagree, or not a tdsolve result at all (`tdsolve info` exit 3).
+    .verdict says which."""
+
+    def __init__(self, message, verdict=None):
+        super().__init__(message)
+        self.verdict = verdict
+
+
+class UnreadableResult(OSError):
+    """The file cannot be read (`tdsolve info` exit 1): missing, not HDF5,
+    truncated, or a record that cannot be read. .verdict has the details."""
+
+    def __init__(self, message, verdict=None):
+        super().__init__(message)
+        self.verdict = verdict
+
+
+def pair_index(n, i, j):
+    """Position of pair (i, j), i != j, in the condensed vector of n points."""
+    i, j = int(i), int(j)
+    if i == j or not (0 <= i < n and 0 <= j < n):
+        raise IndexError(f"pair ({i}, {j}) is not a pair of distinct points of {n}")
+    if i > j:
+        i, j = j, i
+    return n * i - i * (i + 1) // 2 + j - i - 1
+
+
+def _row_start(n, i):
+    """Condensed position of pair (i, i+1): i*(2n - i - 1)/2 (arrays too)."""
+    return i * (2 * n - i - 1) // 2
+
+
+def _text(v):
+    return v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)
+
+
+def _attrs(obj):
+    out = {}
+    for k in obj.attrs:
+        try:
+            v = obj.attrs[k]
+        except Exception:  # a type h5py cannot read
+            continue
+        out[k] = _text(v) if isinstance(v, bytes) else v
+    return out
+
+
+def _one(v):
+    """The value of a one-element attribute (scalar or [x]), else None."""
+    if v is None:
+        return None
+    a = np.asarray(v)
+    return a.reshape(-1)[0] if a.size == 1 else None
+
+
+def _int(v):
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (numbers.Integral, np.integer)):
+        raise TypeError
+    return int(v)
+
+
+def _range(r, size, what):
+    """A range argument (slice with step 1, range, (start, stop), None) as (start, stop)."""
+    if r is None:
+        return 0, size
+    if isinstance(r, range):
+        if r.step != 1:
+            raise ValueError(f"{what} must be a range with step 1, not {r}")
+        r = slice(r.start, r.stop)
+    elif isinstance(r, (tuple, list)) and len(r) == 2:
+        r = slice(r[0], r[1])
+    if not isinstance(r, slice):
+        raise TypeError(f"{what} must be a range: a slice (a:b), range(a, b) or (a, b), not {r!r}")
+    a, b, step = r.indices(size)
+    if step != 1:
+        raise ValueError(f"{what} must be a range with step 1 (use r[...] for steps)")
+    return a, max(a, b)
+
+
+def _axis(key, size):
+    """One axis of an index: ("int", i) | ("slice", start, count, step) |
+    ("array", positions (int64, any shape))."""
+    if key is None:
+        raise TypeError("None (numpy.newaxis) is not supported")
+    try:
+        i = _int(key)
+    except TypeError:
+        pass
+    else:
+        if not -size <= i < size:
+            raise IndexError(f"index {i} is out of bounds for size {size}")
+        return ("int", i % size)
+    if isinstance(key, slice):
+        start, stop, step = key.indices(size)
+        return ("slice", start, len(range(start, stop, step)), step)
+    a = np.asarray(key)
+    if a.dtype == bool:
+        if a.shape != (size,):
+            raise IndexError(f"boolean index of shape {a.shape} does not match size {size}")
+        return ("array", np.flatnonzero(a))
+    if a.size == 0:
+        return ("array", a.astype(np.int64))
+    if a.dtype.kind not in "iu":
+        raise IndexError(f"arrays used as indices must be of integer or boolean type, not {a.dtype}")
+    a = a.astype(np.int64)
+    if a.min() < -size or a.max() >= size:
+        raise IndexError(f"index out of bounds for size {size}")
+    return ("array", np.where(a < 0, a + size, a))
+
+
+def _split_key(key, ndim):
+    """A NumPy index as a list of ndim per-axis keys."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    if sum(k is Ellipsis for k in key) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    if any(k is Ellipsis for k in key):
+        e = next(i for i, k in enumerate(key) if k is Ellipsis)
+        fill = ndim - (len(key) - 1)
+        key = key[:e] + (slice(None),) * max(fill, 0) + key[e + 1:]
+    if len(key) > ndim:
+        raise IndexError(f"too many indices: the result is {ndim}-D")
+    return list(key) + [slice(None)] * (ndim - len(key))
+
+
+def _runs_of(sorted_unique):
+    """Runs of consecutive values of a sorted unique int64 array: (starts, lengths)."""
+    if len(sorted_unique) == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    brk = np.flatnonzero(np.diff(sorted_unique) != 1) + 1
+    first = np.concatenate(([0], brk))
+    last = np.concatenate((brk, [len(sorted_unique)]))
+    return sorted_unique[first], last - first
+
+
+class Result:
+    """An open tdsolve result file; made by tdsolve.open().
+
+    Common: kind ("edm", "cross", "hist"), path (the file read), verdict
+    (tdsolve.Verdict), complete, status(), chunks, chunks_done, metric,
+    precision, features, dtype, attrs (the result dataset's attributes),
+    file_attrs (the root's: command, version, input, ...), shape, len(),
+    r[...], close() (or use `with`)."""
+
+    kind = None
+    _dataset = None
+
+    def __init__(self, f, verdict, access="auto"):
+        if access not in ("auto", "mmap", "hdf5"):
+            raise ValueError(f"access must be 'auto', 'mmap' or 'hdf5', not {access!r}")
+        self._f = f
+        self.verdict = verdict
+        self.path = verdict.file
+        self.access = access
+        d = f[verdict.dataset]
+        self._d = d
+        self.attrs = _attrs(d)
+        self.file_attrs = _attrs(f)
+        a = self.attrs
+        self.metric = _text(a["metric"]) if "metric" in a else None
+        self.precision = _text(a["precision"]) if "precision" in a else None
+        features = _one(a.get("features"))
+        self.features = int(features) if features is not None else None
+        self.dtype = d.dtype
+        self.chunks, self.chunks_done = verdict.chunks, verdict.chunks_done
+        self._reader = None
+        if access == "mmap" and self.kind != "hist":
+            self._runs()  # says now if the file cannot be mapped
+
+    # --- status ------------------------------------------------------------
+
+    @property
+    def complete(self):
+        return self.verdict.status == _verdict.COMPLETE
+
+    @property
+    def problem(self):
+        """Why the records disagree (inconsistent files), else None."""
+        v = self.verdict
+        return v.message.split(": ", 1)[1] if v.status == _verdict.INCONSISTENT else None
+
+    def status(self):
+        return self.verdict.message
+
+    def done_chunks(self):
+        """[(first, last) flat offsets of each chunk flagged done]."""
+        done, off = self.verdict._done, self.verdict._offsets
+        return [(int(off[c]), int(off[c + 1])) for c in range(len(done)) if done[c] == 1]
+
+    # --- shape and [] --------------------------------------------------------
+
+    @property
+    def shape(self):
+        return tuple(int(s) for s in self._d.shape)
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def size(self):
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def __len__(self):
+        return self.shape[0]
+
+    def _runs(self):
+        if self._reader is None:
+            self._reader = RunReader(self._d, self.access)
+        return self._reader
+
+    def __getitem__(self, key):
+        return self._d[key]
+
+    # --- wrong kind: a TypeError that says what to use -----------------------
+
+    _hints = {"edm": "r[...], rows(), block(), square(), pair(), iter_chunks()",
+              "cross": "r[...], rows(), block(), matrix(), iter_chunks()",
+              "hist": "counts, edges, underflow, overflow, rdf, r[...] (the counts)"}
+
+    def _wrong(self, what, kinds):
+        raise TypeError(f"{self.path}: {what} is for tdsolve {' and '.join(kinds)} results; this is a {self.kind} "
+                        f"result (use {self._hints[self.kind]})")
+
+    def condensed(self):
+        self._wrong("condensed()", ["edm"])
+
+    def square(self, max_bytes=None):
+        self._wrong("square()", ["edm"])
+
+    def pair(self, i, j):
+        self._wrong("pair()", ["edm"])
+
+    def row(self, i):
+        self._wrong("row()", ["edm"])
+
+    def rows(self, i0, i1):
+        self._wrong("rows()", ["edm", "cross"])
+
+    def block(self, I, J):  # noqa: E741
+        self._wrong("block()", ["edm", "cross"])
+
+    def iter_chunks(self, done_only=True):
+        self._wrong("iter_chunks()", ["edm", "cross"])
+
+    def matrix(self):
+        self._wrong("matrix()", ["cross"])
+
+    # --- life ---------------------------------------------------------------
+
+    def close(self):
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
+        if self._f is not None:
+            self._f.close()
+            self._f = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            if self._reader is not None:
+                self._reader.close()
+        except Exception:
+            pass
+
+    def _describe(self):
+        return ""
+
+    def __repr__(self):
+        state = "closed" if self._f is None else self.verdict.status
+        return f"<tdsolve {self.kind} result {self.path!r}: {self._describe()}, {state}>"
+
+
+class EdmResult(Result):
+    """`tdsolve edm`: the C(n,2) distances of n points, condensed.
+
+    n: the number of points; shape == (C(n,2),); r[...] indexes the condensed
+    vector (ints, slices with any step, integer or boolean arrays; always
+    through contiguous reads). rows(i0, i1), block(I, J), square() and
+    pair(i, j) read the n x n matrix (zero diagonal); iter_chunks() walks the
+    file's chunks."""
+
+    kind = "edm"
+
+    def __init__(self, f, verdict, access="auto"):
+        super().__init__(f, verdict, access)
+        n = _one(self.attrs.get("n"))
+        if n is None:
+            raise IncompleteResult(f"{self.path}: /distances has no single `n` attribute", verdict)
+        self.n = int(n)
+
+    def _describe(self):
+        return f"n={self.n}, {self.metric} {self.precision}"
+
+    @property
+    def shape(self):
+        return (int(self._d.shape[0]),) if self._d.ndim == 1 else tuple(self._d.shape)
+
+    # --- the condensed vector -------------------------------------------------
+
+    def __getitem__(self, key):
+        (k,) = _split_key(key, 1)
+        N = self.shape[0]
+        ax = _axis(k, N)
+        rr = self._runs()
+        if ax[0] == "int":
+            return rr.contiguous(ax[1], ax[1] + 1)[0]
+        if ax[0] == "slice":
+            _, start, count, step = ax
+            if count == 0:
+                return np.empty(0, dtype=rr.dtype)
+            if step == 1:
+                return rr.contiguous(start, start + count)
+            if step > 0:
+                return rr.strided(start, count, step)
+            first = start + (count - 1) * step  # the lowest position
+            return rr.strided(first, count, -step)[::-1].copy()
+        idx = ax[1]
+        if idx.size == 0:
+            return np.empty(idx.shape, dtype=rr.dtype)
+        u, inv = np.unique(idx.reshape(-1), return_inverse=True)
+        starts, lengths = _runs_of(u)
+        buf, offs = rr.runs(starts, lengths)  # disjoint sorted runs: buf holds u in order
+        return buf[inv].reshape(idx.shape)
+
+    def condensed(self):
+        """All C(n,2) values in SciPy's condensed order (as pdist)."""
+        return self[:]
+
+    def pair(self, i, j):
+        """Distance between points i and j (0 when i == j)."""
+        i, j = int(i), int(j)
+        if i == j:
+            if not 0 <= i < self.n:
+                raise IndexError(f"point {i} is not one of {self.n}")
+            return self.dtype.type(0)
+        return self[pair_index(self.n, i, j)]
+
+    # --- the square matrix ------------------------------------------------------
+
+    def block(self, I, J):  # noqa: E741
+        """Rows I x columns J of the n x n matrix (zero diagonal); I and J are
+        ranges: a:b slices, range(a, b) or (a, b). Reads each needed value once,
+        in contiguous runs."""
+        n = self.n
+        i0, i1 = _range(I, n, "I")
+        j0, j1 = _range(J, n, "J")
+        h, w = i1 - i0, j1 - j0
+        rr = self._runs()
+        out = np.zeros((h, w), dtype=rr.dtype)
+        if h == 0 or w == 0:
+            return out
+        # Upper part, j > i: row i's pairs (i, js..j1-1) are one run.
+        ii = np.arange(i0, i1, dtype=np.int64)
+        js = np.maximum(j0, ii + 1)
+        ul = np.maximum(j1 - js, 0)
+        us = _row_start(n, ii) + (js - ii - 1)
+        # Lower part, j < i: D[i, j] = D[j, i], and pairs (j, is..i1-1) of row j are one run.
+        jj = np.arange(j0, j1, dtype=np.int64)
+        is_ = np.maximum(i0, jj + 1)
+        ll = np.maximum(i1 - is_, 0)
+        ls = _row_start(n, jj) + (is_ - jj - 1)
+        buf, offs = rr.runs(np.concatenate((us, ls)), np.concatenate((ul, ll)))
+        uo, lo = offs[:h], offs[h:]
+        _scatter(out, buf, rows=ii - i0, first=js - j0, offs=uo, lengths=ul, along=1)
+        _scatter(out.T, buf, rows=jj - j0, first=is_ - i0, offs=lo, lengths=ll, along=1)
+        return out
+
+    def rows(self, i0, i1):
+        """Rows i0..i1-1 of the n x n matrix: an (i1-i0) x n array (zeros at (i, i))."""
+        return self.block(slice(i0, i1), slice(0, self.n))
+
+    def row(self, i):
+        """Distances from point i to every point (n values, 0 at i)."""
+        i = int(i)
+        if not 0 <= i < self.n:
+            raise IndexError(f"point {i} is not one of {self.n}")
+        return self.rows(i, i + 1)[0]
+
+    def square(self, max_bytes=1 << 30):
+        """The n x n matrix, as scipy.spatial.distance.squareform(r[:]).
+
+        Refused when it would take more than max_bytes (1 GiB unless you say
+        otherwise; None: no limit): read parts with rows(), block() or
+        iter_chunks() instead."""
+        n = self.n
+        need = n * n * np.dtype(self.dtype).itemsize
+        if max_bytes is not None and need > max_bytes:
+            raise ValueError(f"{self.path}: square() of n = {n} points would allocate {_size(need)} "
+                             f"(n x n {np.dtype(self.dtype).name}), more than max_bytes = {_size(max_bytes)}; "
+                             "pass square(max_bytes=None) (or a larger limit) if you mean it, or read parts "
+                             "with rows(i0, i1), block(I, J) or iter_chunks()")
+        try:
+            from scipy.spatial.distance import squareform
+        except ImportError:
+            return self.block(slice(0, n), slice(0, n))
+        return squareform(self[:], checks=False)
+
+    # --- chunks -------------------------------------------------------------------
+
+    def iter_chunks(self, done_only=True):
+        """Yields (offset, values) for each chunk of the file, in order:
+        values = r[offset:offset + len(values)] (condensed positions). With
+        done_only (the default) only chunks flagged done (all, in a complete
+        file)."""
+        done, off = self.verdict._done, self.verdict._offsets
+        rr = self._runs()
+        for c in range(len(done)):
+            if done_only and done[c] != 1:
+                continue
+            a, b = int(off[c]), int(off[c + 1])
+            yield a, rr.contiguous(a, b)
+
+
+class CrossResult(Result):
+    """`tdsolve cross`: the M x K matrix of distances between two point sets.
+
+    shape == (M, K); n is None; r[...] indexes the matrix (ints, slices with
+    any step, integer or boolean arrays per axis); rows(i0, i1), block(I, J),
+    matrix(), iter_chunks()."""
+
+    kind = "cross"
+    n = None
+
+    def _describe(self):
+        return f"{self.shape[0]} x {self.shape[1]}, {self.metric} {self.precision}"
+
+    def __getitem__(self, key):
+        kr, kc = _split_key(key, 2)
+        M, K = self.shape
+        ar, ac = _axis(kr, M), _axis(kc, K)
+        basic = all(a[0] == "int" or (a[0] == "slice" and a[3] > 0) for a in (ar, ac))
+        if basic:  # h5py hyperslabs (regular, with strides)
+            return self._d[_h5key(ar), _h5key(ac)]
+        rows, rshape = _positions(ar)
+        cols, cshape = _positions(ac)
+        out = np.empty((len(rows), len(cols)), dtype=self._d.dtype.newbyteorder("="))
+        if out.size:
+            u, inv = np.unique(rows, return_inverse=True)
+            c0, c1 = int(cols.min()), int(cols.max()) + 1
+            pick = cols - c0
+            whole = np.array_equal(pick, np.arange(len(cols)))
+            got = np.empty((len(u), len(cols)), dtype=out.dtype)
+            starts, lengths = _runs_of(u)
+            per = max(1, (64 << 20) // max(1, (c1 - c0) * out.itemsize))  # rows per read: ~64 MB bands
+            k = 0
+            for s, L in zip(starts.tolist(), lengths.tolist()):
+                for r0 in range(s, s + L, per):
+                    r1 = min(r0 + per, s + L)
+                    band = self._d[r0:r1, c0:c1]
+                    got[k:k + r1 - r0] = band if whole else band[:, pick]
+                    k += r1 - r0
+            out = got[inv]
+        return out.reshape(rshape + cshape)
+
+    def rows(self, i0, i1):
+        """Rows i0..i1-1: an (i1-i0) x K array."""
+        a, b = _range(slice(i0, i1), self.shape[0], "rows")
+        return self._d[a:b]
+
+    def block(self, I, J):  # noqa: E741
+        """Rows I x columns J (ranges: a:b, range(a, b) or (a, b))."""
+        i0, i1 = _range(I, self.shape[0], "I")
+        j0, j1 = _range(J, self.shape[1], "J")
+        return self._d[i0:i1, j0:j1]
+
+    def matrix(self):
+        """The whole M x K matrix, as scipy.spatial.distance.cdist(A, B)."""
+        return self._d[()]
+
+    def iter_chunks(self, done_only=True):
+        """Yields (first_row, values) for each chunk of the file, in order:
+        values = r[first_row:first_row + len(values)], whole rows. With
+        done_only (the default) only chunks flagged done."""
+        done, off = self.verdict._done, self.verdict._offsets
+        K = self.shape[1]
+        rr = self._runs()
+        for c in range(len(done)):
+            if done_only and done[c] != 1:
+                continue
+            a, b = int(off[c]), int(off[c + 1])
+            yield a // K, rr.contiguous(a, b).reshape(-1, K)
+
+
+class HistResult(Result):
+    """`tdsolve hist`: pair counts per bin.
+
+    n: the number of points; counts, edges (as numpy.histogram), underflow,
+    overflow, rdf (with --box, else None), volume, bins, range, pairs,
+    binning, box; shape == (bins,), r[...] indexes the counts."""
+
+    kind = "hist"
+
+    def __init__(self, f, verdict, access="auto"):
+        super().__init__(f, verdict, access)
+        a = self.attrs
+
+        def scalar(name, conv, default=None):
+            v = _one(a.get(name))
+            return conv(v) if v is not None else default
+
+        self.n = scalar("n", int)
+        self.bins = scalar("bins", int, int(self._d.shape[0]) if self._d.ndim == 1 else None)
+        lo, hi = scalar("range_lo", float), scalar("range_hi", float)
+        self.range = (lo, hi) if lo is not None and hi is not None else None
+        self.pairs = scalar("pairs", int)
+        self.binning = _text(a["binning"]) if "binning" in a else None
+        self.box = tuple(float(s) for s in _text(a["box"]).split(",")) if "box" in a else None
+
+    def _describe(self):
+        lo, hi = self.range or (None, None)
+        return f"n={self.n}, {self.bins} bins over [{lo}, {hi}], {self.metric} {self.precision}"
+
+    @property
+    def counts(self):
+        """int64[bins]: pairs per bin, as numpy.histogram(values, bins, range)[0]."""
+        return self._d[()]
+
+    @property
+    def edges(self):
+        """float64[bins+1] = numpy.linspace(lo, hi, bins+1)."""
+        return self._f["edges"][()]
+
+    @property
+    def underflow(self):
+        """Pairs whose distance is below range[0]."""
+        return int(self._f["underflow"][()])
+
+    @property
+    def overflow(self):
+        """Pairs whose distance is above range[1]."""
+        return int(self._f["overflow"][()])
+
+    @property
+    def rdf(self):
+        """float64[bins]: the radial distribution function (with --box), else None."""
+        return self._f["rdf"][()] if "rdf" in self._f else None
+
+    @property
+    def volume(self):
+        """The box volume L1*...*Ld (with --box), else None."""
+        return float(self._f["rdf"].attrs["volume"]) if "rdf" in self._f else None
+
+
+def _positions(ax):
+    """Per-axis positions (output order) and the output dims of that axis."""
+    if ax[0] == "int":
+        return np.array([ax[1]], dtype=np.int64), ()
+    if ax[0] == "slice":
+        _, start, count, step = ax
+        return start + step * np.arange(count, dtype=np.int64), (count,)
+    return ax[1].reshape(-1), ax[1].shape
+
+
+def _h5key(ax):
+    """An "int" or positive-step "slice" axis as h5py takes it."""
+    if ax[0] == "int":
+        return ax[1]
+    _, start, count, step = ax
+    return slice(start, start + (count - 1) * step + 1 if count else start, step)
+
+
+def _scatter(out, buf, rows, first, offs, lengths, along):
+    """out[rows[k], first[k]:first[k]+lengths[k]] = buf[offs[k]:...] for
+    every run k (out may be a transposed view)."""
+    keep = np.flatnonzero(lengths > 0)
+    if len(keep) == 0:
+        return
+    rows, first, offs, lengths = rows[keep], first[keep], offs[keep], lengths[keep]
+    # Runs of one common (first, length) with short length: one fancy assignment per batch.
+    L0, f0 = int(lengths[0]), int(first[0])
+    same = (lengths == L0) & (first == f0)
+    if L0 < 512 and np.count_nonzero(same) > 8:
+        sel = np.flatnonzero(same)
+        ar = np.arange(L0, dtype=np.int64)
+        per = max(1, (1 << 22) // max(L0, 1))
+        for b in range(0, len(sel), per):
+            s = sel[b:b + per]
+            out[rows[s], f0:f0 + L0] = buf[offs[s][:, None] + ar]
+        rest = np.flatnonzero(~same)
+    else:
+        rest = np.arange(len(rows))
+    for k in rest.tolist():
+        r, f, o, L = int(rows[k]), int(first[k]), int(offs[k]), int(lengths[k])
+        out[r, f:f + L] = buf[o:o + L]
+
+
+def _size(b):
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB"):
+        if b < 1024 or unit == "TiB":
+            return f"{b:.0f} {unit}" if unit == "bytes" else f"{b:.1f} {unit}"
+        b /= 1024
+
+
+_CLASSES = {"edm": EdmResult, "cross": CrossResult, "hist": HistResult}
+
+
+def open(path, require_complete=True, access="auto", _classes=None):  # noqa: A001
+    """Opens a tdsolve result (edm, cross or hist) for reading.
+
+    Raises IncompleteResult unless the file is complete by the rules of
+    `tdsolve info` (pass require_complete=False to read a partial file), and
+    UnreadableResult (an OSError) when it cannot be read. A run writes
+    FILE.h5.partial and renames it to FILE.h5 when it is complete: with only
+    the .partial there, open("FILE.h5") raises IncompleteResult naming it,
+    or, with require_complete=False, opens the .partial.
+
+    access: "auto" (memory-map the values where the layout allows: fastest),
+    "mmap" (insist) or "hdf5" (HDF5 reads only)."""
+    path = os.fspath(path)
+    verdict, f = _verdict.inspect(path, keep_open=True)
+    if verdict.status == _verdict.UNREADABLE:
+        raise UnreadableResult(f"{path}: {verdict.message}", verdict)
+    try:
+        if verdict.file != path and require_complete:
+            raise IncompleteResult(f"{path} is not finished yet: its run is in {verdict.file} "
+                                   f"({verdict.message}; resume it with tdsolve ... --resume)", verdict)
+        if verdict.status == _verdict.NOT_A_RESULT or (require_complete and not verdict.complete):
+            raise IncompleteResult(f"{verdict.file}: {verdict.message}", verdict)
+        if verdict.dataset is None:  # inconsistent before the kind was known
+            raise IncompleteResult(f"{verdict.file}: {verdict.message}", verdict)
+        cls = (_classes or _CLASSES)[verdict.kind]
+        return cls(f, verdict, access)
+    except BaseException:
+        f.close()
+        raise

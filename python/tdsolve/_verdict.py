@@ -1,0 +1,400 @@
+"""Is a tdsolve result file complete? The rules of `tdsolve info`.
+
+This is a port of io/info.cpp (describe_result, describe_file,
+describe_hist), check for check and in the same order, so that for any file
+`tdsolve.check(path).exit_code` is the exit status of `tdsolve info path`:
+
+    0  complete
+    3  incomplete, inconsistent (its records disagree), or not a tdsolve result
+    1  unreadable (no such file, not HDF5, truncated, or a read that fails)
+
+Where `tdsolve info` reads a record with HDF5's type conversion (an integer
+attribute read as uint64, /progress/done as uint8, ...) so does this, through
+h5py's low-level API and the same libhdf5, so conversions agree.
+
+Where info.cpp has no defined behaviour (an attribute it reads as a scalar
+holds an array, a /progress dataset with more than one dimension: it reads
+past its buffer), the file is called inconsistent here.
+"""
+import os
+
+import h5py
+import numpy as np
+from h5py import h5a, h5s, h5t
+
+COMPLETE = "complete"
+INCOMPLETE = "incomplete"
+INCONSISTENT = "inconsistent"
+NOT_A_RESULT = "not a result"
+UNREADABLE = "unreadable"
+
+EXIT_CODES = {COMPLETE: 0, INCOMPLETE: 3, INCONSISTENT: 3, NOT_A_RESULT: 3, UNREADABLE: 1}
+
+_M64 = 1 << 64  # info.cpp counts in uint64 and wraps
+
+
+def pair_count(n):
+    """C(n,2), modulo 2**64 as mapping::pair_count."""
+    return 0 if n < 2 else (n * (n - 1) // 2) % _M64
+
+
+class Verdict:
+    """What `tdsolve info` would say of a file.
+
+    status: "complete", "incomplete", "inconsistent", "not a result" or
+    "unreadable"; exit_code: info's exit status (0, 3 or 1); message: one
+    line; path: the path asked about; file: the file actually read (path, or
+    path + ".partial" when only that exists); kind: "edm", "cross", "hist" or
+    None; chunks, chunks_done: from /progress (None when not read)."""
+
+    __slots__ = ("status", "message", "path", "file", "kind", "dataset", "chunks", "chunks_done", "_done",
+                 "_offsets")
+
+    def __init__(self, status, message, path, file, kind=None, dataset=None, done=None, offsets=None):
+        self.status, self.message, self.path, self.file = status, message, path, file
+        self.kind, self.dataset = kind, dataset
+        self._done, self._offsets = done, offsets
+        self.chunks = None if done is None else len(done)
+        self.chunks_done = None if done is None else int(np.count_nonzero(done == 1))
+
+    @property
+    def exit_code(self):
+        return EXIT_CODES[self.status]
+
+    @property
+    def complete(self):
+        return self.status == COMPLETE
+
+    def __str__(self):
+        return self.message
+
+    def __repr__(self):
+        return f"Verdict({self.status!r}, {self.message!r}, file={self.file!r})"
+
+
+class _Unreadable(Exception):
+    """Where info.cpp throws (its exit status 1)."""
+
+
+class _Inconsistent(Exception):
+    """Where info.cpp has undefined behaviour; we call the file inconsistent."""
+
+
+# --- HDF5 primitives, as io/h5.cpp and io/info.cpp use them ---------------
+
+
+def _exists(f, name):
+    """H5Lexists(file, name) > 0 (false also where H5Lexists fails)."""
+    try:
+        return bool(f.id.links.exists(name.encode()))
+    except Exception:
+        return False
+
+
+def _dataset(f, name):
+    """H5Dopen2, which fails (info: exit 1) on a group or a dangling link."""
+    try:
+        obj = f[name]
+    except Exception as e:
+        raise _Unreadable(f"cannot open /{name}: {e}") from None
+    if not isinstance(obj, h5py.Dataset):
+        raise _Unreadable(f"/{name} is not a dataset")
+    return obj
+
+
+def _group(f, name):
+    try:
+        obj = f[name]
+    except Exception as e:
+        raise _Unreadable(f"cannot open /{name}: {e}") from None
+    if not isinstance(obj, h5py.Group):
+        raise _Unreadable(f"/{name} is not a group")
+    return obj
+
+
+def _has_attr(obj, name):
+    return bool(h5a.exists(obj.id, name.encode()))
+
+
+def _elements(shape):
+    """Number of elements of a dataspace (h5py: None for a null one)."""
+    return 0 if shape is None else int(np.prod(shape, dtype=np.int64))
+
+
+def _attr_number(obj, name, mtype, dtype):
+    """H5Aread(attr, mtype, &scalar): HDF5 converts, or fails (exit 1). An
+    attribute of one element reads as that; of none leaves info's 0; of
+    more, info.cpp writes past its variable (undefined: inconsistent here)."""
+    aid = h5a.open(obj.id, name.encode())
+    count = _elements(aid.shape)
+    if count > 1:
+        raise _Inconsistent(f"attribute `{name}` of {obj.name} is not a single value")
+    v = np.zeros(aid.shape if aid.shape is not None else (), dtype=dtype)
+    try:
+        aid.read(v, mtype=mtype)
+    except Exception as e:
+        raise _Unreadable(f"cannot read attribute `{name}` of {obj.name} as a number: {e}") from None
+    return v.reshape(-1)[0] if count == 1 else dtype(0)
+
+
+def _attr_u64(obj, name):
+    return int(_attr_number(obj, name, h5t.NATIVE_UINT64, np.uint64))
+
+
+def _attr_f64(obj, name):
+    return float(_attr_number(obj, name, h5t.NATIVE_DOUBLE, np.float64))
+
+
+def _attr_string(obj, name):
+    """read_attr_string: "(not a string)" for a number."""
+    aid = h5a.open(obj.id, name.encode())
+    if aid.get_type().get_class() != h5t.STRING:
+        return "(not a string)"
+    count = _elements(aid.shape)
+    if count > 1:
+        raise _Inconsistent(f"attribute `{name}` of {obj.name} is not a single value")
+    if count == 0:
+        return ""
+    v = np.asarray(obj.attrs[name], dtype=object).reshape(-1)[0]
+    return v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)
+
+
+def _read_all(ds, mtype, dtype):
+    """H5Dread(ds, mtype, H5S_ALL, ...) of every element, converted by HDF5."""
+    shape = ds.shape
+    if shape is None:  # a null dataspace: no element
+        return np.zeros(0, dtype=dtype)
+    out = np.empty(shape, dtype=dtype)
+    if out.size:
+        try:
+            ds.id.read(h5s.ALL, h5s.ALL, out, mtype=mtype)
+        except Exception as e:
+            raise _Unreadable(f"reading {ds.name}: {e}") from None
+    return out
+
+
+def _dims(ds):
+    """dataset_shape(): () for a scalar or null dataspace."""
+    return tuple(ds.shape) if ds.shape is not None else ()
+
+
+def _progress_length(ds):
+    """/progress/done or /offsets as info.cpp reads it: every element into a
+    vector of dims[0] values. A scalar has no buffer there (its H5Dread
+    fails: exit 1); more elements than dims[0] (a 2-D array) overflow it
+    (undefined: inconsistent here); trailing dimensions of 1 read as 1-D."""
+    dims = _dims(ds)
+    if len(dims) == 0 and ds.shape is not None:
+        raise _Unreadable(f"reading {ds.name}: a scalar, not a list (no output buffer)")
+    n0 = dims[0] if dims else 0
+    if _elements(ds.shape) > n0:
+        raise _Inconsistent(f"{ds.name} is not 1-D")
+    return n0
+
+
+def _progress_values(ds, n0, mtype, dtype):
+    values = _read_all(ds, mtype, dtype).reshape(-1)
+    out = np.zeros(n0, dtype=dtype)
+    out[:len(values)] = values
+    return out
+
+
+# --- the checks -----------------------------------------------------------
+
+
+def _missing_ranges(done):
+    parts, c, shown = [], 0, 0
+    while c < len(done):
+        if done[c]:
+            c += 1
+            continue
+        e = c
+        while e + 1 < len(done) and not done[e + 1]:
+            e += 1
+        if shown == 8:
+            parts.append("...")
+            break
+        shown += 1
+        parts.append(f"{c}-{e}" if e > c else f"{c}")
+        c = e + 1
+    return ", ".join(parts)
+
+
+def _describe_hist(f, counts, dims):
+    """(problem, total, binned) as describe_hist."""
+    n = _attr_u64(counts, "n") if _has_attr(counts, "n") else 0
+    total = pair_count(n)
+    if len(dims) != 1:
+        return "/counts is not 1-D", total, 0
+    bins = dims[0]
+    if _has_attr(counts, "bins") and _attr_u64(counts, "bins") != bins:
+        return "/counts does not have `bins` values", total, 0
+    if _has_attr(counts, "pairs") and _attr_u64(counts, "pairs") != total:
+        return "the `pairs` attribute is not C(n,2)", total, 0
+    if _has_attr(counts, "range_lo") and _has_attr(counts, "range_hi"):
+        _attr_f64(counts, "range_lo")
+        _attr_f64(counts, "range_hi")
+    if _has_attr(counts, "box"):
+        _attr_string(counts, "box")
+    edges = None
+    if _exists(f, "edges"):
+        e = _dataset(f, "edges")
+        if _dims(e) == (bins + 1,):
+            edges = _read_all(e, h5t.NATIVE_DOUBLE, np.float64)
+    if edges is None:
+        return "/edges does not hold bins+1 values", total, 0
+
+    def scalar_i64(name):
+        if not _exists(f, name):
+            return None
+        ds = _dataset(f, name)
+        if _dims(ds) != ():
+            return None
+        if ds.shape is None:  # a null dataspace reads nothing: info keeps its 0
+            return 0
+        return int(_read_all(ds, h5t.NATIVE_INT64, np.int64)[()])
+
+    under = scalar_i64("underflow")
+    over = scalar_i64("overflow") if under is not None else None
+    if under is None or over is None:
+        return "no scalar /underflow and /overflow", total, 0
+    values = _read_all(counts, h5t.NATIVE_INT64, np.int64)
+    binned = (int(values.view(np.uint64).sum(dtype=np.uint64)) + under + over) % _M64
+    if _exists(f, "rdf"):
+        _dataset(f, "rdf")
+    return None, total, binned
+
+
+def _check_open(f, path, file):
+    """The verdict on an open file, as describe_file."""
+    has_progress = _exists(f, "progress") and _exists(f, "progress/done") and _exists(f, "progress/offsets")
+    name = "distances"
+    if has_progress:
+        g = _group(f, "progress")
+        if _has_attr(g, "dataset"):
+            name = _attr_string(g, "dataset")
+        if name.startswith("/"):
+            name = name[1:]
+    if name not in ("distances", "counts") or not _exists(f, name) or not has_progress:
+        return Verdict(NOT_A_RESULT, "not a tdsolve result (no /distances or /counts with /progress)", path, file)
+    if _exists(f, "points"):
+        _dataset(f, "points")
+    values = _dataset(f, name)
+    dims = _dims(values)
+    kind = "hist" if name == "counts" else "cross" if len(dims) == 2 else "edm"
+
+    problem = None
+    total = binned = 0
+    unit = "pairs"
+    if kind == "edm":
+        n = _attr_u64(values, "n") if _has_attr(values, "n") else 0
+        total = dims[0] if len(dims) == 1 else 0
+        if len(dims) != 1:
+            problem = "/distances is not 1-D"
+        elif dims[0] != pair_count(n):
+            problem = "/distances length is not C(n,2)"
+    elif kind == "cross":
+        unit = "values"
+        total = (dims[0] * dims[1]) % _M64
+        if ((_has_attr(values, "rows") and _attr_u64(values, "rows") != dims[0])
+                or (_has_attr(values, "cols") and _attr_u64(values, "cols") != dims[1])):
+            problem = "/distances is not rows x cols"
+    else:
+        problem, total, binned = _describe_hist(f, values, dims)
+
+    done_ds = _dataset(f, "progress/done")
+    off_ds = _dataset(f, "progress/offsets")
+    n_done = _progress_length(done_ds)
+    done = _progress_values(done_ds, n_done, h5t.NATIVE_UINT8, np.uint8)
+    n_off = _progress_length(off_ds)
+    offsets = _progress_values(off_ds, n_off, h5t.NATIVE_UINT64, np.uint64)
+    off = [int(x) for x in offsets]
+
+    if problem is None and (len(off) != len(done) + 1 or not off or off[-1] != total
+                            or any(a > b for a, b in zip(off, off[1:]))):
+        problem = "/progress/offsets does not cover " + ("the C(n,2) pairs" if kind == "hist" else "/distances")
+    complete = int(np.count_nonzero(done == 1))
+    pairs_done = 0
+    for c in range(min(len(done), len(off) - 1)):
+        if done[c]:
+            pairs_done = (pairs_done + off[c + 1] - off[c]) % _M64
+    if problem is None and kind == "hist" and complete == len(done) and binned != total:
+        problem = "counts + underflow + overflow is not C(n,2)"
+
+    def verdict(status, message):
+        return Verdict(status, message, path, file, kind, name, done, offsets)
+
+    if problem is not None:
+        return verdict(INCONSISTENT, f"inconsistent: {problem}")
+    if complete == len(done):
+        return verdict(COMPLETE, f"complete ({complete} of {len(done)} chunks)")
+    if kind == "hist" and complete > 0 and binned != pairs_done:
+        return verdict(INCONSISTENT, "inconsistent: counts + underflow + overflow do not match the finished chunks")
+    pct = 100.0 * pairs_done / total if total else 0.0
+    return verdict(INCOMPLETE, f"INCOMPLETE: {complete} of {len(done)} chunks written ({pct:.1f}% of {unit}); "
+                               f"missing chunks {_missing_ranges(done)}")
+
+
+def _resolve(path):
+    """(file to read, output name) as describe_result: FILE.h5.partial is
+    read when FILE.h5 does not exist."""
+    path = os.fspath(path)
+    if isinstance(path, bytes):
+        path = os.fsdecode(path)
+    suffix = ".partial"
+    is_partial = len(path) > len(suffix) and path.endswith(suffix)
+    output = path[:-len(suffix)] if is_partial else path
+    file = path
+    if not is_partial and not os.path.exists(path) and os.path.exists(output + suffix):
+        file = output + suffix
+    return path, file, output
+
+
+def inspect(path, keep_open=False):
+    """(Verdict, open h5py.File or None). With keep_open, the file stays open
+    when it could be read (the caller closes it)."""
+    path, file, output = _resolve(path)
+
+    def unreadable(why):
+        return Verdict(UNREADABLE, f"unreadable: {why}", path, file)
+
+    if not os.path.exists(file):
+        return unreadable(f"cannot open '{file}': No such file or directory"), None
+    try:
+        if not h5py.h5f.is_hdf5(file.encode()):
+            return unreadable(f"'{file}' is not an HDF5 file"), None
+    except Exception as e:
+        return unreadable(f"'{file}' is not an HDF5 file ({e.__class__.__name__})"), None
+    try:
+        f = h5py.File(file, "r")
+    except Exception as e:
+        return unreadable(f"cannot open '{file}': {e}"), None
+    try:
+        try:
+            v = _check_open(f, path, file)
+        except _Inconsistent as e:
+            v = Verdict(INCONSISTENT, f"inconsistent: {e}", path, file)
+        except _Unreadable as e:
+            v = unreadable(str(e))
+        except (OSError, KeyError, RuntimeError, ValueError, TypeError) as e:
+            v = unreadable(f"{e.__class__.__name__}: {e}")
+        if file != output and v.status == COMPLETE:
+            # Every chunk is flagged, but the run has not renamed it yet.
+            v.status = INCOMPLETE
+            v.message = (f"INCOMPLETE: every chunk is written, but the run has not renamed {file} to {output} "
+                         "(still finishing, or stopped just before)")
+        elif file != path and v.status != UNREADABLE:
+            v.message += f" (read {file}: {path} does not exist yet, its run is unfinished)"
+    except BaseException:
+        f.close()
+        raise
+    if keep_open and v.status != UNREADABLE:
+        return v, f
+    f.close()
+    return v, None
+
+
+def check(path):
+    """The verdict of `tdsolve info path` on a result file, as a Verdict
+    (never raises for a bad file: an unreadable one is status "unreadable")."""
+    return inspect(path)[0]
