@@ -352,10 +352,9 @@ int describe_file(const std::string& path, std::ostream& out, std::string* comma
 }  // namespace
 
 int describe_result(const std::string& path, std::ostream& out) {
-  const std::string suffix = ".partial";
-  const bool is_partial = path.size() > suffix.size() &&
-                          path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0;
-  const std::string output = is_partial ? path.substr(0, path.size() - suffix.size()) : path;
+  const std::string of_partial = output_of_partial(path);
+  const bool is_partial = !of_partial.empty();
+  const std::string output = is_partial ? of_partial : path;
   const std::string partial = partial_path(output);
   struct stat st {};
   std::string file = path;

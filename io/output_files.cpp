@@ -14,8 +14,17 @@
 
 namespace tdsolve::io {
 
+namespace {
+const std::string kPartial = ".partial";
+}
+
 std::string partial_path(const std::string& output) {
-  return output + ".partial";
+  return output + kPartial;
+}
+std::string output_of_partial(const std::string& path) {
+  const bool partial = path.size() > kPartial.size() &&
+                       path.compare(path.size() - kPartial.size(), kPartial.size(), kPartial) == 0;
+  return partial ? path.substr(0, path.size() - kPartial.size()) : "";
 }
 std::string lock_path(const std::string& output) {
   return output + ".lock";

@@ -18,6 +18,8 @@
 namespace tdsolve::io {
 
 std::string partial_path(const std::string& output);
+// The output a FILE.h5.partial belongs to ("" when `path` is no .partial).
+std::string output_of_partial(const std::string& path);
 std::string lock_path(const std::string& output);
 std::string creating_path(const std::string& output);
 

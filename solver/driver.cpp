@@ -94,6 +94,16 @@ LoopResult run_chunks(const mapping::ChunkPlan& plan, const std::vector<unsigned
 
   LoopResult out;
   std::vector<unsigned char> finished(plan.chunks(), 0);
+  // Collective: every chunk done so far, by any rank, now or before this run.
+  const auto all_done = [&] {
+    std::vector<unsigned char> all(plan.chunks(), 0);
+    check_mpi(MPI_Allreduce(finished.data(), all.data(), static_cast<int>(plan.chunks()),
+                            MPI_UNSIGNED_CHAR, MPI_MAX, comm),
+              "MPI_Allreduce (chunks done)");
+    for (index_t c = 0; c < plan.chunks() && c < done.size(); ++c)
+      all[c] |= done[c];
+    return all;
+  };
   backend.reset_timers();
   double last_round = 0, last_checkpoint = MPI_Wtime();
   // Pipeline: chunk i+1 computes while chunk i goes to the sink.
@@ -135,13 +145,7 @@ LoopResult run_chunks(const mapping::ChunkPlan& plan, const std::vector<unsigned
         agreed[3] = {0, 0, 0};
     check_mpi(MPI_Allreduce(want, agreed, 3, MPI_INT, MPI_MAX, comm), "MPI_Allreduce (stop)");
     if (agreed[2] && round + 1 < rounds) {
-      std::vector<unsigned char> so_far(plan.chunks(), 0);
-      check_mpi(MPI_Allreduce(finished.data(), so_far.data(), static_cast<int>(plan.chunks()),
-                              MPI_UNSIGNED_CHAR, MPI_MAX, comm),
-                "MPI_Allreduce (chunks done)");
-      for (index_t k = 0; k < plan.chunks() && k < done.size(); ++k)
-        so_far[k] |= done[k];
-      sink.checkpoint(so_far);
+      sink.checkpoint(all_done());
       last_checkpoint = MPI_Wtime();
     }
     if ((agreed[0] || agreed[1]) && round + 1 < rounds) {
@@ -154,12 +158,7 @@ LoopResult run_chunks(const mapping::ChunkPlan& plan, const std::vector<unsigned
   if (progress) progress->finish();
   out.time.compute = backend.compute_seconds();
   out.time.transfer = backend.transfer_seconds();
-  out.done.assign(plan.chunks(), 0);
-  check_mpi(MPI_Allreduce(finished.data(), out.done.data(), static_cast<int>(plan.chunks()),
-                          MPI_UNSIGNED_CHAR, MPI_MAX, comm),
-            "MPI_Allreduce (chunks done)");
-  for (index_t c = 0; c < plan.chunks() && c < done.size(); ++c)
-    out.done[c] |= done[c];
+  out.done = all_done();
   return out;
 }
 
