@@ -129,11 +129,24 @@ void write_whole(hid_t dset, hid_t mem_type, hid_t xfer, const void* data,
 
 void build_structure(hid_t file, const ResultLayout& L) {
   write_attrs(file, L.root_attrs);
-  {
+  if (!L.result.name.empty()) {
     Hid values =
         create_dataset(file, L.result.name, file_type(L.result.type), L.result.dims, false);
     write_attrs(values, L.result.attrs);
   }
+  Hid progress = group_handle(H5Gcreate2(file, "progress", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+                              "H5Gcreate /progress");
+  const index_t chunks = L.chunk_offsets.size() - 1;
+  write_attr(progress, "chunks", static_cast<std::uint64_t>(chunks));
+  write_attr(progress, "dataset", L.result.name.empty() ? std::string() : "/" + L.result.name);
+  write_attr(progress, "elements", static_cast<std::uint64_t>(L.chunk_offsets.back()));
+  { Hid done = create_dataset(progress, "done", H5T_STD_U8LE, {chunks}, true); }
+  Hid offsets = create_dataset(progress, "offsets", H5T_STD_U64LE, {chunks + 1}, true);
+  static_assert(sizeof(index_t) == sizeof(std::uint64_t), "64-bit offsets");
+  check_status(
+      H5Dwrite(offsets, H5T_NATIVE_UINT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, L.chunk_offsets.data()),
+      "H5Dwrite /progress/offsets");
+  // Extras may live in /progress (the triplets' exact sums).
   for (const DatasetSpec& x : L.extras) {
     Hid d = create_dataset(file, x.name, file_type(x.type), x.dims, true);
     write_attrs(d, x.attrs);
@@ -141,17 +154,6 @@ void build_structure(hid_t file, const ResultLayout& L) {
       check_status(H5Dwrite(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, x.initial.data()),
                    "H5Dwrite " + x.name);
   }
-  Hid progress = group_handle(H5Gcreate2(file, "progress", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
-                              "H5Gcreate /progress");
-  const index_t chunks = L.chunk_offsets.size() - 1;
-  write_attr(progress, "chunks", static_cast<std::uint64_t>(chunks));
-  write_attr(progress, "dataset", "/" + L.result.name);
-  { Hid done = create_dataset(progress, "done", H5T_STD_U8LE, {chunks}, true); }
-  Hid offsets = create_dataset(progress, "offsets", H5T_STD_U64LE, {chunks + 1}, true);
-  static_assert(sizeof(index_t) == sizeof(std::uint64_t), "64-bit offsets");
-  check_status(
-      H5Dwrite(offsets, H5T_NATIVE_UINT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, L.chunk_offsets.data()),
-      "H5Dwrite /progress/offsets");
   if (L.store_points) {
     Hid points =
         create_dataset(file, "points", file_type(L.points_type), {L.points, L.features}, false);
@@ -223,8 +225,9 @@ ResultWriter::ResultWriter(MPI_Comm comm, const ResultLayout& L) : layout_(L) {
                       "cannot open output file '" + L.path + "' for writing");
   xfer_ = plist_handle(H5Pcreate(H5P_DATASET_XFER), "H5Pcreate(transfer)");
   check_status(H5Pset_dxpl_mpio(xfer_, H5FD_MPIO_COLLECTIVE), "H5Pset_dxpl_mpio");
-  values_ = dataset_handle(H5Dopen2(file_, L.result.name.c_str(), H5P_DEFAULT),
-                           "H5Dopen /" + L.result.name);
+  if (!L.result.name.empty())
+    values_ = dataset_handle(H5Dopen2(file_, L.result.name.c_str(), H5P_DEFAULT),
+                             "H5Dopen /" + L.result.name);
   done_ = dataset_handle(H5Dopen2(file_, "progress/done", H5P_DEFAULT), "H5Dopen /progress/done");
   if (L.store_points)
     points_ = dataset_handle(H5Dopen2(file_, "points", H5P_DEFAULT), "H5Dopen /points");
@@ -264,7 +267,7 @@ void ResultWriter::write_points(const void* data) {
 void ResultWriter::close() {
   points_.reset();
   done_.close("H5Dclose /progress/done");
-  values_.close("H5Dclose /" + layout_.result.name);
+  if (values_.valid()) values_.close("H5Dclose /" + layout_.result.name);
   xfer_.reset();
   file_.close("H5Fclose (flushing the output file)");
 }
@@ -308,8 +311,19 @@ ExistingResult read_existing(const std::string& path) {
                  "reading /progress/offsets");
     const std::string name =
         r.dataset.empty() || r.dataset[0] != '/' ? r.dataset : r.dataset.substr(1);
-    Hid values = dataset_handle(H5Dopen2(file, name.c_str(), H5P_DEFAULT), "H5Dopen " + r.dataset);
+    Hid values;
+    if (!name.empty())
+      values = dataset_handle(H5Dopen2(file, name.c_str(), H5P_DEFAULT), "H5Dopen " + r.dataset);
     r.has_points = H5Lexists(file, "points", H5P_DEFAULT) > 0;
+    if (H5Lexists(progress, "sums", H5P_DEFAULT) > 0) {
+      Hid sums = dataset_handle(H5Dopen2(progress, "sums", H5P_DEFAULT), "H5Dopen /progress/sums");
+      const auto shape = dataset_shape(sums);
+      if (shape.size() != 2) throw InputError("/progress/sums is not 2-D");
+      r.sums.resize(shape[0] * shape[1]);
+      r.sums_shape = {shape[0], shape[1]};
+      check_status(H5Dread(sums, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, r.sums.data()),
+                   "reading /progress/sums");
+    }
     if (name == "counts") {
       const auto bins = dataset_shape(values);
       if (bins.size() != 1) throw InputError("/counts is not 1-D");

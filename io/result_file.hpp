@@ -3,12 +3,15 @@
 //   /                 attrs: software, version, command, created, input, ...
 //   /<dataset>        the result: 1-D or 2-D, in the domain's packed order
 //                     (edm: /distances, C(n,2) values; cross: /distances,
-//                     M × K; hist: /counts, written at checkpoints, stops and the end)
+//                     M × K; hist: /counts, written at checkpoints, stops and the end;
+//                     triplet: /triplet_energy, C(n,3) values, or none)
 //   /<extras>         small datasets of a result (hist: /edges, /underflow,
-//                     /overflow, /rdf), written by rank 0
+//                     /overflow, /rdf; triplet: /energy, /energy_per_point,
+//                     /forces, /progress/sums), written by rank 0
 //   /progress/done    uint8[K]: 1 once chunk c's data is written and flushed
 //   /progress/offsets uint64[K+1]: where each chunk starts, in elements of
-//                     the flattened result
+//                     the domain (the flattened result, when there is one);
+//                     attrs chunks, dataset ("" when none), elements
 //   /points           (optional) the n × d input as computed with
 //
 // Rank 0 builds the whole structure in memory and writes it as one file
@@ -53,7 +56,7 @@ struct DatasetSpec {
 
 struct ResultLayout {
   std::string path;                    // where create_result_file writes and ResultWriter opens
-  DatasetSpec result;                  // the chunked result
+  DatasetSpec result;                  // the chunked result (name "": none, only extras)
   std::vector<DatasetSpec> extras;     // small datasets of the result
   std::vector<index_t> chunk_offsets;  // K+1 offsets into the flattened result
   std::vector<Attr> root_attrs;        // identical on every rank
@@ -75,6 +78,8 @@ struct ExistingResult {
   std::vector<unsigned char> done;  // K flags
   bool has_points = false;
   std::vector<std::int64_t> counts;  // hist: /counts, then /underflow, /overflow
+  std::vector<std::int64_t> sums;    // triplets: /progress/sums, row-major
+  std::vector<index_t> sums_shape;   // its shape (slots, limbs)
   index_t chunks_done() const;
   bool complete() const { return chunks_done() == done.size(); }
 };

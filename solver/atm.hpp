@@ -3,7 +3,8 @@
 //
 //     E = ν (1 + 3 cos γ1 cos γ2 cos γ3) / (r12 r23 r31)³,
 //
-// counted only when r12, r23, r31 < cutoff and r12 r23 r31 < cutoff_triple³.
+// counted only when r12, r23, r31 <= cutoff and r12 r23 r31 <= cutoff_triple³
+// (LAMMPS skips a triplet when a distance or the product is larger).
 //
 // Everything follows from the three squared pair distances a = r12²,
 // b = r23², c = r31² (law of cosines: cos γ1 = (a + c − b) / (2√(ac)) at
@@ -18,8 +19,9 @@
 //     F1 = −2 [E_a (x1 − x2) + E_c (x1 − x3)]
 //     F2 = −2 [E_a (x2 − x1) + E_b (x2 − x3)]
 //     F3 = −2 [E_b (x3 − x2) + E_c (x3 − x1)]
-// which sum to zero. This is the physics alone; the triplet command that
-// walks λ3's tiles with it is not built yet (docs/design.md).
+// which sum to zero. Summed over a point's pairs, F_p = −2 Σ_q W_pq (x_p − x_q)
+// with W_pq the sum of ∂E/∂(r_pq²) over the triplets holding the pair: the
+// triplet kernels accumulate W per pair of a tile, not forces per triplet.
 #pragma once
 
 #include <cmath>
@@ -35,11 +37,47 @@ struct AtmTerms {
 };
 
 // Whether the triplet with squared distances a, b, c counts: each distance
-// below `cutoff` (cutoff2 = cutoff²) and the product below cutoff_triple³
-// (triple6 = cutoff_triple⁶). Infinite cutoffs count every triplet.
+// at most `cutoff` (cutoff2 = cutoff²) and r12 r23 r31 at most cutoff_triple³
+// (triple6 = cutoff_triple⁶). Without cutoffs pass the largest finite T for
+// both: then only a product that overflows is skipped (its energy is 0 in T).
 template <typename T>
 TDS_HD bool atm_counts(T a, T b, T c, T cutoff2, T triple6) {
-  return a < cutoff2 && b < cutoff2 && c < cutoff2 && a * b * c < triple6;
+  return a <= cutoff2 && b <= cutoff2 && c <= cutoff2 && a * b * c <= triple6;
+}
+
+TDS_HD float atm_rsqrt(float x) {
+#if defined(__CUDA_ARCH__)
+  return rsqrtf(x);
+#else
+  return 1.0f / std::sqrt(x);
+#endif
+}
+TDS_HD double atm_rsqrt(double x) {
+#if defined(__CUDA_ARCH__)
+  return rsqrt(x);
+#else
+  return 1.0 / std::sqrt(x);
+#endif
+}
+
+// atm_terms for the kernels: 1/a, 1/b, 1/c given (computed once per pair of
+// a tile), k = 3ν/8, and a reciprocal square root (the device's rsqrt).
+template <typename T>
+TDS_HD AtmTerms<T> atm_terms_fast(T a, T b, T c, T ia, T ib, T ic, T nu, T k) {
+  const T pa = a + c - b, pb = a + b - c, pc = b + c - a;
+  const T p = pa * pb * pc;
+  const T r = atm_rsqrt(a * b * c);  // (abc)^(-1/2)
+  const T r2 = r * r;
+  const T s3 = r2 * r;  // (abc)^(-3/2)
+  const T s5 = s3 * r2;
+  const T ks5 = k * s5;
+  AtmTerms<T> t;
+  t.e = nu * s3 + ks5 * p;
+  const T bt = T(-1.5) * nu * s3 - T(2.5) * ks5 * p;
+  t.ea = bt * ia + ks5 * (pb * pc + pa * pc - pa * pb);
+  t.eb = bt * ib + ks5 * (pa * pc + pb * pa - pb * pc);
+  t.ec = bt * ic + ks5 * (pa * pb + pc * pb - pa * pc);
+  return t;
 }
 
 template <typename T>

@@ -18,11 +18,14 @@ struct ChunkJob {
 };
 
 // What a backend hands the sink for one chunk: the values in packed order
-// (store epilogue) or the histogram slots [underflow, bins..., overflow].
+// (store epilogue) or the histogram slots [underflow, bins..., overflow];
+// for triplets also the chunk's reductions, triplet_sum_slots(n) exact
+// accumulators of kExactLimbs int64 limbs each (solver/exact_sum.hpp).
 template <typename T>
 struct ChunkResult {
   const T* values = nullptr;
   const std::uint64_t* counts = nullptr;
+  const std::int64_t* sums = nullptr;
 };
 
 // Protocol: submit(a); submit(b); wait() -> a; submit(c); wait() -> b; ...

@@ -1,6 +1,7 @@
 // The commands that write a result file: edm (packed pair distances), cross
-// (the M × K matrix of two sets) and hist (binned pair distances). Each is a
-// domain, an epilogue, a file layout and a sink; the rest is the one driver.
+// (the M × K matrix of two sets), hist (binned pair distances) and triplet
+// (three-body energies and forces). Each is a domain, an epilogue, a file
+// layout and a sink; the rest is the one driver.
 #include "solver/commands.hpp"
 
 #include <sys/stat.h>
@@ -12,19 +13,26 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <limits>
+#include <tuple>
 
 #include "core/error.hpp"
+#include "io/info.hpp"
 #include "io/input.hpp"
 #include "io/output_files.hpp"
 #include "io/result_file.hpp"
 #include "solver/cpu/cpu_backend.hpp"  // available_host_bytes
 #include "solver/driver.hpp"
+#include "solver/exact_sum.hpp"
 #include "solver/fault.hpp"
 #include "solver/mpi_util.hpp"
 #include "solver/signals.hpp"
 #include "version.hpp"
 
 namespace tdsolve {
+
+// tdsolve info checks /progress/sums' shape without the solver's headers.
+static_assert(io::kTripletSumLimbs == kExactLimbs, "io/info.hpp and solver/exact_sum.hpp disagree");
 
 namespace {
 
@@ -37,8 +45,18 @@ index_t hist_chunk_pairs(index_t total) {
   return std::min<index_t>(index_t(1) << 30, std::max<index_t>(1, total / 256));
 }
 
+// Triplet chunks buffer no values unless --store-triplets: each carries the
+// exact sums of its reductions (2.2 kB per point) to the host, so there are
+// few: 1/64 of the triplets (at least a layer), at most 2^43 (about 30 s of
+// one GPU), so a stop signal is honoured within a chunk.
+index_t triplet_chunk_elements(index_t total) {
+  return std::min<index_t>(index_t(1) << 43, std::max<index_t>(1, total / 64));
+}
+
 const char* command_name(CommandKind k) {
   switch (k) {
+    case CommandKind::triplet:
+      return "triplet";
     case CommandKind::edm:
       return "edm";
     case CommandKind::hist:
@@ -159,7 +177,13 @@ void check_points_fit(index_t n, index_t d, const std::string& source, double ho
 index_t checked_total(CommandKind kind, index_t rows, index_t cols, index_t value_bytes,
                       const std::string& source) {
   index_t total = 0, bytes = 0;
-  if (kind == CommandKind::cross) {
+  if (kind == CommandKind::triplet) {
+    const unsigned __int128 t = static_cast<unsigned __int128>(rows) * (rows - 1) * (rows - 2) / 6;
+    if (rows > (index_t(1) << 32) || t >= (static_cast<unsigned __int128>(1) << 62))
+      throw InputError("n = " + std::to_string(rows) + " points (" + source +
+                       ") give more triplets than tdsolve indexes (C(n,3) must stay below 2^62)");
+    total = static_cast<index_t>(t);
+  } else if (kind == CommandKind::cross) {
     if (__builtin_mul_overflow(rows, cols, &total) || total >= (index_t(1) << 62))
       throw InputError(std::to_string(rows) + " × " + std::to_string(cols) +
                        " distances are more than tdsolve indexes (2^62)");
@@ -167,7 +191,7 @@ index_t checked_total(CommandKind kind, index_t rows, index_t cols, index_t valu
     throw InputError("n = " + std::to_string(rows) + " points (" + source +
                      ") give more pairs than tdsolve indexes (C(n,2) must stay below 2^62)");
   }
-  if (kind != CommandKind::hist &&
+  if (kind != CommandKind::hist && kind != CommandKind::triplet &&
       (__builtin_mul_overflow(total, value_bytes, &bytes) || bytes >= (index_t(1) << 63))) {
     throw InputError(source + " gives an output larger than a file can hold (" +
                      std::to_string(total) + " values of " + std::to_string(value_bytes) +
@@ -231,21 +255,76 @@ std::string content_hash(const io::PointSet& pts) {
   return buf;
 }
 
+// --store-triplets writes C(n,3) values: refused above --store-limit-gb,
+// so a forgotten option never fills a file system.
+template <typename T>
+void triplet_store_fits(const CommandOptions& o, index_t n, const std::string& source) {
+  if (!o.triplet.store_triplets) return;
+  const double bytes = double(mapping::triplet_count(n)) * sizeof(T);
+  const double limit = o.triplet.store_limit_gb * 1e9;
+  if (limit > 0 && bytes > limit) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%g", o.triplet.store_limit_gb);
+    throw UsageError("--store-triplets: n = " + std::to_string(n) + " (" + source + ") gives " +
+                     std::to_string(mapping::triplet_count(n)) + " triplet energies, " +
+                     human_bytes(bytes) + ", above --store-limit-gb " + buf +
+                     "; raise the limit (0: none) or leave out --store-triplets");
+  }
+}
+
+// Coincident points have r = 0: their three-body energy is infinite.
+// Checked in the compute precision (float32 may merge close points).
+template <typename T>
+void check_distinct(const std::vector<T>& x, index_t n, const std::string& source) {
+  std::vector<index_t> order(n);
+  for (index_t i = 0; i < n; ++i)
+    order[i] = i;
+  const auto key = [&](index_t i) { return std::make_tuple(x[3 * i], x[3 * i + 1], x[3 * i + 2]); };
+  std::sort(order.begin(), order.end(), [&](index_t a, index_t b) { return key(a) < key(b); });
+  for (index_t k = 1; k < n; ++k)
+    if (key(order[k - 1]) == key(order[k])) {
+      const index_t a = std::min(order[k - 1], order[k]), b = std::max(order[k - 1], order[k]);
+      throw InputError("points " + std::to_string(a) + " and " + std::to_string(b) + " of '" +
+                       source + "' coincide" + (sizeof(T) == 4 ? " (in float32)" : "") +
+                       ": r = 0, where the three-body energy is infinite");
+    }
+}
+
 // Rank 0 reads or generates the points and checks everything that can be
 // checked before a file exists; all ranks then receive the same problem.
 template <typename T>
 Problem<T> load_problem(const CommandOptions& o, MPI_Comm comm, Sources* src) {
   Problem<T> p;
-  p.domain = o.kind == CommandKind::cross ? DomainKind::rect : DomainKind::pairs;
+  const bool triplet = o.kind == CommandKind::triplet;
+  p.domain = o.kind == CommandKind::cross ? DomainKind::rect
+             : triplet                    ? DomainKind::triplets
+                                          : DomainKind::pairs;
   p.metric = o.compute.metric;
   p.map = o.compute.map;
   p.rho = o.compute.block;
-  p.epilogue = o.kind == CommandKind::hist ? EpilogueKind::histogram : EpilogueKind::store;
+  p.epilogue = o.kind == CommandKind::hist            ? EpilogueKind::histogram
+               : triplet && !o.triplet.store_triplets ? EpilogueKind::reduce
+                                                      : EpilogueKind::store;
+  if (triplet) {
+    p.atm.kernel = o.triplet.kernel;
+    p.atm.nu = o.triplet.nu;
+    p.atm.cutoff = o.triplet.cutoff;
+    p.atm.cutoff_triple = o.triplet.cutoff_triple;
+  }
   const bool bench = o.out.output.empty();
   on_root(comm, [&] {
     const double host = static_cast<double>(cpu::available_host_bytes(1));
-    const auto pair_sizes = [&](index_t n, index_t, const std::string& source) {
-      if (p.domain == DomainKind::pairs) {
+    const auto pair_sizes = [&](index_t n, index_t d, const std::string& source) {
+      if (triplet) {
+        if (d != 3)
+          throw InputError("input '" + source + "' has d = " + std::to_string(d) +
+                           " features; triplet needs points in 3-D (d = 3)");
+        if (n < 3)
+          throw InputError("input '" + source + "' has " + std::to_string(n) + " point" +
+                           (n == 1 ? "" : "s") + "; triplets need at least 3");
+        checked_total(o.kind, n, n, sizeof(T), source);
+        triplet_store_fits<T>(o, n, source);
+      } else if (p.domain == DomainKind::pairs) {
         io::check_pairs(n, source);
         checked_total(o.kind, n, n, sizeof(T), source);
       }
@@ -273,10 +352,16 @@ Problem<T> load_problem(const CommandOptions& o, MPI_Comm comm, Sources* src) {
       if (o.hist.box_dims > 0 && static_cast<index_t>(o.hist.box_dims) != a.d)
         throw UsageError("--box gives " + std::to_string(o.hist.box_dims) + " lengths but '" +
                          a.source + "' has d = " + std::to_string(a.d) + " features");
+    } else if (triplet) {
+      if (!bench)
+        check_disk_space(o.out.output, (p.stores_values() ? double(total) * sizeof(T) : 0.0) +
+                                           double(triplet_sum_slots(p.rows)) * kExactLimbs * 8 +
+                                           double(p.rows) * 32);
     } else if (!bench) {
       check_disk_space(o.out.output, double(total) * sizeof(T));
     }
     p.a = convert_points<T>(a);
+    if (triplet) check_distinct(p.a, p.rows, a.source);
   });
   bcast_u64(comm, &p.rows);
   bcast_u64(comm, &p.cols);
@@ -319,10 +404,23 @@ double box_volume(const HistOptions& h) {
 const char* kRdfFormula =
     "rdf[b] = counts[b] / ((4/3) pi (edges[b+1]^3 - edges[b]^3) n (n-1) / (2 volume)), "
     "as MDAnalysis InterRDF(g, g, exclusion_block=(1, 1)) for one frame";
+const char* kAtmFormula =
+    "E = nu (1 + 3 cos g1 cos g2 cos g3) / (r12 r23 r31)^3 per triplet i<j<k, counted when "
+    "r12, r23, r31 <= cutoff and r12 r23 r31 <= cutoff_triple^3 (LAMMPS pair_style atm)";
+const char* kSumsText =
+    "exact sums of the flagged chunks (resume state): row p < n the energy of point p times 3, "
+    "rows n+3p+x the force component x on point p, row 4n the total energy; each row the "
+    "integer sum_i limb[i] 2^(32 i - 1074), limbs 0..67 in [0, 2^32), the last signed";
 const char* kBinning =
     "numpy.histogram: edges = numpy.linspace(range_lo, range_hi, bins + 1); bins half-open "
     "[edges[b], edges[b+1]), the last closed; distances below range_lo in /underflow, above "
     "range_hi in /overflow";
+
+std::string number_text(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
 
 // What makes two runs the same job (--resume compares it key by key; the
 // version separately): the command, the input's content, every parameter
@@ -349,6 +447,14 @@ std::string job_identity(const CommandOptions& o, const Problem<T>& p, const Sou
     add("box", o.hist.box_dims > 0 ? box_text(o.hist) : "none");
   }
   if (o.kind == CommandKind::edm) add("store_points", o.out.store_points ? "yes" : "no");
+  if (o.kind == CommandKind::triplet) {
+    add("potential", "atm");
+    add("nu", number_text(o.triplet.nu));
+    add("cutoff", o.triplet.cutoff > 0 ? number_text(o.triplet.cutoff) : "none");
+    add("cutoff_triple",
+        o.triplet.cutoff_triple > 0 ? number_text(o.triplet.cutoff_triple) : "none");
+    add("store_triplets", o.triplet.store_triplets ? "yes" : "no");
+  }
   return s;
 }
 
@@ -446,6 +552,48 @@ io::ResultLayout make_layout(const CommandOptions& o, const Problem<T>& p,
              {Attr{"volume", box_volume(o.hist)}, Attr{"formula", std::string(kRdfFormula)},
               Attr{"n", std::uint64_t(p.rows)}},
              {}});
+      break;
+    }
+    case CommandKind::triplet: {
+      const double inf = std::numeric_limits<double>::infinity();
+      const std::vector<Attr> a = {
+          Attr{"n", std::uint64_t(p.rows)},
+          Attr{"k", std::uint64_t(3)},
+          Attr{"potential", std::string("atm")},
+          Attr{"nu", o.triplet.nu},
+          Attr{"cutoff", o.triplet.cutoff > 0 ? o.triplet.cutoff : inf},
+          Attr{"cutoff_triple", o.triplet.cutoff_triple > 0 ? o.triplet.cutoff_triple : inf},
+          Attr{"triplets", std::uint64_t(plan.total())},
+          Attr{"precision", precision},
+          Attr{"block", std::uint64_t(p.rho)},
+          Attr{"formula", std::string(kAtmFormula)}};
+      if (p.stores_values()) {
+        L.result = {"triplet_energy",
+                    vt,
+                    {plan.total()},
+                    {Attr{"n", std::uint64_t(p.rows)}, Attr{"k", std::uint64_t(3)},
+                     Attr{"layout", std::string("combinations")}, Attr{"precision", precision}},
+                    {}};
+      } else {
+        L.result = {"", vt, {}, {}, {}};
+      }
+      L.extras.push_back({"energy", io::ValueType::f64, {}, a, {}});
+      L.extras.push_back(
+          {"energy_per_point",
+           io::ValueType::f64,
+           {p.rows},
+           {Attr{"split", std::string("each triplet's energy / 3 to each of its points")}},
+           {}});
+      L.extras.push_back({"forces",
+                          io::ValueType::f64,
+                          {p.rows, 3},
+                          {Attr{"definition", std::string("-dE/dx, the analytic gradient")}},
+                          {}});
+      L.extras.push_back({"progress/sums",
+                          io::ValueType::i64,
+                          {triplet_sum_slots(p.rows), index_t(kExactLimbs)},
+                          {Attr{"what", std::string(kSumsText)}},
+                          {}});
       break;
     }
   }
@@ -552,8 +700,104 @@ class HistogramSink final : public Sink<T> {
   std::vector<std::uint64_t> sum_;
 };
 
-// Seconds between the histogram's checkpoints (its partial counts, so a
-// killed run keeps them): 300, or TDSOLVE_CHECKPOINT_S (tests).
+// Triplet energies (with --store-triplets) straight into the file; the
+// chunks' exact sums added up per rank (integers: the same in any order),
+// reduced to rank 0 at each checkpoint, at a clean stop and at the end, and
+// written as /progress/sums with the flags of the chunks they cover (flags
+// cleared first, set after, as for histograms: so a chunk's flag is set only
+// at a checkpoint, once its triplet energies are synced and its sums
+// written). When every chunk is done, rank 0 reads the sums out: /energy,
+// /energy_per_point (each point's sum / 3) and /forces.
+template <typename T>
+class TripletSink final : public Sink<T> {
+ public:
+  TripletSink(io::ResultWriter& w, MPI_Comm comm, const Problem<T>& p,
+              const std::vector<std::int64_t>& initial)
+      : w_(w),
+        comm_(comm),
+        n_(p.rows),
+        store_(p.stores_values()),
+        slots_(triplet_sum_slots(p.rows)),
+        sum_(slots_ * kExactLimbs, 0),
+        chunk_(kExactLimbs) {
+    if (comm_rank(comm) == 0 && initial.size() == sum_.size()) sum_ = initial;
+  }
+  bool wants_results() const override { return true; }
+  void write(bool has, index_t, index_t offset, index_t count, const ChunkResult<T>& r) override {
+    if (store_) w_.write(has ? offset : 0, has ? count : 0, r.values);
+    if (!has) return;
+    for (index_t slot = 0; slot < slots_; ++slot) {
+      const std::int64_t* in = r.sums + slot * kExactLimbs;
+      std::int64_t* acc = &sum_[slot * kExactLimbs];
+      bool any = false;
+      for (int l = 0; l < kExactLimbs; ++l) {
+        chunk_[l] = in[l];
+        any = any || in[l] != 0;
+      }
+      if (!any) continue;
+      exact_normalise(chunk_.data());
+      for (int l = 0; l < kExactLimbs; ++l)
+        acc[l] += chunk_[l];
+      exact_normalise(acc);
+    }
+  }
+  void mark(bool, index_t) override {
+    if (store_) w_.flush();
+  }
+  void checkpoint(const std::vector<unsigned char>& done) override { write_partial(done); }
+  void close(const std::vector<unsigned char>& done) override {
+    write_partial(done);
+    w_.close();
+  }
+
+ private:
+  void write_partial(const std::vector<unsigned char>& done) {
+    std::vector<std::int64_t> total(sum_.size(), 0);
+    check_mpi(MPI_Reduce(sum_.data(), total.data(), static_cast<int>(sum_.size()), MPI_INT64_T,
+                         MPI_SUM, 0, comm_),
+              "MPI_Reduce (triplet sums)");
+    const bool root = comm_rank(comm_) == 0;
+    const bool complete = std::all_of(done.begin(), done.end(), [](unsigned char d) { return d; });
+    std::vector<double> energy(root ? n_ : 0), forces(root ? 3 * n_ : 0);
+    double e_total = 0;
+    if (root) {
+      for (index_t slot = 0; slot < slots_; ++slot)
+        exact_normalise(&total[slot * kExactLimbs]);
+      if (complete) {
+        for (index_t q = 0; q < n_; ++q) {
+          energy[q] = exact_value(&total[q * kExactLimbs]) / 3;
+          for (int c = 0; c < 3; ++c)
+            forces[3 * q + c] = exact_value(&total[(n_ + 3 * q + c) * kExactLimbs]);
+        }
+        e_total = exact_value(&total[4 * n_ * kExactLimbs]);
+      }
+    }
+    const std::vector<unsigned char> none(done.size(), 0);
+    w_.set_done(root ? none.data() : nullptr);
+    w_.flush();
+    w_.write_extra("progress/sums", root ? total.data() : nullptr);
+    if (complete) {
+      w_.write_extra("energy", root ? &e_total : nullptr);
+      w_.write_extra("energy_per_point", root ? energy.data() : nullptr);
+      w_.write_extra("forces", root ? forces.data() : nullptr);
+    }
+    w_.flush();
+    w_.set_done(root ? done.data() : nullptr);
+    w_.flush();
+  }
+
+  io::ResultWriter& w_;
+  MPI_Comm comm_;
+  index_t n_;
+  bool store_;
+  index_t slots_;
+  std::vector<std::int64_t> sum_;
+  std::vector<std::int64_t> chunk_;
+};
+
+// Seconds between the checkpoints of histograms and triplets (their partial
+// counts or sums, so a killed run keeps them): 300, or TDSOLVE_CHECKPOINT_S
+// (tests).
 double checkpoint_seconds() {
   const char* v = std::getenv("TDSOLVE_CHECKPOINT_S");
   return v && std::atof(v) > 0 ? std::atof(v) : 300.0;
@@ -614,6 +858,7 @@ struct Existing {
   std::vector<index_t> offsets;
   std::vector<unsigned char> done;
   std::vector<std::uint64_t> slots;  // hist: counts a stopped run left, in slot order
+  std::vector<std::int64_t> sums;    // triplet: the exact sums a stopped run left
 };
 
 // Rank 0, holding the lock: start fresh, continue the .partial, or report
@@ -663,6 +908,11 @@ Existing inspect_output(const CommandOptions& o, const Problem<T>& p, const Sour
       e.slots[bins + 1] = static_cast<std::uint64_t>(r.counts[bins + 1]);
       for (index_t b = 0; b < bins; ++b)
         e.slots[b + 1] = static_cast<std::uint64_t>(r.counts[b]);
+    }
+    if (p.triplets() && r.chunks_done() > 0) {
+      if (r.sums_shape != std::vector<index_t>{triplet_sum_slots(p.rows), index_t(kExactLimbs)})
+        throw InputError("'" + partial + "': /progress/sums is missing or has the wrong shape");
+      e.sums = r.sums;
     }
     return e;
   }
@@ -755,8 +1005,9 @@ int run_typed(const CommandOptions& o, MPI_Comm comm) {
       reserve_for_plan(p, *backend, plan, comm);
     });
   } else {
-    const index_t bound = o.kind == CommandKind::hist
-                              ? hist_chunk_pairs(p.total())
+    const index_t bound = o.kind == CommandKind::hist ? hist_chunk_pairs(p.total())
+                          : p.epilogue == EpilogueKind::reduce
+                              ? triplet_chunk_elements(p.total())
                               : static_cast<index_t>(o.compute.chunk_mb * (1 << 20)) / sizeof(T);
     plan = agree_plan(p, *backend, bound, comm);
   }
@@ -773,12 +1024,23 @@ int run_typed(const CommandOptions& o, MPI_Comm comm) {
 
   if (rank == 0 && !o.run.quiet) {
     const double bytes = p.stores_values() ? double(plan.total()) * sizeof(T) : 0;
-    std::printf("tdsolve %s: %llu × %llu points, d = %llu, %llu %s%s, %s %s, block %llu\n", name,
-                (unsigned long long)p.rows, (unsigned long long)p.cols, (unsigned long long)p.d,
-                (unsigned long long)plan.total(),
-                p.domain == DomainKind::rect ? "distances" : "pairs",
-                bytes > 0 ? (" (" + human_bytes(bytes) + ")").c_str() : "", metric_name(p.metric),
-                sizeof(T) == 8 ? "float64" : "float32", (unsigned long long)p.rho);
+    if (p.triplets()) {
+      std::printf(
+          "tdsolve %s: %llu points in 3-D, %llu triplets%s, atm (nu %g, cutoff %s, "
+          "cutoff-triple %s), %s, block %llu\n",
+          name, (unsigned long long)p.rows, (unsigned long long)plan.total(),
+          bytes > 0 ? (" (" + human_bytes(bytes) + " stored)").c_str() : "", p.atm.nu,
+          p.atm.cutoff > 0 ? number_text(p.atm.cutoff).c_str() : "none",
+          p.atm.cutoff_triple > 0 ? number_text(p.atm.cutoff_triple).c_str() : "none",
+          sizeof(T) == 8 ? "float64" : "float32", (unsigned long long)p.rho);
+    } else {
+      std::printf("tdsolve %s: %llu × %llu points, d = %llu, %llu %s%s, %s %s, block %llu\n", name,
+                  (unsigned long long)p.rows, (unsigned long long)p.cols, (unsigned long long)p.d,
+                  (unsigned long long)plan.total(),
+                  p.domain == DomainKind::rect ? "distances" : "pairs",
+                  bytes > 0 ? (" (" + human_bytes(bytes) + ")").c_str() : "", metric_name(p.metric),
+                  sizeof(T) == 8 ? "float64" : "float32", (unsigned long long)p.rho);
+    }
     std::printf("tdsolve %s: %d rank%s, %s, %llu chunk%s -> %s\n", name, ranks,
                 ranks > 1 ? "s" : "", backend->describe().c_str(),
                 (unsigned long long)plan.chunks(), plan.chunks() > 1 ? "s" : "", out.c_str());
@@ -808,15 +1070,20 @@ int run_typed(const CommandOptions& o, MPI_Comm comm) {
   contain(comm, [&] {
     if (o.kind == CommandKind::hist) {
       sink = std::make_unique<HistogramSink<T>>(*writer, comm, p, o.hist, ex.slots);
+    } else if (p.triplets()) {
+      sink = std::make_unique<TripletSink<T>>(*writer, comm, p, ex.sums);
     } else {
       sink = std::make_unique<ArraySink<T>>(*writer);
     }
     if (o.out.store_points) writer->write_points(rank == 0 ? p.a.data() : nullptr);
     Progress progress(rank == 0 ? o.run.progress : ProgressMode::none, plan.total(),
-                      p.stores_values() ? sizeof(T) : 0, already);
+                      p.stores_values() ? sizeof(T) : 0, already,
+                      p.domain == DomainKind::rect ? "distances"
+                      : p.triplets()               ? "triplets"
+                                                   : "pairs");
     StopPolicy stop;
     if (o.run.max_hours > 0) stop.deadline = t_start + o.run.max_hours * 3600.0;
-    if (o.kind == CommandKind::hist) stop.checkpoint_every = checkpoint_seconds();
+    if (o.kind == CommandKind::hist || p.triplets()) stop.checkpoint_every = checkpoint_seconds();
     if (rank == 0) stop.beat = [&] { lock->heartbeat(); };
     res = run_chunks(plan, ex.done, *backend, *sink, comm, &progress, &stop);
     const double w0 = MPI_Wtime();
@@ -855,7 +1122,9 @@ int run_typed(const CommandOptions& o, MPI_Comm comm) {
                  partial.c_str(), resume_cmd.c_str());
     std::fflush(stderr);
   } else if (!o.run.quiet) {
-    const char* what = p.domain == DomainKind::rect ? "distances" : "pairs";
+    const char* what = p.domain == DomainKind::rect ? "distances"
+                       : p.triplets()               ? "triplets"
+                                                    : "pairs";
     const index_t now = plan.total() - already;
     if (p.stores_values()) {
       const double bytes = double(now) * sizeof(T);
@@ -864,8 +1133,9 @@ int run_typed(const CommandOptions& o, MPI_Comm comm) {
                   human_seconds(total).c_str(), human_bytes(bytes / total).c_str(),
                   double(now) / total, what);
     } else {
-      std::printf("tdsolve %s: binned %llu %s in %s (%.3g %s/s", name, (unsigned long long)now,
-                  what, human_seconds(total).c_str(), double(now) / total, what);
+      std::printf("tdsolve %s: %s %llu %s in %s (%.3g %s/s", name,
+                  p.triplets() ? "summed" : "binned", (unsigned long long)now, what,
+                  human_seconds(total).c_str(), double(now) / total, what);
     }
     std::printf("); per rank at most: compute %s", human_seconds(worst[0]).c_str());
     if (kind == "cuda") std::printf(", device-to-host %s", human_seconds(worst[1]).c_str());
@@ -889,7 +1159,8 @@ void bench_typed(const BenchOptions& b, MPI_Comm comm) {
   std::string kind;
   std::unique_ptr<Backend<T>> backend = make_backend<T>(o.compute, p, comm, true, &kind);
   backend->keep_on_device(true);
-  const index_t bound = o.kind == CommandKind::hist ? hist_chunk_pairs(p.total())
+  const index_t bound = o.kind == CommandKind::hist          ? hist_chunk_pairs(p.total())
+                        : p.epilogue == EpilogueKind::reduce ? triplet_chunk_elements(p.total())
                         : o.compute.chunk_mb > 0
                             ? static_cast<index_t>(o.compute.chunk_mb * (1 << 20)) / sizeof(T)
                             : ~index_t(0);
@@ -913,7 +1184,9 @@ void bench_typed(const BenchOptions& b, MPI_Comm comm) {
   const double store_ms = ceilings.size() > 1 ? ceilings[1].seconds * 1e3 : 0;
   const char* prec = sizeof(T) == 8 ? "float64" : "float32";
   const std::string device = backend->describe();
-  const char* problem = command_name(o.kind);
+  const char* problem = !p.triplets()                          ? command_name(o.kind)
+                        : p.atm.kernel == TripletKernel::dummy ? "dummy3"
+                                                               : "atm";
   const std::string map = p.domain == DomainKind::rect ? "rect" : map_name(p.map);
   std::printf(
       "bench: %s %s n=%llu cols=%llu d=%llu %s %s map=%s block=%llu launches=%llu: median %.3f ms "
@@ -929,6 +1202,8 @@ void bench_typed(const BenchOptions& b, MPI_Comm comm) {
       std::printf(", 16-byte stores %.3f ms (%s/s)", store_ms,
                   human_bytes(bytes / (store_ms * 1e-3)).c_str());
     std::printf("; %.1f%% of memset", 100.0 * memset_ms / med);
+  } else if (p.triplets()) {
+    std::printf(" (triplets; reductions only, so no write ceiling)");
   } else {
     std::printf(" (%llu bins; nothing written per value, so no write ceiling)",
                 (unsigned long long)p.hist.bins);

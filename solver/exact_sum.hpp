@@ -18,37 +18,91 @@
 #include <cstdint>
 #include <cstring>
 
+#include "core/types.hpp"
+
 namespace tdsolve {
+
+constexpr int kExactLimbBits = 32;
+// 2^-1074 .. 2^1024, 53 mantissa bits, and room for carries above.
+constexpr int kExactLimbs = (1074 + 1024 + 64) / kExactLimbBits + 2;
+
+// Where a finite double lands in the limbs: its magnitude in units of
+// 2^-1074 is (pieces[2] pieces[1] pieces[0]) << 32·at, in 32-bit pieces.
+// Read from the bits (host and device alike, no __int128).
+struct ExactPieces {
+  int at;
+  bool negative;
+  std::uint32_t piece[3];
+};
+
+TDS_HD ExactPieces exact_pieces(double v) {
+  std::uint64_t bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  const int e = static_cast<int>((bits >> 52) & 0x7ff);
+  std::uint64_t mag = bits & ((std::uint64_t(1) << 52) - 1);
+  int offset = 0;  // exponent of the lowest mantissa bit, + 1074
+  if (e != 0) {
+    mag |= std::uint64_t(1) << 52;
+    offset = e - 1;  // e - 1075 + 1074
+  }
+  ExactPieces p;
+  p.negative = (bits >> 63) != 0;
+  p.at = offset / kExactLimbBits;
+  const int shift = offset % kExactLimbBits;
+  const std::uint64_t lo = mag << shift;
+  const std::uint64_t hi = shift ? mag >> (64 - shift) : 0;
+  p.piece[0] = static_cast<std::uint32_t>(lo);
+  p.piece[1] = static_cast<std::uint32_t>(lo >> 32);
+  p.piece[2] = static_cast<std::uint32_t>(hi);
+  return p;
+}
+
+// Adds a finite double to kExactLimbs limbs (not atomically). Each limb
+// takes 2^30 additions before carries must be propagated.
+TDS_HD void exact_add(std::int64_t* limbs, double v) {
+  if (v == 0) return;
+  const ExactPieces p = exact_pieces(v);
+  for (int k = 0; k < 3; ++k) {
+    const std::int64_t x = static_cast<std::int64_t>(p.piece[k]);
+    limbs[p.at + k] += p.negative ? -x : x;
+  }
+}
+
+// The same, safe against other threads adding to the same limbs (relaxed
+// atomics: integer sums do not depend on the order).
+inline void exact_add_atomic(std::int64_t* limbs, double v) {
+  if (v == 0) return;
+  const ExactPieces p = exact_pieces(v);
+  for (int k = 0; k < 3; ++k) {
+    if (p.piece[k] == 0) continue;
+    const std::int64_t x = static_cast<std::int64_t>(p.piece[k]);
+    __atomic_fetch_add(&limbs[p.at + k], p.negative ? -x : x, __ATOMIC_RELAXED);
+  }
+}
+
+// Propagates carries: limbs 0..kExactLimbs-2 in [0, 2^32), the top one
+// signed. The canonical form of the exact sum (what MPI reductions add).
+TDS_HD void exact_normalise(std::int64_t* limbs) {
+  for (int i = 0; i + 1 < kExactLimbs; ++i) {
+    const std::int64_t carry = limbs[i] >> kExactLimbBits;  // floor division
+    limbs[i] -= carry * (std::int64_t(1) << kExactLimbBits);
+    limbs[i + 1] += carry;
+  }
+}
+
+// The sum as a double, rounded the same way for equal sums.
+inline double exact_value(const std::int64_t* limbs);
 
 class ExactSum {
  public:
-  static constexpr int kLimbBits = 32;
-  // 2^-1074 .. 2^1024, 53 mantissa bits, and room for carries above.
-  static constexpr int kLimbs = (1074 + 1024 + 64) / kLimbBits + 2;
+  static constexpr int kLimbBits = kExactLimbBits;
+  static constexpr int kLimbs = kExactLimbs;
 
   ExactSum() { std::memset(limb_, 0, sizeof limb_); }
 
   // Adds a finite double (NaN and infinities are the caller's to refuse).
   void add(double v) {
-    if (v == 0) return;
-    int e = 0;
-    const double m = std::frexp(v, &e);  // v = m 2^e, 0.5 <= |m| < 1
-    const std::int64_t mant = static_cast<std::int64_t>(std::ldexp(m, 53));  // exact
-    int exp2 = e - 53;                                                       // v = mant 2^exp2
-    std::int64_t mag = mant < 0 ? -mant : mant;
-    // Subnormals: frexp normalises them; shift the extra zero bits out.
-    while (exp2 < -1074) {
-      mag >>= 1;  // only zero bits leave (v is a multiple of 2^-1074)
-      ++exp2;
-    }
-    const int offset = exp2 + 1074;
-    const int at = offset / kLimbBits, shift = offset % kLimbBits;
-    const unsigned __int128 u = static_cast<unsigned __int128>(mag) << shift;
-    const std::int64_t sign = mant < 0 ? -1 : 1;
-    for (int k = 0; k < 3; ++k) {
-      const std::uint64_t piece = static_cast<std::uint64_t>(u >> (kLimbBits * k)) & 0xffffffffu;
-      limb_[at + k] += sign * static_cast<std::int64_t>(piece);
-    }
+    exact_add(limb_, v);
     if (++pending_ >= (1u << 30)) normalise();
   }
 
@@ -64,34 +118,13 @@ class ExactSum {
   // Carries propagated: limbs 0..kLimbs-2 in [0, 2^32), the top one signed.
   // The canonical form of the exact sum (what value() and MPI reductions use).
   void normalise() {
-    for (int i = 0; i + 1 < kLimbs; ++i) {
-      const std::int64_t carry = limb_[i] >> kLimbBits;  // floor division (arithmetic shift)
-      limb_[i] -= carry * (std::int64_t(1) << kLimbBits);
-      limb_[i + 1] += carry;
-    }
+    exact_normalise(limb_);
     pending_ = 0;
   }
 
   // The sum as a double: the magnitude's canonical limbs added from the top
   // in double (each limb exact), so equal sums give equal bits.
-  double value() const {
-    ExactSum a = *this;
-    a.normalise();
-    bool negative = a.limb_[kLimbs - 1] < 0;
-    if (negative) {
-      for (int i = 0; i < kLimbs; ++i)
-        a.limb_[i] = -a.limb_[i];
-      a.normalise();
-    }
-    double s = 0;
-    int used = 0;
-    for (int i = kLimbs - 1; i >= 0 && used < 4; --i) {
-      if (a.limb_[i] == 0 && used == 0) continue;
-      s += std::ldexp(static_cast<double>(a.limb_[i]), kLimbBits * i - 1074);
-      ++used;
-    }
-    return negative ? -s : s;
-  }
+  double value() const { return exact_value(limb_); }
 
   // The limbs, for an MPI_SUM (normalise first) or a test.
   std::int64_t* limbs() { return limb_; }
@@ -101,5 +134,26 @@ class ExactSum {
   std::int64_t limb_[kLimbs];
   std::uint32_t pending_ = 0;  // additions since the last normalise()
 };
+
+inline double exact_value(const std::int64_t* limbs) {
+  std::int64_t a[kExactLimbs];
+  std::memcpy(a, limbs, sizeof a);
+  exact_normalise(a);
+  const bool negative = a[kExactLimbs - 1] < 0;
+  if (negative) {
+    for (int i = 0; i < kExactLimbs; ++i)
+      a[i] = -a[i];
+    exact_normalise(a);
+  }
+  // The magnitude's canonical limbs added from the top (each limb exact).
+  double s = 0;
+  int used = 0;
+  for (int i = kExactLimbs - 1; i >= 0 && used < 4; --i) {
+    if (a[i] == 0 && used == 0) continue;
+    s += std::ldexp(static_cast<double>(a[i]), kExactLimbBits * i - 1074);
+    ++used;
+  }
+  return negative ? -s : s;
+}
 
 }  // namespace tdsolve

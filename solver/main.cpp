@@ -3,7 +3,7 @@
 //
 // Help, version, usage errors and `info` never start MPI, so they are quick
 // and print once even under mpirun (only the launcher's rank 0 prints).
-// edm, hist, cross and bench run under MPI; an error every rank agrees on
+// edm, hist, cross, triplet and bench run under MPI; an error every rank agrees on
 // ends the run with one line from rank 0 and the same non-zero exit
 // everywhere, a local failure after the output exists with one line naming
 // the rank and MPI_Abort, so no rank is left waiting.
@@ -49,8 +49,8 @@ bool launcher_rank0() {
 
 const char* kTopHelp =
     "tdsolve " TDSOLVE_VERSION
-    " - triangular-domain solver: all pairs i<j of n points, on CPU or GPU,\n"
-    "split across MPI ranks, written to one HDF5 file.\n"
+    " - triangular-domain solver: all pairs i<j (or triplets i<j<k) of n points,\n"
+    "on CPU or GPU, split across MPI ranks, written to one HDF5 file.\n"
     "\n"
     "Usage: tdsolve COMMAND [options]       (under MPI: mpirun -np R tdsolve COMMAND ...)\n"
     "\n"
@@ -58,6 +58,8 @@ const char* kTopHelp =
     "  edm    packed distance matrix of n points: C(n,2) values in SciPy condensed order\n"
     "  hist   histogram of all pair distances (and the RDF in a periodic box); no matrix\n"
     "  cross  distances between two point sets: the M x K matrix, as scipy cdist\n"
+    "  triplet three-body (Axilrod-Teller-Muto) energy, per-point energies and forces of\n"
+    "         all triplets i<j<k of n points in 3-D, as LAMMPS pair_style atm\n"
     "  info   what a result file holds and whether it is complete\n"
     "  bench  kernel-only throughput of the distance computation (no file), vs the write ceiling\n"
     "\n"
@@ -134,23 +136,40 @@ po::options_description output_group(OutputOptions& o, const char* what, bool po
   return g;
 }
 
-enum ComputeFlags { kChunks = 1, kMap = 2, kBenchChunks = 4 };
+// kTriplets: no --metric (euclidean), tiles of 32³ (--block 32 only).
+enum ComputeFlags { kChunks = 1, kMap = 2, kBenchChunks = 4, kTriplets = 8 };
+
+// The triplet tile side: one warp along each edge of a tile.
+constexpr index_t kTripletBlock = 32;
 
 po::options_description compute_group(ComputeOptions& o, Choices& c, int flags) {
   po::options_description g("Computation");
-  g.add_options()(
-      "metric", po::value(&c.metric)->default_value("euclidean")->value_name("NAME"),
-      "euclidean, sqeuclidean, cityblock, chebyshev or cosine (as scipy.spatial.distance)")(
-      "precision", po::value(&c.precision)->default_value("float32")->value_name("P"),
-      "float32 or float64: the arithmetic and the stored values")(
+  if (!(flags & kTriplets))
+    g.add_options()(
+        "metric", po::value(&c.metric)->default_value("euclidean")->value_name("NAME"),
+        "euclidean, sqeuclidean, cityblock, chebyshev or cosine (as scipy.spatial.distance)");
+  g.add_options()("precision", po::value(&c.precision)->default_value("float32")->value_name("P"),
+                  (flags & kTriplets)
+                      ? "float32 or float64: the arithmetic of each triplet (and the stored "
+                        "triplet energies); sums are exact and written as float64"
+                      : "float32 or float64: the arithmetic and the stored values")(
       "backend", po::value(&c.backend)->default_value("auto")->value_name("B"),
-      "auto (cuda when a GPU is visible, else cpu), cpu or cuda")(
-      "block", po::value(&o.block)->default_value(128)->value_name("RHO"),
-      "tile side ρ, 1 to 65536: each block of work is a ρ×ρ tile (cuda: a multiple of 128)");
+      "auto (cuda when a GPU is visible, else cpu), cpu or cuda");
+  if (flags & kTriplets)
+    g.add_options()("block", po::value(&o.block)->default_value(kTripletBlock)->value_name("RHO"),
+                    "tile side ρ: each block of work is a ρ×ρ×ρ tile of triplets; 32 is the only "
+                    "size (a warp along each edge)");
+  else
+    g.add_options()(
+        "block", po::value(&o.block)->default_value(128)->value_name("RHO"),
+        "tile side ρ, 1 to 65536: each block of work is a ρ×ρ tile (cuda: a multiple of 128)");
   if (flags & kChunks)
     g.add_options()("chunk-mb", po::value(&o.chunk_mb)->default_value(64)->value_name("MB"),
-                    "largest chunk of output computed and written at once, in MiB (1 to 1024); "
-                    "less if memory is short");
+                    (flags & kTriplets)
+                        ? "with --store-triplets: largest chunk of triplet energies computed "
+                          "and written at once, in MiB (1 to 1024); less if memory is short"
+                        : "largest chunk of output computed and written at once, in MiB (1 to "
+                          "1024); less if memory is short");
   if (flags & kBenchChunks)
     g.add_options()("chunk-mb", po::value(&o.chunk_mb)->default_value(0)->value_name("MB"),
                     "chunk size in MiB, 0 to 1048576 (0: one buffer as large as memory allows, "
@@ -162,9 +181,54 @@ po::options_description compute_group(ComputeOptions& o, Choices& c, int flags) 
                    "GPU for this rank (-1: node-local rank modulo the visible GPUs)");
   if (flags & kMap)
     g.add_options()("map", po::value(&c.map)->default_value("lambda")->value_name("M"),
-                    "block map: lambda (only the triangle's tiles) or bb (bounding box, for "
-                    "comparison)");
+                    "block map: lambda (only the triangle's or tetrahedron's tiles: λ2, λ3) or "
+                    "bb (bounding box or cube, for comparison)");
   return g;
+}
+
+// The strings of the triplet options until they are checked.
+struct TripletChoices {
+  std::string potential = "atm";
+  std::string cutoff, cutoff_triple;
+};
+
+po::options_description triplet_group(TripletOptions& t, TripletChoices& c, bool bench) {
+  po::options_description g("Three-body potential (LAMMPS pair_style atm)");
+  if (!bench)
+    g.add_options()("potential", po::value(&c.potential)->default_value("atm")->value_name("P"),
+                    "atm (Axilrod-Teller-Muto): E = nu (1 + 3 cos g1 cos g2 cos g3) / (r12 r23 "
+                    "r31)^3 per triplet");
+  g.add_options()("nu", po::value(&t.nu)->default_value(1.0)->value_name("NU"),
+                  "the strength nu (LAMMPS pair_coeff * * * NU), finite")(
+      "cutoff", po::value(&c.cutoff)->value_name("RC"),
+      "count a triplet only when each of its 3 distances is <= RC (LAMMPS cutoff; default: "
+      "none)")("cutoff-triple", po::value(&c.cutoff_triple)->value_name("RT"),
+               "and only when r12 r23 r31 <= RT^3 (LAMMPS cutoff_triple; default: none)");
+  if (!bench)
+    g.add_options()("store-triplets", po::bool_switch(&t.store_triplets),
+                    "also store every triplet's energy in /triplet_energy, C(n,3) values in "
+                    "itertools.combinations order")(
+        "store-limit-gb", po::value(&t.store_limit_gb)->default_value(16)->value_name("GB"),
+        "refuse --store-triplets above this many GB (0: no limit)");
+  return g;
+}
+
+double parse_finite(const std::string& s, const std::string& what);
+
+void finish_triplet(TripletOptions& t, const TripletChoices& c) {
+  check_choice("--potential", c.potential, {"atm"});
+  if (!std::isfinite(t.nu)) throw UsageError("--nu must be a finite number");
+  if (!c.cutoff.empty()) {
+    t.cutoff = parse_finite(c.cutoff, "--cutoff");
+    if (!(t.cutoff > 0)) throw UsageError("--cutoff must be positive, got '" + c.cutoff + "'");
+  }
+  if (!c.cutoff_triple.empty()) {
+    t.cutoff_triple = parse_finite(c.cutoff_triple, "--cutoff-triple");
+    if (!(t.cutoff_triple > 0))
+      throw UsageError("--cutoff-triple must be positive, got '" + c.cutoff_triple + "'");
+  }
+  if (!(t.store_limit_gb >= 0 && std::isfinite(t.store_limit_gb)))
+    throw UsageError("--store-limit-gb must be 0 (no limit) or a positive number of GB");
 }
 
 po::options_description run_group(RunOptions& o, Choices& c) {
@@ -246,11 +310,11 @@ ConfigText read_config(const std::string& path, const std::string& name) {
       if (section == name) {
         to = &t.own;
       } else if (section == "edm" || section == "hist" || section == "cross" ||
-                 section == "bench") {
+                 section == "triplet" || section == "bench") {
         to = nullptr;
       } else {
         throw UsageError("unknown section [" + section + "] in --config '" + path +
-                         "' (sections name a command: edm, hist, cross or bench)");
+                         "' (sections name a command: edm, hist, cross, triplet or bench)");
       }
     } else if (to) {
       *to += line + "\n";
@@ -364,7 +428,9 @@ void finish_input(const InputOptions& in, const char* a, const char* b, bool pai
 }
 
 void finish_compute(ComputeOptions& o, const Choices& c, int flags) {
-  if (!parse_metric(c.metric, &o.metric))
+  if (c.metric.empty()) {
+    o.metric = Metric::euclidean;  // triplets
+  } else if (!parse_metric(c.metric, &o.metric))
     throw UsageError("unknown --metric '" + c.metric +
                      "'; choose euclidean, sqeuclidean, cityblock, chebyshev or cosine");
   check_choice("--precision", c.precision, {"float32", "float64"});
@@ -377,6 +443,8 @@ void finish_compute(ComputeOptions& o, const Choices& c, int flags) {
     check_choice("--map", c.map, {"lambda", "bb"});
     o.map = c.map == "bb" ? MapKind::bb : MapKind::lambda;
   }
+  if ((flags & kTriplets) && o.block != kTripletBlock)
+    throw UsageError("--block must be 32 for triplets (tiles of 32×32×32 triplets)");
   if (o.block < 1 || o.block > 65536) throw UsageError("--block must be between 1 and 65536");
   if ((flags & kChunks) && !(o.chunk_mb >= 1 && o.chunk_mb <= 1024))
     throw UsageError("--chunk-mb must be between 1 and 1024");
@@ -454,14 +522,29 @@ const char* kCrossUsage =
     "writes the M × K matrix to /distances, row-major, as scipy.spatial.distance.cdist.\n"
     "Ranks share it in bands of rows; the file is the same for any rank count.\n";
 
+const char* kTripletUsage =
+    "Usage: tdsolve triplet (--input SRC | --generate SPEC) --output FILE.h5\n"
+    "                       [--potential atm] [--nu NU] [--cutoff RC] [--cutoff-triple RT]\n"
+    "                       [--store-triplets] [options]\n"
+    "\n"
+    "Sums the Axilrod-Teller-Muto three-body energy over every triplet i<j<k of n points\n"
+    "in 3-D, as LAMMPS pair_style atm with the same nu, cutoff and cutoff_triple:\n"
+    "/energy (the total), /energy_per_point (each triplet's energy split equally among\n"
+    "its points) and /forces (n x 3, the analytic -dE/dx), all float64. The sums are\n"
+    "exact before the one final rounding, so the file is the same for any rank count,\n"
+    "chunk size or thread schedule. Only the tetrahedron's tiles are launched (the\n"
+    "block map λ3). --store-triplets also writes each triplet's energy.\n";
+
 const char* kBenchUsage =
     "Usage: tdsolve bench (--generate SPEC | --input SRC) [--with B | --with-generate SPEC]\n"
     "                     [--bins B --range LO:HI [--box ...]] [options]\n"
     "\n"
     "Times the computation alone: the driver loop of `tdsolve edm` (or of cross, with\n"
-    "--with; of hist, with --bins) with a sink that drops the results (no copy back, no\n"
-    "file), median of --repeat passes after a warm-up, next to the write ceiling over the\n"
-    "same bytes (memset; on the GPU also a plain 16-byte store kernel). One process.\n";
+    "--with; of hist, with --bins; of triplet, with --problem atm) with a sink that drops\n"
+    "the results (no copy back, no file), median of --repeat passes after a warm-up, next\n"
+    "to the write ceiling over the same bytes (memset; on the GPU also a plain 16-byte\n"
+    "store kernel). --problem dummy3 walks the triplet tiles of --map and does no work\n"
+    "in them, to time the block maps. One process.\n";
 
 // Parses a command; false when it printed help.
 bool parse_command(CommandKind kind, int argc, char** argv, CommandOptions& o) {
@@ -470,21 +553,32 @@ bool parse_command(CommandKind kind, int argc, char** argv, CommandOptions& o) {
   po::variables_map vm;
   po::options_description all;
   const bool cross = kind == CommandKind::cross, hist = kind == CommandKind::hist;
-  const int flags = (hist ? 0 : kChunks) | (cross ? 0 : kMap);
+  const bool triplet = kind == CommandKind::triplet;
+  const int flags = (hist ? 0 : kChunks) | (cross ? 0 : kMap) | (triplet ? kTriplets : 0);
+  TripletChoices tc;
   all.add(input_group(o.in, cross ? &o.with : nullptr));
   all.add(output_group(o.out,
-                       hist    ? "result file: /counts, /edges, /underflow, /overflow (and /rdf)"
-                       : cross ? "result file: /distances holds the M × K matrix"
-                               : "result file: /distances holds C(n,2) values in SciPy "
-                                 "condensed order",
-                       kind == CommandKind::edm));
+                       hist      ? "result file: /counts, /edges, /underflow, /overflow (and /rdf)"
+                       : cross   ? "result file: /distances holds the M × K matrix"
+                       : triplet ? "result file: /energy, /energy_per_point, /forces (and "
+                                   "/triplet_energy)"
+                                 : "result file: /distances holds C(n,2) values in SciPy "
+                                   "condensed order",
+                       kind == CommandKind::edm || triplet));
   if (hist) all.add(hist_group(o.hist, c));
+  if (triplet) all.add(triplet_group(o.triplet, tc, false));
   all.add(compute_group(o.compute, c, flags));
   po::options_description misc = run_group(o.run, c);
   misc.add_options()("help,h", "show this help");
   all.add(misc);
-  const char* name = kind == CommandKind::edm ? "edm" : hist ? "hist" : "cross";
-  const char* usage = kind == CommandKind::edm ? kEdmUsage : hist ? kHistUsage : kCrossUsage;
+  const char* name = kind == CommandKind::edm ? "edm"
+                     : hist                   ? "hist"
+                     : triplet                ? "triplet"
+                                              : "cross";
+  const char* usage = kind == CommandKind::edm ? kEdmUsage
+                      : hist                   ? kHistUsage
+                      : triplet                ? kTripletUsage
+                                               : kCrossUsage;
   if (!parse(argc, argv, all, usage, name, vm)) return false;
   finish_input(o.in, "input", "generate", !cross);
   if (cross) finish_input(o.with, "with", "with-generate", false);
@@ -495,6 +589,7 @@ bool parse_command(CommandKind kind, int argc, char** argv, CommandOptions& o) {
         "reports a finished one), --overwrite starts over");
   finish_compute(o.compute, c, flags);
   if (hist) finish_hist(o.hist, c, vm, o.compute.metric);
+  if (triplet) finish_triplet(o.triplet, tc);
   finish_run(o.run, c, argc, argv);
   o.run.effective = effective_options(all, vm);
   return true;
@@ -509,21 +604,41 @@ bool parse_bench(int argc, char** argv, BenchOptions& b) {
   all.add(compute_group(o.compute, c, kBenchChunks | kMap));
   po::options_description h = hist_group(o.hist, c);
   all.add(h);
+  TripletChoices tc;
+  all.add(triplet_group(o.triplet, tc, true));
+  std::string problem;
   po::options_description r("Bench");
-  r.add_options()("repeat", po::value(&b.repeat)->default_value(5),
-                  "timed passes, 1 to 1000 (median reported)")(
-      "csv", po::value(&b.csv)->value_name("FILE"), "append a row of results to FILE")(
+  r.add_options()("problem", po::value(&problem)->default_value("auto")->value_name("P"),
+                  "auto (edm, cross with --with, hist with --bins), atm (the triplet "
+                  "command's kernel; points in 3-D) or dummy3 (the triplet tiles only)")(
+      "repeat", po::value(&b.repeat)->default_value(5),
+      "timed passes, 1 to 1000 (median reported)")("csv", po::value(&b.csv)->value_name("FILE"),
+                                                   "append a row of results to FILE")(
       "config", po::value<std::string>()->value_name("FILE.ini"),
       "read options from an INI file; the command line wins")("help,h", "show this help");
   all.add(r);
   if (!parse(argc, argv, all, kBenchUsage, "bench", vm)) return false;
   const bool cross = !o.with.input.empty() || !o.with.generate.empty();
   const bool hist = vm.count("bins") || vm.count("range") || vm.count("box");
+  check_choice("--problem", problem, {"auto", "atm", "dummy3"});
+  const bool triplet = problem != "auto";
   if (cross && hist) throw UsageError("bench: --with and --bins do not go together");
-  o.kind = cross ? CommandKind::cross : hist ? CommandKind::hist : CommandKind::edm;
+  if (triplet && (cross || hist))
+    throw UsageError("bench: --problem " + problem + " takes neither --with nor --bins");
+  o.kind = triplet ? CommandKind::triplet
+           : cross ? CommandKind::cross
+           : hist  ? CommandKind::hist
+                   : CommandKind::edm;
   finish_input(o.in, "input", "generate", !cross);
   if (cross) finish_input(o.with, "with", "with-generate", false);
-  finish_compute(o.compute, c, kBenchChunks | kMap);
+  if (triplet) {
+    if (!vm["metric"].defaulted())
+      throw UsageError("bench: --metric does not apply to --problem " + problem);
+    if (vm["block"].defaulted()) o.compute.block = kTripletBlock;
+    finish_triplet(o.triplet, tc);
+    o.triplet.kernel = problem == "dummy3" ? TripletKernel::dummy : TripletKernel::atm;
+  }
+  finish_compute(o.compute, c, kBenchChunks | kMap | (triplet ? kTriplets : 0));
   if (hist) finish_hist(o.hist, c, vm, o.compute.metric);
   if (b.repeat < 1 || b.repeat > 1000) throw UsageError("--repeat must be between 1 and 1000");
   return true;
@@ -591,7 +706,8 @@ int main(int argc, char** argv) {
     }
     for (auto [name, kind] : {std::pair<const char*, CommandKind>{"edm", CommandKind::edm},
                               {"hist", CommandKind::hist},
-                              {"cross", CommandKind::cross}}) {
+                              {"cross", CommandKind::cross},
+                              {"triplet", CommandKind::triplet}}) {
       if (cmd != name) continue;
       CommandOptions o;
       if (!parse_command(kind, argc, argv, o)) return 0;
@@ -601,7 +717,7 @@ int main(int argc, char** argv) {
       return mpi_main(argc, argv, [&](MPI_Comm comm) { return run_command(o, comm); });
     }
     throw UsageError("unknown command '" + cmd +
-                     "' (commands: edm, hist, cross, info, bench; see tdsolve --help)");
+                     "' (commands: edm, hist, cross, triplet, info, bench; see tdsolve --help)");
   } catch (const std::exception& e) {
     if (launcher_rank0()) std::fprintf(stderr, "tdsolve: error: %s\n", one_line(e.what()).c_str());
     return exit_code_of(e);

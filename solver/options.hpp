@@ -52,8 +52,17 @@ struct HistOptions {
   double box[kMaxBoxDims] = {};
 };
 
+// triplet: the three-body potential and what to store.
+struct TripletOptions {
+  double nu = 1;
+  double cutoff = 0, cutoff_triple = 0;  // 0: none
+  bool store_triplets = false;
+  double store_limit_gb = 16;  // --store-triplets refused above this many GB (0: no limit)
+  TripletKernel kernel = TripletKernel::atm;  // bench: atm or dummy3
+};
+
 // What one command asks for.
-enum class CommandKind { edm, hist, cross };
+enum class CommandKind { edm, hist, cross, triplet };
 
 struct CommandOptions {
   CommandKind kind = CommandKind::edm;
@@ -61,11 +70,12 @@ struct CommandOptions {
   OutputOptions out;
   ComputeOptions compute;
   RunOptions run;
-  HistOptions hist;  // hist only
+  HistOptions hist;        // hist only
+  TripletOptions triplet;  // triplet only
 };
 
-// bench: the problem of edm (pairs), cross (with --with) or hist (with
-// --bins), computed without an output.
+// bench: the problem of edm (pairs), cross (with --with), hist (with
+// --bins) or triplet (--problem atm|dummy3), computed without an output.
 struct BenchOptions {
   CommandOptions cmd;
   int repeat = 5;

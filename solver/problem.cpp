@@ -58,12 +58,14 @@ HistSpec make_hist_spec(double lo, double hi, index_t bins) {
 
 template <typename T>
 mapping::ChunkPlan make_plan(const Problem<T>& p, index_t max_elements) {
+  if (p.triplets()) return mapping::ChunkPlan(p.triplet_domain(), max_elements);
   if (p.domain == DomainKind::rect) return mapping::ChunkPlan(p.rect_domain(), max_elements);
   return mapping::ChunkPlan(p.pair_domain(), max_elements);
 }
 
 template <typename T>
 mapping::ChunkPlan plan_from_offsets(const Problem<T>& p, const std::vector<index_t>& offsets) {
+  if (p.triplets()) return mapping::ChunkPlan::from_offsets(p.triplet_domain(), offsets);
   if (p.domain == DomainKind::rect)
     return mapping::ChunkPlan::from_offsets(p.rect_domain(), offsets);
   return mapping::ChunkPlan::from_offsets(p.pair_domain(), offsets);

@@ -1,7 +1,8 @@
 // What every backend computes: a Problem is a domain (pairs of one point set,
-// or the rectangle of two), a metric, a block map and an epilogue (what
-// happens to each value: stored in packed order, or binned). Backends and
-// sinks know nothing about which command built it.
+// the rectangle of two, or triplets of one set), a metric, a block map and an
+// epilogue (what happens to each value: stored in packed order, binned, or
+// only reduced into per-point sums). Backends and sinks know nothing about
+// which command built it.
 #pragma once
 
 #include <array>
@@ -16,9 +17,11 @@
 
 namespace tdsolve {
 
-enum class DomainKind { pairs, rect };
+enum class DomainKind { pairs, rect, triplets };
 enum class MapKind { lambda, bb };
-enum class EpilogueKind { store, histogram };
+// store: every value in packed order (triplets: and the reductions);
+// reduce: triplets' reductions only.
+enum class EpilogueKind { store, histogram, reduce };
 
 inline const char* map_name(MapKind m) {
   return m == MapKind::bb ? "bb" : "lambda";
@@ -51,6 +54,23 @@ std::vector<double> linspace_edges(double lo, double hi, index_t bins);
 // fast paths off (to measure them).
 HistSpec make_hist_spec(double lo, double hi, index_t bins);
 
+// The three-body problem (solver/atm.hpp): LAMMPS `pair_style atm` with
+// nu, cutoff and cutoff_triple (infinite: no cutoff); or (bench) a dummy
+// kernel that only walks the tiles, to time the block maps.
+enum class TripletKernel { atm, dummy };
+struct AtmSpec {
+  TripletKernel kernel = TripletKernel::atm;
+  double nu = 1;
+  double cutoff = 0, cutoff_triple = 0;  // <= 0: none
+};
+
+// Triplet reductions, per chunk, in exact accumulators (solver/exact_sum.hpp):
+// slot p (energy of point p, summed over its triplets, not yet divided by 3),
+// n + 3p + x (force component x on point p), and 4n (the total energy).
+inline index_t triplet_sum_slots(index_t n) {
+  return 4 * n + 1;
+}
+
 template <typename T>
 struct Problem {
   DomainKind domain = DomainKind::pairs;
@@ -64,10 +84,15 @@ struct Problem {
   HistSpec hist;
   int box_dims = 0;  // 0: no box; else = d
   std::array<T, kMaxBoxDims> box{};
+  AtmSpec atm;  // triplets
+
+  bool triplets() const { return domain == DomainKind::triplets; }
+  mapping::TripletDomain triplet_domain() const { return mapping::TripletDomain(rows, rho); }
 
   mapping::PairDomain pair_domain() const { return mapping::PairDomain(rows, rho); }
   mapping::RectDomain rect_domain() const { return mapping::RectDomain(rows, cols, rho); }
   index_t total() const {
+    if (domain == DomainKind::triplets) return triplet_domain().total();
     return domain == DomainKind::pairs ? pair_domain().total() : rect_domain().total();
   }
   const T* col_points() const { return domain == DomainKind::pairs ? a.data() : b.data(); }
@@ -97,7 +122,14 @@ void complete_problem(Problem<T>* p);
 template <typename T>
 void check_norms(const Problem<T>& p, const std::string& source_a, const std::string& source_b);
 
-// Calls f(Map{}) with the block map type of (domain, map).
+// Calls f(Map{}) with the block map type of (domain, map), for pairs and
+// rectangles; dispatch_map3 for triplets.
+template <typename F>
+decltype(auto) dispatch_map3(MapKind map, F&& f) {
+  if (map == MapKind::bb) return f(mapping::BoundingBox3Map{});
+  return f(mapping::Lambda3Map{});
+}
+
 template <typename F>
 decltype(auto) dispatch_map(DomainKind domain, MapKind map, F&& f) {
   if (domain == DomainKind::rect) return f(mapping::RectMap{});

@@ -40,11 +40,13 @@ std::string human_seconds(double s) {
   return buf;
 }
 
-Progress::Progress(ProgressMode mode, index_t total, index_t bytes_per_item, index_t base)
+Progress::Progress(ProgressMode mode, index_t total, index_t bytes_per_item, index_t base,
+                   const char* unit)
     : mode_(mode),
       total_(total),
       item_bytes_(bytes_per_item),
       base_(base),
+      unit_(unit),
       start_(std::chrono::steady_clock::now()),
       last_(start_) {}
 
@@ -69,19 +71,26 @@ void Progress::draw(index_t done) {
   const double frac = total_ ? static_cast<double>(done) / total_ : 1.0;
   // Rate and time left from this run's work only (a resume starts at base_).
   const double now = done > base_ ? static_cast<double>(done - base_) : 0;
-  const double rate = elapsed > 0 ? now * static_cast<double>(item_bytes_) / elapsed : 0;
+  const double items = elapsed > 0 ? now / elapsed : 0;
+  const double rate = items * static_cast<double>(item_bytes_);
+  char per_s[48];
+  if (item_bytes_ > 0) {
+    std::snprintf(per_s, sizeof per_s, "%s/s", human_bytes(rate).c_str());
+  } else {
+    std::snprintf(per_s, sizeof per_s, "%.3g %s/s", items, unit_);
+  }
   const double left = static_cast<double>(total_ - std::min(done, total_));
   const double eta = now > 0 ? elapsed * left / now : 0;
   if (mode_ == ProgressMode::bar) {
     const int width = 30, filled = static_cast<int>(frac * width);
-    std::fprintf(stderr, "\r[%.*s%*s] %5.1f%%  %s/s  eta %s   ", filled,
-                 "##############################", width - filled, "", 100 * frac,
-                 human_bytes(rate).c_str(), human_seconds(eta).c_str());
+    std::fprintf(stderr, "\r[%.*s%*s] %5.1f%%  %s  eta %s   ", filled,
+                 "##############################", width - filled, "", 100 * frac, per_s,
+                 human_seconds(eta).c_str());
   } else {
-    std::fprintf(
-        stderr, "tdsolve: progress %5.1f%% (%llu of %llu pairs) %s/s, elapsed %s, eta %s\n",
-        100 * frac, static_cast<unsigned long long>(done), static_cast<unsigned long long>(total_),
-        human_bytes(rate).c_str(), human_seconds(elapsed).c_str(), human_seconds(eta).c_str());
+    std::fprintf(stderr, "tdsolve: progress %5.1f%% (%llu of %llu %s) %s, elapsed %s, eta %s\n",
+                 100 * frac, static_cast<unsigned long long>(done),
+                 static_cast<unsigned long long>(total_), unit_, per_s,
+                 human_seconds(elapsed).c_str(), human_seconds(eta).c_str());
   }
   std::fflush(stderr);
   drawn_ = true;

@@ -16,8 +16,10 @@ ProgressMode parse_progress(const std::string& s);
 
 class Progress {
  public:
-  // `base` of `total` items were done before this run (a resume).
-  Progress(ProgressMode mode, index_t total, index_t bytes_per_item, index_t base = 0);
+  // `base` of `total` items were done before this run (a resume); `unit`
+  // names the items ("pairs"). Without bytes per item the rate is in items.
+  Progress(ProgressMode mode, index_t total, index_t bytes_per_item, index_t base = 0,
+           const char* unit = "pairs");
   void update(index_t done);
   void finish();
 
@@ -25,6 +27,7 @@ class Progress {
   void draw(index_t done);
   ProgressMode mode_;
   index_t total_, item_bytes_, base_;
+  const char* unit_;
   std::chrono::steady_clock::time_point start_, last_;
   bool drawn_ = false;
 };

@@ -8,6 +8,8 @@
 #include <string>
 
 #include "solver/cpu/tiles.hpp"
+#include "solver/cpu/triplets.hpp"
+#include "solver/exact_sum.hpp"
 #include "solver/fault.hpp"
 
 namespace tdsolve::cpu {
@@ -36,11 +38,17 @@ class CpuBackend final : public Backend<T> {
  public:
   CpuBackend(const Problem<T>& p, int threads, int local_ranks)
       : view_(view_of(p)),
+        triplets_(p.triplets()),
+        store_(p.stores_values()),
+        tview_(triplets_ ? triplet_view_of(p) : TripletView<T>{}),
         threads_(threads),
         local_ranks_(local_ranks),
         slots_(p.epilogue == EpilogueKind::histogram ? p.hist.slots() : 0) {
     for (auto& c : counts_)
       c.resize(slots_);
+    if (triplets_)
+      for (auto& s : sums_)
+        s.resize(triplet_sum_slots(p.rows) * kExactLimbs);
   }
   ~CpuBackend() override {
     for (auto& f : pending_)
@@ -56,7 +64,7 @@ class CpuBackend final : public Backend<T> {
     return available_host_bytes(local_ranks_) / (4 * sizeof(T));
   }
   void reserve(index_t elements) override {
-    if (slots_ > 0) return;  // histograms keep no values
+    if (!store_) return;  // histograms and triplet reductions keep no values
     for (auto& b : buffers_)
       b.resize(elements);
   }
@@ -64,10 +72,15 @@ class CpuBackend final : public Backend<T> {
     const int slot = static_cast<int>(submitted_++ % 2);
     T* out = buffers_[slot].data();
     std::uint64_t* counts = counts_[slot].data();
-    pending_[slot] = std::async(std::launch::async, [this, job, out, counts] {
+    std::int64_t* sums = sums_[slot].data();
+    pending_[slot] = std::async(std::launch::async, [this, job, out, counts, sums] {
       const auto t0 = std::chrono::steady_clock::now();
       fault_point(Stage::compute, job.chunk);
-      compute_chunk<T>(view_, job.row_begin, job.row_end, out, counts, threads_);
+      if (triplets_) {
+        compute_triplet_chunk<T>(tview_, job.row_begin, job.row_end, out, sums, threads_);
+      } else {
+        compute_chunk<T>(view_, job.row_begin, job.row_end, out, counts, threads_);
+      }
       return std::make_pair(
           job.chunk, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     });
@@ -78,11 +91,9 @@ class CpuBackend final : public Backend<T> {
     seconds_ += seconds;
     fault_point(Stage::copy, chunk);
     ChunkResult<T> r;
-    if (slots_ > 0) {
-      r.counts = counts_[slot].data();
-    } else {
-      r.values = buffers_[slot].data();
-    }
+    if (slots_ > 0) r.counts = counts_[slot].data();
+    if (store_) r.values = buffers_[slot].data();
+    if (triplets_) r.sums = sums_[slot].data();
     return r;
   }
   double compute_seconds() const override { return seconds_; }
@@ -103,10 +114,13 @@ class CpuBackend final : public Backend<T> {
 
  private:
   CpuView<T> view_;
+  bool triplets_, store_;
+  TripletView<T> tview_;
   int threads_, local_ranks_;
   index_t slots_;
   std::vector<T> buffers_[2];
   std::vector<std::uint64_t> counts_[2];
+  std::vector<std::int64_t> sums_[2];
   std::future<std::pair<index_t, double>> pending_[2];
   index_t submitted_ = 0, waited_ = 0;
   double seconds_ = 0;

@@ -23,5 +23,9 @@ std::string no_device_reason();
 template <typename T>
 std::unique_ptr<Backend<T>> make_cuda_backend(const Problem<T>& problem,
                                               const CudaOptions& options);
+// The triplet problem's backend (solver/cuda/triplet_backend.cu).
+template <typename T>
+std::unique_ptr<Backend<T>> make_cuda_triplet_backend(const Problem<T>& problem,
+                                                      const CudaOptions& options);
 
 }  // namespace tdsolve::cuda

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cmath>
+#include <limits>
 #include <random>
 
 #include "solver/atm.hpp"
@@ -118,7 +119,40 @@ TEST(Atm, CutoffsFollowLammps) {
   const double inf = INFINITY;
   EXPECT_TRUE(atm_counts(1.0, 4.0, 9.0, inf, inf));
   EXPECT_TRUE(atm_counts(1.0, 4.0, 9.0, 9.5, inf));    // r31 = 3 < 3.08
-  EXPECT_FALSE(atm_counts(1.0, 4.0, 9.0, 9.0, inf));   // r31 = 3 is not < 3
+  EXPECT_TRUE(atm_counts(1.0, 4.0, 9.0, 9.0, inf));    // r31 = 3 = cutoff counts (LAMMPS)
+  EXPECT_FALSE(atm_counts(1.0, 4.0, 9.0, 8.9, inf));   // r31 = 3 > 2.98
   EXPECT_TRUE(atm_counts(1.0, 4.0, 9.0, inf, 36.5));   // (1·2·3)² = 36 < rt⁶
-  EXPECT_FALSE(atm_counts(1.0, 4.0, 9.0, inf, 36.0));  // not <
+  EXPECT_TRUE(atm_counts(1.0, 4.0, 9.0, inf, 36.0));   // equal counts
+  EXPECT_FALSE(atm_counts(1.0, 4.0, 9.0, inf, 35.9));  // r12 r23 r31 > rt
+}
+
+TEST(Atm, KernelFormEqualsTheReference) {
+  // atm_terms_fast (the tiles' form: 1/a, 1/b, 1/c given, a reciprocal
+  // square root) computes the same function as atm_terms.
+  std::mt19937_64 rng(14);
+  for (int t = 0; t < 2000; ++t) {
+    const V x1 = random_point(rng), x2 = random_point(rng), x3 = random_point(rng);
+    const V d12 = sub(x1, x2), d23 = sub(x2, x3), d31 = sub(x3, x1);
+    const double a = dot(d12, d12), b = dot(d23, d23), c = dot(d31, d31), nu = 0.75;
+    const AtmTerms<double> ref = atm_terms<double>(a, b, c, nu);
+    const AtmTerms<double> got =
+        atm_terms_fast<double>(a, b, c, 1 / a, 1 / b, 1 / c, nu, 0.375 * nu);
+    const double scale = 4 * nu / std::pow(a * b * c, 1.5);
+    ASSERT_NEAR(got.e, ref.e, 1e-13 * scale) << t;
+    ASSERT_NEAR(got.ea, ref.ea, 1e-12 * (std::fabs(ref.ea) + scale / a)) << t;
+    ASSERT_NEAR(got.eb, ref.eb, 1e-12 * (std::fabs(ref.eb) + scale / b)) << t;
+    ASSERT_NEAR(got.ec, ref.ec, 1e-12 * (std::fabs(ref.ec) + scale / c)) << t;
+    const AtmTerms<float> f =
+        atm_terms_fast<float>(float(a), float(b), float(c), float(1 / a), float(1 / b),
+                              float(1 / c), float(nu), float(0.375 * nu));
+    ASSERT_NEAR(f.e, ref.e, 1e-5 * scale) << t;
+  }
+}
+
+TEST(Atm, NoCutoffCountsEveryFiniteProduct) {
+  // Without cutoffs the bounds are the largest finite value: only a product
+  // a·b·c that overflows (its energy is 0 in that precision) is skipped.
+  const float big = std::numeric_limits<float>::max();
+  EXPECT_TRUE(atm_counts(1e12f, 1e12f, 1e12f, big, big));
+  EXPECT_FALSE(atm_counts(1e13f, 1e13f, 1e13f, big, big));  // 1e39 overflows float
 }

@@ -87,3 +87,32 @@ TEST(ExactSum, WithinAnUlpOfAQuadPrecisionReference) {
     EXPECT_LE(std::fabs(got - want), 2 * std::fabs(std::nextafter(want, INFINITY) - want)) << seed;
   }
 }
+
+TEST(ExactSum, AtomicAddsFromThreadsGiveTheSameLimbs) {
+  // The triplet tiles add from many threads at once (exact_add_atomic): any
+  // interleaving gives the limbs a serial loop gives.
+  const std::vector<double> v = wild_values(31, 200000, 300);
+  std::vector<std::int64_t> serial(kExactLimbs, 0), parallel(kExactLimbs, 0);
+  for (double x : v)
+    exact_add(serial.data(), x);
+#pragma omp parallel for num_threads(4)
+  for (size_t i = 0; i < v.size(); ++i)
+    exact_add_atomic(parallel.data(), v[i]);
+  exact_normalise(serial.data());
+  exact_normalise(parallel.data());
+  EXPECT_EQ(serial, parallel);
+  EXPECT_EQ(exact_value(serial.data()), sum_of(v));
+}
+
+TEST(ExactSum, PiecesPlaceEveryBitOfTheDouble) {
+  // The three pieces, shifted by 32·at, are the magnitude in units of 2^-1074.
+  for (double v :
+       {1.0, -3.5, 0x1.fffffffffffffp+1023, 0x1p-1074, 0x1.8p-1030, -1e-300, 123456.789}) {
+    const ExactPieces p = exact_pieces(v);
+    long double mag = 0;
+    for (int k = 2; k >= 0; --k)
+      mag = mag * 4294967296.0L + p.piece[k];
+    EXPECT_EQ(static_cast<double>(std::ldexp(mag, 32 * p.at - 1074)), std::fabs(v)) << v;
+    EXPECT_EQ(p.negative, v < 0) << v;
+  }
+}

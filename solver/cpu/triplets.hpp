@@ -1,0 +1,38 @@
+// The triplet tiles on the CPU: OpenMP over the same block maps (λ3 or
+// BB-3D) a GPU launch uses, one ρ×ρ×ρ tile per block, with the same
+// structure as the CUDA kernel: the three ρ×ρ sets of pair terms of a tile
+// computed once, every triplet from them, and the tile's reductions (per-pair
+// weights W = Σ ∂E/∂r², then per-point energies and forces) added to exact
+// accumulators (solver/exact_sum.hpp), so the sums do not depend on the
+// order threads finish tiles in.
+#pragma once
+
+#include <cstdint>
+
+#include "solver/problem.hpp"
+
+namespace tdsolve::cpu {
+
+template <typename T>
+struct TripletView {
+  const T* x = nullptr;  // n × 3
+  index_t n = 0, rho = 32;
+  MapKind map = MapKind::lambda;
+  TripletKernel kernel = TripletKernel::atm;
+  T nu = 1, k = T(3) / T(8);   // k = 3ν/8
+  T cutoff2 = 0, triple6 = 0;  // atm_counts' bounds (largest T: none)
+  bool store = false;
+};
+
+template <typename T>
+TripletView<T> triplet_view_of(const Problem<T>& p);
+
+// Layers [layer_begin, layer_end) of the triplet domain with `threads`
+// OpenMP threads. store: the energy of triplet e lands at
+// out[e - elements_before(layer_begin)] (0 where the cutoffs drop it).
+// sums: triplet_sum_slots(n) × kExactLimbs limbs, set to this chunk's sums.
+template <typename T>
+void compute_triplet_chunk(const TripletView<T>& v, index_t layer_begin, index_t layer_end, T* out,
+                           std::int64_t* sums, int threads);
+
+}  // namespace tdsolve::cpu

@@ -1,0 +1,478 @@
+// The triplet problem on the GPU: one block per 32×32×32 tile of the block
+// tetrahedron (λ3: only the tiles with I <= J <= K are launched; BB-3D: the
+// m² × layers box, with the other blocks leaving at once), two chunks in
+// flight as in the pair backend.
+//
+// A block (256 threads, 8 warps) unranks its tile once, stages the three
+// strips of 32 points in shared memory and computes the tile's two ρ×ρ sets
+// of pair terms it reads in the inner loop, r² and 1/r² of (I, J) and (I, K);
+// thread (warp w, lane k) handles the column pairs (j, k) for j = w, w+8,
+// w+16, w+24 and computes the (J, K) term of its pair itself. For each (j, k)
+// it runs over the 32 values of i with the pair terms from shared memory:
+//   ∂E/∂r²_jk  summed over i in a register (W_JK, no reduction);
+//   ∂E/∂r²_ik  summed over j in 32 registers per thread, then over the warps
+//              in a fixed tree through shared memory (W_IK);
+//   ∂E/∂r²_ij  summed over k across the warp's lanes by a transposing
+//              butterfly (31 shuffles for 32 values: lane i ends with the sum
+//              for i) (W_IJ), and the energies the same way.
+// Every reduction has a fixed order, so a tile's sums are the same bits on
+// every run. The tile's forces follow from the pair weights in float64,
+// F_p = −2 Σ_q W_pq (x_p − x_q), and each of its 96 points adds its energy
+// and force to exact accumulators in global memory (64-bit integer atomics,
+// solver/exact_sum.hpp): sums that do not depend on which tile came first.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <limits>
+#include <string>
+
+#include "solver/atm.hpp"
+#include "solver/cpu/cpu_backend.hpp"
+#include "solver/cpu/triplets.hpp"
+#include "solver/cuda/cuda_backend.hpp"
+#include "solver/cuda/cuda_check.hpp"
+#include "solver/cuda/cuda_resources.cuh"
+#include "solver/exact_sum.hpp"
+#include "solver/fault.hpp"
+
+namespace tdsolve::cuda {
+
+namespace {
+
+constexpr int kRho = 32;       // tile side: one lane per k
+constexpr int kThreads = 256;  // 8 warps
+constexpr int kWarps = kThreads / 32;
+constexpr int kJPerWarp = kRho / kWarps;  // 4
+constexpr int kPadded = kRho + 1;         // W matrices' row stride (no bank conflicts)
+
+template <typename T>
+struct TripletParams {
+  const T* x = nullptr;  // n × 3
+  mapping::TripletDomain dom;
+  mapping::Grid grid;
+  index_t out_offset = 0;
+  T* out = nullptr;                    // store: the chunk's triplet energies
+  unsigned long long* sums = nullptr;  // triplet_sum_slots(n) × kExactLimbs
+  T nu = 1, k = 0, cutoff2 = 0, triple6 = 0;
+};
+
+// Shared memory of a block, in elements of T.
+constexpr int kXs = 3 * 3 * kRho;                 // strips [s][c][p]
+constexpr int kPairs = 4 * kRho * kRho;           // r²(I,J) [j][i], 1/r², r²(I,K) [i][k], 1/r²
+constexpr int kW = 3 * kRho * kPadded;            // W_IJ [j][i], W_JK [j][k], W_IK [i][k]
+constexpr int kSmall = 2 * kWarps * kRho + kRho;  // per-warp energies of i and k; of j
+constexpr int kSharedElements = kXs + kPairs + kW + kSmall;
+
+__device__ __forceinline__ void exact_add_device(unsigned long long* limbs, double v) {
+  if (v == 0) return;
+  const ExactPieces p = exact_pieces(v);
+#pragma unroll
+  for (int q = 0; q < 3; ++q) {
+    if (p.piece[q] == 0) continue;
+    const unsigned long long x = p.piece[q];
+    atomicAdd(&limbs[p.at + q], p.negative ? 0ull - x : x);  // two's complement
+  }
+}
+
+// One butterfly step: lanes pair up across bit S; each keeps the half of
+// v[0 .. 2S) its bit selects and adds its partner's copy of that half.
+template <int S, typename T>
+__device__ __forceinline__ void transpose_step(T (&v)[kRho], int lane) {
+  const bool upper = lane & S;
+#pragma unroll
+  for (int t = 0; t < S; ++t) {
+    const T send = upper ? v[t] : v[t + S];
+    const T keep = upper ? v[t + S] : v[t];
+    v[t] = keep + __shfl_xor_sync(0xffffffffu, send, S);
+  }
+}
+
+// Lane L returns the sum over the warp's lanes of v[L] (31 shuffles for the
+// 32 sums); v is clobbered. A fixed order: the same bits every time.
+template <typename T>
+__device__ __forceinline__ T transpose_sum(T (&v)[kRho], int lane) {
+  transpose_step<16>(v, lane);
+  transpose_step<8>(v, lane);
+  transpose_step<4>(v, lane);
+  transpose_step<2>(v, lane);
+  transpose_step<1>(v, lane);
+  return v[0];
+}
+
+template <typename T>
+__device__ __forceinline__ T warp_sum(T v) {
+#pragma unroll
+  for (int s = 16; s >= 1; s >>= 1)
+    v += __shfl_xor_sync(0xffffffffu, v, s);
+  return v;
+}
+
+template <typename T, typename Map, bool kStore>
+__global__ void __launch_bounds__(kThreads) atm_kernel(const TripletParams<T> k) {
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  T* smem = reinterpret_cast<T*>(smem_raw);
+  T* xs = smem;             // [3][3][32]
+  T* A = xs + kXs;          // r²(I_i, J_j) at [j][i]
+  T* iA = A + kRho * kRho;  // 1/r²
+  T* C = iA + kRho * kRho;  // r²(I_i, K_k) at [i][k]
+  T* iC = C + kRho * kRho;
+  T* red = A;                   // after the main loop: the W_IK tree (4 × 32 × 32)
+  T* WA = A + kPairs;           // W_IJ [j][i], stride 33
+  T* WB = WA + kRho * kPadded;  // W_JK [j][k]
+  T* WC = WB + kRho * kPadded;  // W_IK [i][k]
+  T* Ei = WC + kRho * kPadded;  // per-warp energy sums of i: [w][i]
+  T* Ek = Ei + kWarps * kRho;   // of k: [w][k]
+  T* Ej = Ek + kWarps * kRho;   // of j: [j]
+
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const index_t n = k.dom.n;
+  const mapping::Grid g = k.grid;
+  for (index_t by = blockIdx.y; by < g.y; by += gridDim.y)
+    for (index_t bx = blockIdx.x; bx < g.x; bx += gridDim.x) {
+      mapping::Tile3 t;
+      if (!Map::tile(k.dom, g, bx, by, &t)) continue;  // the same for the whole block
+      const index_t g0[3] = {t.layer * kRho, t.row * kRho, t.col * kRho};
+      __syncthreads();  // the previous tile's shared memory is free
+      if (tid < 3 * kRho) {
+        const int s = tid / kRho, p = tid % kRho;
+        const index_t gp = g0[s] + p;
+#pragma unroll
+        for (int c = 0; c < 3; ++c)
+          xs[(s * 3 + c) * kRho + p] = gp < n ? k.x[gp * 3 + c] : T(0);
+      }
+      __syncthreads();
+      for (int e = tid; e < kRho * kRho; e += kThreads) {
+        const int hi = e / kRho, lo = e % kRho;
+        // A[j][i]: j = hi, i = lo. C[i][k]: i = hi, k = lo.
+        T da = 0, dc = 0;
+#pragma unroll
+        for (int c = 0; c < 3; ++c) {
+          const T u = xs[(0 * 3 + c) * kRho + lo] - xs[(1 * 3 + c) * kRho + hi];
+          const T v = xs[(0 * 3 + c) * kRho + hi] - xs[(2 * 3 + c) * kRho + lo];
+          da += u * u;
+          dc += v * v;
+        }
+        A[e] = da;
+        iA[e] = T(1) / da;
+        C[e] = dc;
+        iC[e] = T(1) / dc;
+      }
+      __syncthreads();
+
+      T wc[kRho];  // Σ_j ∂E/∂r²_ik for k = lane, per i
+#pragma unroll
+      for (int i = 0; i < kRho; ++i)
+        wc[i] = 0;
+      T ei_sum = 0, ek_sum = 0;  // this lane's energies as i (after the butterfly) and as k
+      const index_t gk = g0[2] + lane;
+#pragma unroll 1
+      for (int q = 0; q < kJPerWarp; ++q) {
+        const int j = warp + kWarps * q;
+        const index_t gj = g0[1] + j;
+        T b = 0;
+#pragma unroll
+        for (int c = 0; c < 3; ++c) {
+          const T u = xs[(1 * 3 + c) * kRho + j] - xs[(2 * 3 + c) * kRho + lane];
+          b += u * u;
+        }
+        const T ib = T(1) / b;
+        const bool jk = gj < gk && gk < n;
+        T ea[kRho], ee[kRho];
+        T wb = 0;
+#pragma unroll
+        for (int i = 0; i < kRho; ++i) {
+          const index_t gi = g0[0] + i;
+          const T a = A[j * kRho + i], ia = iA[j * kRho + i];
+          const T c = C[i * kRho + lane], ic = iC[i * kRho + lane];
+          const bool inside = jk && gi < gj;
+          const bool valid = inside && atm_counts(a, b, c, k.cutoff2, k.triple6);
+          const AtmTerms<T> r = atm_terms_fast(a, b, c, ia, ib, ic, k.nu, k.k);
+          const T e = valid ? r.e : T(0);
+          ea[i] = valid ? r.ea : T(0);
+          ee[i] = e;
+          wb += valid ? r.eb : T(0);
+          wc[i] += valid ? r.ec : T(0);
+          ek_sum += e;
+          if constexpr (kStore) {
+            if (inside) k.out[mapping::triplet_rank(n, gi, gj, gk) - k.out_offset] = e;
+          }
+        }
+        WB[j * kPadded + lane] = wb;
+        const T sa = transpose_sum(ea, lane);  // Σ_k ∂E/∂r²_ij for i = lane
+        const T se = transpose_sum(ee, lane);  // Σ_k E for i = lane
+        WA[j * kPadded + lane] = sa;
+        ei_sum += se;
+        const T sj = warp_sum(se);
+        if (lane == 0) Ej[j] = sj;
+      }
+      Ei[warp * kRho + lane] = ei_sum;
+      Ek[warp * kRho + lane] = ek_sum;
+      // W_IK: warps 4..7 hand theirs to 0..3, then 2..3 to 0..1, then 1 to 0.
+#pragma unroll 1
+      for (int half = kWarps / 2; half >= 1; half /= 2) {
+        __syncthreads();  // the pair terms (aliased by red) are no longer read
+        if (warp >= half && warp < 2 * half) {
+#pragma unroll
+          for (int i = 0; i < kRho; ++i)
+            red[((warp - half) * kRho + i) * kRho + lane] = wc[i];
+        }
+        __syncthreads();
+        if (warp < half) {
+#pragma unroll
+          for (int i = 0; i < kRho; ++i)
+            wc[i] += red[(warp * kRho + i) * kRho + lane];
+        }
+      }
+      if (warp == 0) {
+#pragma unroll
+        for (int i = 0; i < kRho; ++i)
+          WC[i * kPadded + lane] = wc[i];
+      }
+      __syncthreads();
+
+      // Per point of the tile: its energy and force, in float64.
+      if (tid < 3 * kRho) {
+        const int s = tid / kRho, p = tid % kRho;
+        const index_t gp = g0[s] + p;
+        if (gp < n) {
+          double energy = 0;
+          if (s == 1) {
+            energy = static_cast<double>(Ej[p]);
+          } else {
+            const T* E = s == 0 ? Ei : Ek;
+            for (int w = 0; w < kWarps; ++w)
+              energy += static_cast<double>(E[w * kRho + p]);
+          }
+          double f[3] = {0, 0, 0};
+          double xp[3];
+#pragma unroll
+          for (int c = 0; c < 3; ++c)
+            xp[c] = static_cast<double>(xs[(s * 3 + c) * kRho + p]);
+          // The two other strips and the W of each pair with this point.
+          const int other[3][2] = {{1, 2}, {0, 2}, {0, 1}};
+#pragma unroll
+          for (int o = 0; o < 2; ++o) {
+            const int s2 = other[s][o];
+            for (int r = 0; r < kRho; ++r) {
+              double w;
+              if (s == 0) {
+                w = s2 == 1 ? WA[r * kPadded + p] : WC[p * kPadded + r];
+              } else if (s == 1) {
+                w = s2 == 0 ? WA[p * kPadded + r] : WB[p * kPadded + r];
+              } else {
+                w = s2 == 0 ? WC[r * kPadded + p] : WB[r * kPadded + p];
+              }
+              if (w == 0) continue;
+#pragma unroll
+              for (int c = 0; c < 3; ++c)
+                f[c] -= 2 * w * (xp[c] - static_cast<double>(xs[(s2 * 3 + c) * kRho + r]));
+            }
+          }
+          exact_add_device(k.sums + gp * kExactLimbs, energy);
+#pragma unroll
+          for (int c = 0; c < 3; ++c)
+            exact_add_device(k.sums + (n + 3 * gp + c) * kExactLimbs, f[c]);
+        }
+      } else if (warp == kWarps - 1) {
+        // The tile's total: Σ_j of the energies of j, in a fixed order.
+        const double total = warp_sum(static_cast<double>(Ej[lane]));
+        if (lane == 0) exact_add_device(k.sums + 4 * n * kExactLimbs, total);
+      }
+    }
+}
+
+// bench's dummy: every thread unranks the tile of its block and does nothing
+// else (a sum nobody reads, so the map cannot be optimised away).
+template <typename T, typename Map>
+__global__ void __launch_bounds__(kThreads) dummy3_kernel(const TripletParams<T> k) {
+  index_t acc = 0;
+  const mapping::Grid g = k.grid;
+  for (index_t by = blockIdx.y; by < g.y; by += gridDim.y)
+    for (index_t bx = blockIdx.x; bx < g.x; bx += gridDim.x) {
+      mapping::Tile3 t;
+      if (!Map::tile(k.dom, g, bx, by, &t)) continue;
+      acc += t.layer + t.row + t.col + threadIdx.x;
+    }
+  if (acc == ~index_t(0)) k.sums[0] = acc;
+}
+
+template <typename T, typename Map, bool kStore>
+void launch_atm(const TripletParams<T>& k, cudaStream_t s) {
+  const size_t shared = kSharedElements * sizeof(T);
+  static bool configured = false;
+  if (!configured) {
+    check(
+        cudaFuncSetAttribute(atm_kernel<T, Map, kStore>,
+                             cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared)),
+        "cudaFuncSetAttribute (triplet kernel shared memory)");
+    configured = true;
+  }
+  const dim3 grid(static_cast<unsigned>(std::min<index_t>(k.grid.x, 0x7fffffff)),
+                  static_cast<unsigned>(std::min<index_t>(k.grid.y, 65535)));
+  if (grid.x == 0 || grid.y == 0) return;
+  atm_kernel<T, Map, kStore><<<grid, kThreads, shared, s>>>(k);
+}
+
+template <typename T>
+void launch_triplets(const Problem<T>& p, const TripletParams<T>& k, bool store, cudaStream_t s) {
+  dispatch_map3(p.map, [&](auto map) {
+    using Map = decltype(map);
+    if (p.atm.kernel == TripletKernel::dummy) {
+      const dim3 grid(static_cast<unsigned>(std::min<index_t>(k.grid.x, 0x7fffffff)),
+                      static_cast<unsigned>(std::min<index_t>(k.grid.y, 65535)));
+      if (grid.x > 0 && grid.y > 0) dummy3_kernel<T, Map><<<grid, kThreads, 0, s>>>(k);
+    } else if (store) {
+      launch_atm<T, Map, true>(k, s);
+    } else {
+      launch_atm<T, Map, false>(k, s);
+    }
+  });
+}
+
+template <typename T>
+class CudaTripletBackend final : public Backend<T> {
+ public:
+  CudaTripletBackend(const Problem<T>& p, const CudaOptions& o)
+      : p_(p),
+        o_(o),
+        device_(pick_device(o)),
+        store_(p.stores_values()),
+        sum_words_(triplet_sum_slots(p.rows) * kExactLimbs) {
+    cudaDeviceProp prop{};
+    check(cudaGetDeviceProperties(&prop, device_), "cudaGetDeviceProperties");
+    name_ = prop.name;
+    if (p.rho != kRho)
+      throw UsageError("--backend cuda computes triplets in tiles of 32 (--block 32)");
+    x_.upload(p.a, "the points");
+    for (int s = 0; s < 2; ++s) {
+      device_sums_[s].allocate(sum_words_, "the triplet sums");
+      host_sums_[s].allocate(sum_words_, "the triplet sums");
+    }
+    const cpu::TripletView<T> v = cpu::triplet_view_of(p);
+    nu_ = v.nu;
+    k_ = v.k;
+    cutoff2_ = v.cutoff2;
+    triple6_ = v.triple6;
+  }
+  ~CudaTripletBackend() override { cudaDeviceSynchronize(); }
+
+  std::string describe() const override {
+    return "cuda (" + name_ + ", device " + std::to_string(device_) + ", " +
+           (p_.map == MapKind::bb ? "bounding-cube (BB-3D)" : "λ3") + " grid)";
+  }
+  index_t max_chunk_elements() const override {
+    size_t free = 0, total = 0;
+    check(cudaMemGetInfo(&free, &total), "cudaMemGetInfo");
+    const index_t device =
+        static_cast<index_t>(free * 0.8) / ranks_sharing_device(o_) / (2 * sizeof(T));
+    const index_t host = cpu::available_host_bytes(o_.local_ranks) / (4 * sizeof(T));
+    return std::max<index_t>(1, std::min(device, keep_on_device_ ? device : host));
+  }
+  void reserve(index_t elements) override {
+    if (!store_) return;
+    for (int s = 0; s < 2; ++s) {
+      device_out_[s].allocate(elements, "a chunk of triplet energies");
+      if (!keep_on_device_) host_out_[s].allocate(elements, "a chunk of triplet energies");
+    }
+  }
+  void keep_on_device(bool keep) override { keep_on_device_ = keep; }
+
+  void submit(const ChunkJob& job) override {
+    fault_point(Stage::compute, job.chunk);
+    const int s = static_cast<int>(submitted_++ % 2);
+    chunk_[s] = job.chunk;
+    TripletParams<T> k;
+    k.x = x_.get();
+    k.dom = p_.triplet_domain();
+    dispatch_map3(
+        p_.map, [&](auto map) { k.grid = decltype(map)::grid(k.dom, job.row_begin, job.row_end); });
+    k.out_offset = k.dom.elements_before(job.row_begin);
+    k.out = store_ ? device_out_[s].get() : nullptr;
+    k.sums = device_sums_[s].get();
+    k.nu = nu_;
+    k.k = k_;
+    k.cutoff2 = cutoff2_;
+    k.triple6 = triple6_;
+    check(cudaStreamWaitEvent(compute_.s, copied_[s].e, 0), "cudaStreamWaitEvent");
+    check(cudaEventRecord(kernel_start_[s].e, compute_.s), "cudaEventRecord");
+    check(cudaMemsetAsync(k.sums, 0, sum_words_ * sizeof(unsigned long long), compute_.s),
+          "cudaMemsetAsync (triplet sums)");
+    launch_triplets<T>(p_, k, store_, compute_.s);
+    check(cudaGetLastError(), "kernel launch");
+    check(cudaEventRecord(kernel_stop_[s].e, compute_.s), "cudaEventRecord");
+    check(cudaStreamWaitEvent(copy_.s, kernel_stop_[s].e, 0), "cudaStreamWaitEvent");
+    check(cudaEventRecord(copy_start_[s].e, copy_.s), "cudaEventRecord");
+    if (!keep_on_device_) {
+      check(
+          cudaMemcpyAsync(host_sums_[s].get(), device_sums_[s].get(),
+                          sum_words_ * sizeof(unsigned long long), cudaMemcpyDeviceToHost, copy_.s),
+          "cudaMemcpyAsync (triplet sums to host)");
+      if (store_)
+        check(cudaMemcpyAsync(host_out_[s].get(), device_out_[s].get(), job.elements * sizeof(T),
+                              cudaMemcpyDeviceToHost, copy_.s),
+              "cudaMemcpyAsync (device to host)");
+    }
+    check(cudaEventRecord(copied_[s].e, copy_.s), "cudaEventRecord");
+  }
+
+  ChunkResult<T> wait() override {
+    const int s = static_cast<int>(waited_++ % 2);
+    check(cudaEventSynchronize(copied_[s].e), "waiting for a chunk (kernel or copy failed)");
+    float kernel_ms = 0, copy_ms = 0;
+    check(cudaEventElapsedTime(&kernel_ms, kernel_start_[s].e, kernel_stop_[s].e),
+          "cudaEventElapsedTime");
+    check(cudaEventElapsedTime(&copy_ms, copy_start_[s].e, copied_[s].e), "cudaEventElapsedTime");
+    kernel_s_ += kernel_ms * 1e-3;
+    copy_s_ += copy_ms * 1e-3;
+    fault_point(Stage::copy, chunk_[s]);
+    ChunkResult<T> r;
+    if (!keep_on_device_) {
+      r.sums = reinterpret_cast<const std::int64_t*>(host_sums_[s].get());
+      if (store_) r.values = host_out_[s].get();
+    }
+    return r;
+  }
+
+  double compute_seconds() const override { return kernel_s_; }
+  double transfer_seconds() const override { return copy_s_; }
+  void reset_timers() override { kernel_s_ = copy_s_ = 0; }
+  std::vector<typename Backend<T>::Ceiling> write_ceilings(const std::vector<index_t>&) override {
+    return {};
+  }
+
+ private:
+  const Problem<T>& p_;
+  CudaOptions o_;
+  int device_;
+  bool store_;
+  index_t sum_words_;
+  std::string name_;
+  bool keep_on_device_ = false;
+  T nu_ = 1, k_ = 0, cutoff2_ = 0, triple6_ = 0;
+  DeviceBuffer<T> x_;
+  DeviceBuffer<T> device_out_[2];
+  PinnedBuffer<T> host_out_[2];
+  DeviceBuffer<unsigned long long> device_sums_[2];
+  PinnedBuffer<unsigned long long> host_sums_[2];
+  Stream compute_, copy_;
+  Event kernel_start_[2] = {Event(true), Event(true)}, kernel_stop_[2] = {Event(true), Event(true)};
+  Event copy_start_[2] = {Event(true), Event(true)}, copied_[2] = {Event(true), Event(true)};
+  index_t chunk_[2] = {0, 0};
+  index_t submitted_ = 0, waited_ = 0;
+  double kernel_s_ = 0, copy_s_ = 0;
+};
+
+}  // namespace
+
+template <typename T>
+std::unique_ptr<Backend<T>> make_cuda_triplet_backend(const Problem<T>& problem,
+                                                      const CudaOptions& options) {
+  return std::make_unique<CudaTripletBackend<T>>(problem, options);
+}
+
+template std::unique_ptr<Backend<float>> make_cuda_triplet_backend(const Problem<float>&,
+                                                                   const CudaOptions&);
+template std::unique_ptr<Backend<double>> make_cuda_triplet_backend(const Problem<double>&,
+                                                                    const CudaOptions&);
+
+}  // namespace tdsolve::cuda
