@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -113,6 +114,14 @@ std::string number(double v) {
   return buf;
 }
 
+// A string attribute of at most one value (an array would overrun read_attr_string).
+std::string read_attr_text(hid_t obj, const char* name) {
+  Hid attr = attr_handle(H5Aopen(obj, name, H5P_DEFAULT), std::string("H5Aopen ") + name);
+  if (attr_values(attr) > 1)
+    throw AttrShapeError(std::string("attribute '") + name + "' does not hold one value");
+  return read_attr_string(obj, name);
+}
+
 double read_attr_f64(hid_t obj, const char* name) {
   Hid attr = attr_handle(H5Aopen(obj, name, H5P_DEFAULT), std::string("H5Aopen ") + name);
   if (attr_values(attr) != 1)
@@ -151,7 +160,7 @@ bool read_scalar_i64(hid_t file, const char* name, std::int64_t* v) {
   return true;
 }
 
-enum class Kind { edm, hist, cross };
+enum class Kind { edm, hist, cross, triplet };
 
 // What a hist file says beyond its /counts line; sets *problem when its
 // records disagree. *total is the number of pairs the chunks cover.
@@ -207,6 +216,125 @@ void describe_hist(hid_t file, hid_t counts, std::ostream& out, std::string* pro
   }
 }
 
+// What a triplet file says (/energy's attributes, the datasets beside it);
+// sets *problem when their shapes disagree with n. *total is C(n,3), the
+// triplets the chunks cover. name: the dataset /progress names ("" or
+// "triplet_energy").
+void describe_triplet(hid_t file, const std::string& name, std::ostream& out, std::string* problem,
+                      std::uint64_t* total) {
+  Hid energy = dataset_handle(H5Dopen2(file, "energy", H5P_DEFAULT), "H5Dopen /energy");
+  if (!has_attr(energy, "n")) {
+    *problem = "/energy has no `n` attribute";
+    return;
+  }
+  const std::uint64_t n = read_attr_u64(energy, "n");
+  *total = mapping::triplet_count(n);
+  if (!dataset_shape(energy).empty()) {
+    *problem = "/energy is not a scalar";
+    return;
+  }
+  if (has_attr(energy, "k") && read_attr_u64(energy, "k") != 3) {
+    *problem = "the `k` attribute of /energy is not 3";
+    return;
+  }
+  if (has_attr(energy, "triplets") && read_attr_u64(energy, "triplets") != *total) {
+    *problem = "the `triplets` attribute is not C(n,3)";
+    return;
+  }
+  out << "triplets:  " << n << " points in 3-D, " << *total << " triplets i<j<k (C(n,3))\n";
+  // The potential as recorded, read in this order (the Python package's too).
+  const auto text = [&](const char* a) {
+    return has_attr(energy, a) ? read_attr_text(energy, a) : std::string("(not recorded)");
+  };
+  const auto length = [&](const char* a) {
+    if (!has_attr(energy, a)) return std::string("(not recorded)");
+    const double v = read_attr_f64(energy, a);
+    return std::isinf(v) ? std::string("none") : number(v);
+  };
+  const std::string potential = text("potential");
+  const std::string nu =
+      has_attr(energy, "nu") ? number(read_attr_f64(energy, "nu")) : "(not recorded)";
+  const std::string cutoff = length("cutoff");
+  const std::string cutoff_triple = length("cutoff_triple");
+  const std::string precision = text("precision");
+  const std::string block =
+      has_attr(energy, "block") ? std::to_string(read_attr_u64(energy, "block")) : "(not recorded)";
+  out << "potential: " << potential << " (nu " << nu << ", cutoff " << cutoff << ", cutoff_triple "
+      << cutoff_triple << "), precision " << precision << ", block " << block << "\n";
+  if (has_attr(energy, "formula"))
+    out << "formula:   " << read_attr_text(energy, "formula") << "\n";
+
+  // The datasets beside /energy: listed first, then checked in this order.
+  struct Beside {
+    const char* name;
+    std::vector<hsize_t> dims;
+    const char* wrong;
+  };
+  const Beside beside[] = {
+      {"energy_per_point", {n}, "/energy_per_point does not hold n values"},
+      {"forces", {n, 3}, "/forces is not n x 3"},
+      {"progress/sums", {4 * n + 1, kTripletSumLimbs}, "/progress/sums is not (4n+1) x 69"}};
+  std::vector<hsize_t> shapes[3];
+  bool found[3] = {};
+  out << "datasets:  /energy " << type_name(energy) << shape_of(energy);
+  for (int i = 0; i < 3; ++i) {
+    found[i] = exists(file, beside[i].name);
+    out << ", /" << beside[i].name;
+    if (!found[i]) {
+      out << " (missing)";
+      continue;
+    }
+    Hid d = dataset_handle(H5Dopen2(file, beside[i].name, H5P_DEFAULT),
+                           std::string("H5Dopen /") + beside[i].name);
+    shapes[i] = dataset_shape(d);
+    out << " " << type_name(d) << shape_of(d);
+  }
+  out << "\n";
+  for (int i = 0; i < 3; ++i) {
+    if (!found[i] || shapes[i] != beside[i].dims) {
+      *problem = found[i] ? beside[i].wrong : std::string("no /") + beside[i].name;
+      return;
+    }
+  }
+
+  // The triplet energies themselves, with --store-triplets.
+  const bool stored = exists(file, "triplet_energy");
+  if (name.empty()) {
+    if (stored) {
+      *problem = "/triplet_energy is there, but /progress does not name it";
+      return;
+    }
+    out << "stored:    no triplet energies (tdsolve triplet --store-triplets writes "
+           "/triplet_energy)\n";
+    return;
+  }
+  if (!stored) {
+    *problem = "/progress names /triplet_energy, which is missing";
+    return;
+  }
+  Hid values =
+      dataset_handle(H5Dopen2(file, "triplet_energy", H5P_DEFAULT), "H5Dopen /triplet_energy");
+  out << "stored:    /triplet_energy " << type_name(values) << shape_of(values)
+      << attributes(values) << "\n";
+  const auto dims = dataset_shape(values);
+  if (dims.size() != 1 || dims[0] != *total)
+    *problem = "/triplet_energy length is not C(n,3)";
+  else if (has_attr(values, "n") && read_attr_u64(values, "n") != n)
+    *problem = "the `n` attribute of /triplet_energy is not /energy's";
+}
+
+// The total energy of a complete triplet file, for show only: a value that
+// cannot be read changes no verdict.
+void print_energy(hid_t file, std::ostream& out) {
+  double e = 0;
+  Hid energy(H5Dopen2(file, "energy", H5P_DEFAULT), H5Dclose);
+  if (energy.valid() && H5Dread(energy, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, &e) >= 0)
+    out << "energy:    " << number(e) << " (the total, /energy)\n";
+  else
+    out << "energy:    (cannot be read as a number)\n";
+  H5Eclear2(H5E_DEFAULT);
+}
+
 // One file: what it holds and whether it is complete. *command: the
 // command line it records.
 int describe_file(const std::string& path, std::ostream& out, std::string* command) {
@@ -236,24 +364,38 @@ int describe_file(const std::string& path, std::ostream& out, std::string* comma
 
   const bool has_progress =
       exists(file, "progress") && exists(file, "progress/done") && exists(file, "progress/offsets");
-  // The result dataset is the one /progress names: /distances (edm, cross) or /counts (hist).
+  // The result dataset is the one /progress names: /distances (edm, cross),
+  // /counts (hist), /triplet_energy or "" (triplet: /energy and its kin).
   std::string name = "distances";
   if (has_progress) {
     Hid progress = group_handle(H5Gopen2(file, "progress", H5P_DEFAULT), "H5Gopen /progress");
-    if (has_attr(progress, "dataset")) name = read_attr_string(progress, "dataset");
+    try {
+      if (has_attr(progress, "dataset")) name = read_attr_text(progress, "dataset");
+    } catch (const AttrShapeError& e) {
+      out << "progress:  INCONSISTENT: " << one_line(e.what()) << "\n";
+      return kInfoIncomplete;
+    }
     if (!name.empty() && name[0] == '/') name.erase(0, 1);
   }
   H5Eclear2(H5E_DEFAULT);
-  if ((name != "distances" && name != "counts") || !exists(file, name.c_str()) || !has_progress) {
-    out << "status:    not a tdsolve result (no /distances or /counts with /progress)\n";
+  const bool triplet = has_progress && (name.empty() || name == "triplet_energy");
+  if (!has_progress ||
+      (triplet ? !exists(file, "energy")
+               : (name != "distances" && name != "counts") || !exists(file, name.c_str()))) {
+    out << "status:    not a tdsolve result (no /distances, /counts or /energy with /progress)\n";
     return kInfoIncomplete;
   }
   const bool has_points = exists(file, "points");
-  Hid values = dataset_handle(H5Dopen2(file, name.c_str(), H5P_DEFAULT), "H5Dopen /" + name);
-  const auto len = dataset_shape(values);
-  const Kind kind = name == "counts" ? Kind::hist : len.size() == 2 ? Kind::cross : Kind::edm;
-  out << "dataset:   /" << name << " " << type_name(values) << shape_of(values)
-      << attributes(values) << "\n";
+  Hid values;
+  std::vector<hsize_t> len;
+  Kind kind = Kind::triplet;
+  if (!triplet) {
+    values = dataset_handle(H5Dopen2(file, name.c_str(), H5P_DEFAULT), "H5Dopen /" + name);
+    len = dataset_shape(values);
+    kind = name == "counts" ? Kind::hist : len.size() == 2 ? Kind::cross : Kind::edm;
+    out << "dataset:   /" << name << " " << type_name(values) << shape_of(values)
+        << attributes(values) << "\n";
+  }
   if (has_points) {
     Hid points = dataset_handle(H5Dopen2(file, "points", H5P_DEFAULT), "H5Dopen /points");
     out << "points:    /points " << type_name(points) << shape_of(points) << "\n";
@@ -281,9 +423,18 @@ int describe_file(const std::string& path, std::ostream& out, std::string* comma
       if ((has_attr(values, "rows") && read_attr_u64(values, "rows") != len[0]) ||
           (has_attr(values, "cols") && read_attr_u64(values, "cols") != len[1]))
         problem = "/distances is not rows x cols";
-    } else {
+    } else if (kind == Kind::hist) {
       describe_hist(file, values, out, &problem, &total, &binned);
+    } else {
+      unit = "triplets";
+      describe_triplet(file, name, out, &problem, &total);
     }
+    // Newer files record how many elements the chunks cover.
+    Hid progress = group_handle(H5Gopen2(file, "progress", H5P_DEFAULT), "H5Gopen /progress");
+    if (problem.empty() && has_attr(progress, "elements") &&
+        read_attr_u64(progress, "elements") != total)
+      problem = std::string("the `elements` attribute of /progress is not the ") + unit +
+                " the chunks cover";
   } catch (const AttrShapeError& e) {
     out << "progress:  INCONSISTENT: " << one_line(e.what()) << "\n";
     return kInfoIncomplete;
@@ -319,7 +470,9 @@ int describe_file(const std::string& path, std::ostream& out, std::string* comma
       (offsets.size() != done.size() + 1 || offsets.empty() || offsets.back() != total ||
        !std::is_sorted(offsets.begin(), offsets.end())))
     problem = std::string("/progress/offsets does not cover ") +
-              (kind == Kind::hist ? "the C(n,2) pairs" : "/distances");
+              (kind == Kind::hist      ? "the C(n,2) pairs"
+               : kind == Kind::triplet ? "the C(n,3) triplets"
+                                       : "/distances");
 
   const size_t complete = static_cast<size_t>(std::count(done.begin(), done.end(), 1));
   std::uint64_t pairs_done = 0;
@@ -333,6 +486,7 @@ int describe_file(const std::string& path, std::ostream& out, std::string* comma
     return kInfoIncomplete;
   }
   if (complete == done.size()) {
+    if (kind == Kind::triplet) print_energy(file, out);
     out << "progress:  complete (" << complete << " of " << done.size() << " chunks)\n";
     return kInfoComplete;
   }
@@ -342,6 +496,9 @@ int describe_file(const std::string& path, std::ostream& out, std::string* comma
            "chunks\n";
     return kInfoIncomplete;
   }
+  if (kind == Kind::triplet)
+    out << "energy:    not yet: /energy, /energy_per_point and /forces are written when every "
+           "chunk is done\n";
   char pct[32];
   std::snprintf(pct, sizeof pct, "%.1f", total ? 100.0 * pairs_done / total : 0.0);
   out << "progress:  INCOMPLETE: " << complete << " of " << done.size() << " chunks written ("

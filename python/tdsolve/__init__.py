@@ -10,17 +10,22 @@
         for offset, values in r.iter_chunks():   # out of core, chunk by chunk
             ...
 
+    with tdsolve.open("t.h5") as r:          # tdsolve triplet: three-body energies
+        r.energy, r.energy_per_point, r.forces   # the total, float64[n], float64[n, 3]
+        e = r[tdsolve.triplet_index(r.n, 0, 1, 2)]   # with --store-triplets: the packed C(n,3)
+                                                     # energies, itertools.combinations order
+
     tdsolve.check("d.h5").exit_code          # 0, 3 or 1: as `tdsolve info d.h5`
 
 `python3 -m tdsolve FILE.h5` prints the verdict and exits as `tdsolve info`.
 """
-from ._result import (CrossResult, EdmResult, HistResult, IncompleteResult, Result, UnreadableResult, open,
-                      pair_index)
+from ._result import (CrossResult, EdmResult, HistResult, IncompleteResult, Result, TripletResult,
+                      UnreadableResult, open, pair_index, triplet_index)
 from ._verdict import (COMPLETE, INCOMPLETE, INCONSISTENT, NOT_A_RESULT, UNREADABLE, Verdict, check,
-                       pair_count)
+                       pair_count, triplet_count)
 
 __version__ = "0.1.0"
 
-__all__ = ["open", "check", "Verdict", "Result", "EdmResult", "CrossResult", "HistResult", "IncompleteResult",
-           "UnreadableResult", "pair_index", "pair_count", "COMPLETE", "INCOMPLETE", "INCONSISTENT",
-           "NOT_A_RESULT", "UNREADABLE"]
+__all__ = ["open", "check", "Verdict", "Result", "EdmResult", "CrossResult", "HistResult", "TripletResult",
+           "IncompleteResult", "UnreadableResult", "pair_index", "pair_count", "triplet_index", "triplet_count",
+           "COMPLETE", "INCOMPLETE", "INCONSISTENT", "NOT_A_RESULT", "UNREADABLE"]

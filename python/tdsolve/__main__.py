@@ -16,6 +16,10 @@ def describe(path):
                 lo, hi = r.range or (None, None)
                 what = (f"hist n={r.n} bins={r.bins} range={lo!r}:{hi!r} metric={r.metric} "
                         f"precision={r.precision}" + (f" box={','.join(map(repr, r.box))}" if r.box else ""))
+            elif r.kind == "triplet":
+                what = (f"triplet n={r.n} triplets={r.triplets} potential={r.potential} nu={r.nu!r} "
+                        f"cutoff={r.cutoff!r} cutoff_triple={r.cutoff_triple!r} precision={r.precision} "
+                        f"stored={'yes' if r.stored else 'no'}")
             elif r.kind == "cross":
                 what = f"cross {r.shape[0]} x {r.shape[1]} metric={r.metric} precision={r.precision}"
             else:

@@ -1,4 +1,4 @@
-"""Result objects: EdmResult, CrossResult, HistResult."""
+"""Result objects: EdmResult, CrossResult, HistResult, TripletResult."""
 import numbers
 import os
 
@@ -35,6 +35,66 @@ def pair_index(n, i, j):
     if i > j:
         i, j = j, i
     return n * i - i * (i + 1) // 2 + j - i - 1
+
+
+# The largest n whose C(n,3) fits in int64: triplet_index is exact up to it.
+_TRIPLET_N_MAX = 3810779
+
+
+def _comb2(m):
+    """C(m,2) of an int64 array m >= 0, exact (m < 2**31)."""
+    return m * (m - 1) // 2
+
+
+def _comb3(m):
+    """C(m,3) of an int64 array 0 <= m <= _TRIPLET_N_MAX, exact in int64: C(m,2)
+    or m-2 is divided by 3 (one of them is a multiple of it) before they multiply."""
+    t = _comb2(m)
+    third = t % 3 == 0
+    return np.where(third, t // 3, t) * np.where(third, m - 2, (m - 2) // 3)
+
+
+def _points(x, n, what):
+    """An index argument as an int64 array of points of n (IndexError outside 0..n-1)."""
+    a = np.asarray(x)
+    if a.dtype == bool or a.dtype.kind not in "iuO":
+        raise TypeError(f"{what} must be an integer or an integer array, not {a.dtype}")
+    if a.dtype.kind == "O":  # Python ints beyond int64
+        try:
+            a = a.astype(np.int64)
+        except (OverflowError, TypeError, ValueError):
+            raise IndexError(f"{what} holds values that are not points of {n}") from None
+    if a.size and (a.min() < 0 or a.max() >= n):
+        raise IndexError(f"{what} holds values that are not points of {n}")
+    return a.astype(np.int64, copy=False)
+
+
+def triplet_index(n, i, j, k):
+    """Position of triplet {i, j, k} (three distinct points of n, in any
+    order) in the packed vector of C(n,3) triplets, which runs in
+    itertools.combinations(range(n), 3) order: for i < j < k,
+
+        C(n,3) - C(n-i,3) + C(n-1-i,2) - C(n-j,2) + (k - j - 1).
+
+    i, j, k may be NumPy integer arrays (broadcast together): the result is
+    then an int64 array, else an int. Exact in int64 for every n whose C(n,3)
+    fits (n <= 3,810,779; tdsolve triplet stays below 2**62 triplets)."""
+    n = _int(n)
+    if n < 0:
+        raise ValueError(f"n = {n} is not a number of points")
+    if n > _TRIPLET_N_MAX:
+        raise OverflowError(f"n = {n}: C(n,3) does not fit in int64 (n <= {_TRIPLET_N_MAX})")
+    scalar = all(np.ndim(x) == 0 for x in (i, j, k))
+    a, b, c = np.broadcast_arrays(_points(i, n, "i"), _points(j, n, "j"), _points(k, n, "k"))
+    same = (a == b) | (b == c) | (a == c)
+    if np.any(same):
+        at = int(np.flatnonzero(same.reshape(-1))[0])
+        t = tuple(int(x.reshape(-1)[at]) for x in (a, b, c))
+        raise IndexError(f"{t} is not a triplet of distinct points of {n}")
+    a, b, c = np.sort(np.stack((a, b, c)), axis=0)
+    N = np.full(a.shape, n, dtype=np.int64)
+    pos = _comb3(N) - _comb3(N - a) + _comb2(N - 1 - a) - _comb2(N - b) + (c - b - 1)
+    return int(pos) if scalar else pos
 
 
 def _row_start(n, i):
@@ -135,6 +195,32 @@ def _split_key(key, ndim):
     return list(key) + [slice(None)] * (ndim - len(key))
 
 
+def _packed_getitem(rr, N, key):
+    """NumPy indexing of a packed 1-D vector of N values (edm's condensed
+    distances, the triplet energies), through contiguous reads of rr."""
+    (k,) = _split_key(key, 1)
+    ax = _axis(k, N)
+    if ax[0] == "int":
+        return rr.contiguous(ax[1], ax[1] + 1)[0]
+    if ax[0] == "slice":
+        _, start, count, step = ax
+        if count == 0:
+            return np.empty(0, dtype=rr.dtype)
+        if step == 1:
+            return rr.contiguous(start, start + count)
+        if step > 0:
+            return rr.strided(start, count, step)
+        first = start + (count - 1) * step  # the lowest position
+        return rr.strided(first, count, -step)[::-1].copy()
+    idx = ax[1]
+    if idx.size == 0:
+        return np.empty(idx.shape, dtype=rr.dtype)
+    u, inv = np.unique(idx.reshape(-1), return_inverse=True)
+    starts, lengths = _runs_of(u)
+    buf, offs = rr.runs(starts, lengths)  # disjoint sorted runs: buf holds u in order
+    return buf[inv].reshape(idx.shape)
+
+
 def _runs_of(sorted_unique):
     """Runs of consecutive values of a sorted unique int64 array: (starts, lengths)."""
     if len(sorted_unique) == 0:
@@ -148,7 +234,7 @@ def _runs_of(sorted_unique):
 class Result:
     """An open tdsolve result file; made by tdsolve.open().
 
-    Common: kind ("edm", "cross", "hist"), path (the file read), verdict
+    Common: kind ("edm", "cross", "hist", "triplet"), path (the file read), verdict
     (tdsolve.Verdict), complete, status(), chunks, chunks_done, metric,
     precision, features, dtype, attrs (the result dataset's attributes),
     file_attrs (the root's: command, version, input, ...), shape, len(),
@@ -176,7 +262,7 @@ class Result:
         self.dtype = d.dtype
         self.chunks, self.chunks_done = verdict.chunks, verdict.chunks_done
         self._reader = None
-        if access == "mmap" and self.kind != "hist":
+        if access == "mmap" and self.kind not in ("hist", "triplet"):
             self._runs()  # says now if the file cannot be mapped
 
     # --- status ------------------------------------------------------------
@@ -228,7 +314,9 @@ class Result:
 
     _hints = {"edm": "r[...], rows(), block(), square(), pair(), iter_chunks()",
               "cross": "r[...], rows(), block(), matrix(), iter_chunks()",
-              "hist": "counts, edges, underflow, overflow, rdf, r[...] (the counts)"}
+              "hist": "counts, edges, underflow, overflow, rdf, r[...] (the counts)",
+              "triplet": "energy, energy_per_point, forces; with --store-triplets also r[...], triplet(), "
+                         "triplet_energies(), iter_chunks()"}
 
     def _wrong(self, what, kinds):
         raise TypeError(f"{self.path}: {what} is for tdsolve {' and '.join(kinds)} results; this is a {self.kind} "
@@ -317,29 +405,7 @@ class EdmResult(Result):
     # --- the condensed vector -------------------------------------------------
 
     def __getitem__(self, key):
-        (k,) = _split_key(key, 1)
-        N = self.shape[0]
-        ax = _axis(k, N)
-        rr = self._runs()
-        if ax[0] == "int":
-            return rr.contiguous(ax[1], ax[1] + 1)[0]
-        if ax[0] == "slice":
-            _, start, count, step = ax
-            if count == 0:
-                return np.empty(0, dtype=rr.dtype)
-            if step == 1:
-                return rr.contiguous(start, start + count)
-            if step > 0:
-                return rr.strided(start, count, step)
-            first = start + (count - 1) * step  # the lowest position
-            return rr.strided(first, count, -step)[::-1].copy()
-        idx = ax[1]
-        if idx.size == 0:
-            return np.empty(idx.shape, dtype=rr.dtype)
-        u, inv = np.unique(idx.reshape(-1), return_inverse=True)
-        starts, lengths = _runs_of(u)
-        buf, offs = rr.runs(starts, lengths)  # disjoint sorted runs: buf holds u in order
-        return buf[inv].reshape(idx.shape)
+        return _packed_getitem(self._runs(), self.shape[0], key)
 
     def condensed(self):
         """All C(n,2) values in SciPy's condensed order (as pdist)."""
@@ -560,6 +626,146 @@ class HistResult(Result):
         return float(self._f["rdf"].attrs["volume"]) if "rdf" in self._f else None
 
 
+class TripletResult(Result):
+    """`tdsolve triplet`: the Axilrod-Teller-Muto three-body energy of n
+    points in 3-D, summed over the C(n,3) triplets i<j<k.
+
+    energy (float: the total), energy_per_point (float64[n]: each triplet's
+    energy split equally among its 3 points) and forces (float64[n, 3], the
+    analytic -dE/dx) are read from the file; they are written when every
+    chunk is done, so reading them from an incomplete file (opened with
+    require_complete=False) raises IncompleteResult.
+
+    From /energy's attributes (all of them in attrs): n, k (3), potential
+    ("atm"), nu, cutoff and cutoff_triple (floats; inf when there is none),
+    triplets (C(n,3)), precision, block, formula.
+
+    stored: True when the file holds each triplet's energy (`tdsolve triplet
+    --store-triplets`): then shape == (C(n,3),) and r[...] indexes that
+    packed vector, in itertools.combinations(range(n), 3) order, as the edm
+    result's condensed vector (ints, slices with any step, integer or boolean
+    arrays; the position of i<j<k is tdsolve.triplet_index(n, i, j, k));
+    triplet(i, j, k) reads one, triplet_energies() all, iter_chunks() chunk
+    by chunk; dtype is theirs (float32 or float64). Without them shape == (),
+    dtype is None, and those raise TypeError."""
+
+    kind = "triplet"
+
+    def __init__(self, f, verdict, access="auto"):
+        super().__init__(f, verdict, access)
+        a = self.attrs
+
+        def scalar(name, conv):
+            v = _one(a.get(name))
+            return conv(v) if v is not None else None
+
+        self.n = scalar("n", int)
+        if self.n is None:
+            raise IncompleteResult(f"{self.path}: /energy has no single `n` attribute", verdict)
+        self.k = scalar("k", int)
+        self.potential = _text(a["potential"]) if "potential" in a else None
+        self.nu = scalar("nu", float)
+        self.cutoff = scalar("cutoff", float)
+        self.cutoff_triple = scalar("cutoff_triple", float)
+        self.triplets = scalar("triplets", int)
+        if self.triplets is None:
+            self.triplets = _verdict.triplet_count(self.n)
+        self.block = scalar("block", int)
+        self.formula = _text(a["formula"]) if "formula" in a else None
+        self.features = 3
+        self._values = f["triplet_energy"] if "triplet_energy" in f else None
+        self.dtype = self._values.dtype if self._values is not None else None
+        if access == "mmap" and self._values is not None:
+            self._runs()  # says now if the file cannot be mapped
+
+    def _describe(self):
+        return (f"n={self.n}, {self.potential} nu={self.nu}, {self.precision}"
+                + (", triplet energies stored" if self.stored else ""))
+
+    # --- the sums -------------------------------------------------------------
+
+    def _final(self, name):
+        if not self.complete:
+            raise IncompleteResult(f"{self.path}: /{name} is written when every chunk is done, and this file is "
+                                   f"not complete ({self.verdict.message})", self.verdict)
+        return self._f[name][()]
+
+    @property
+    def energy(self):
+        """The total energy (float64), summed exactly and rounded once."""
+        return float(self._final("energy"))
+
+    @property
+    def energy_per_point(self):
+        """float64[n]: each point's share (a third of every triplet's energy it is in); sums to energy."""
+        return self._final("energy_per_point")
+
+    @property
+    def forces(self):
+        """float64[n, 3]: the force on each point, -dE/dx (analytic)."""
+        return self._final("forces")
+
+    # --- the stored triplet energies --------------------------------------------
+
+    @property
+    def stored(self):
+        """Whether the file holds each triplet's energy (--store-triplets)."""
+        return self._values is not None
+
+    def _not_stored(self, what):
+        raise TypeError(f"{self.path}: {what} needs each triplet's energy, which this file does not hold "
+                        "(tdsolve triplet --store-triplets writes them); energy, energy_per_point and forces "
+                        "are always there")
+
+    @property
+    def shape(self):
+        return (int(self._values.shape[0]),) if self.stored else ()
+
+    def __len__(self):
+        if not self.stored:
+            self._not_stored("len()")
+        return self.shape[0]
+
+    def _runs(self):
+        if not self.stored:
+            self._not_stored("reading triplet energies")
+        if self._reader is None:
+            self._reader = RunReader(self._values, self.access)
+        return self._reader
+
+    def __getitem__(self, key):
+        if not self.stored:
+            self._not_stored("r[...]")
+        return _packed_getitem(self._runs(), self.shape[0], key)
+
+    def triplet(self, i, j, k):
+        """The energy of triplet {i, j, k} (three distinct points, in any order)."""
+        if not self.stored:
+            self._not_stored("triplet()")
+        return self[triplet_index(self.n, int(i), int(j), int(k))]
+
+    def triplet_energies(self):
+        """All C(n,3) triplet energies, in itertools.combinations(range(n), 3) order."""
+        if not self.stored:
+            self._not_stored("triplet_energies()")
+        return self[:]
+
+    def iter_chunks(self, done_only=True):
+        """Yields (offset, values) for each chunk of the file, in order:
+        values = r[offset:offset + len(values)] (packed positions). With
+        done_only (the default) only chunks flagged done (all, in a complete
+        file)."""
+        if not self.stored:
+            self._not_stored("iter_chunks()")
+        done, off = self.verdict._done, self.verdict._offsets
+        rr = self._runs()
+        for c in range(len(done)):
+            if done_only and done[c] != 1:
+                continue
+            a, b = int(off[c]), int(off[c + 1])
+            yield a, rr.contiguous(a, b)
+
+
 def _positions(ax):
     """Per-axis positions (output order) and the output dims of that axis."""
     if ax[0] == "int":
@@ -610,11 +816,11 @@ def _size(b):
         b /= 1024
 
 
-_CLASSES = {"edm": EdmResult, "cross": CrossResult, "hist": HistResult}
+_CLASSES = {"edm": EdmResult, "cross": CrossResult, "hist": HistResult, "triplet": TripletResult}
 
 
 def open(path, require_complete=True, access="auto", _classes=None):  # noqa: A001
-    """Opens a tdsolve result (edm, cross or hist) for reading.
+    """Opens a tdsolve result (edm, cross, hist or triplet) for reading.
 
     Raises IncompleteResult unless the file is complete by the rules of
     `tdsolve info` (pass require_complete=False to read a partial file), and
@@ -637,7 +843,7 @@ def open(path, require_complete=True, access="auto", _classes=None):  # noqa: A0
             raise IncompleteResult(f"{verdict.file}: {verdict.message}", verdict)
         if verdict.dataset is None:  # inconsistent before the kind was known
             raise IncompleteResult(f"{verdict.file}: {verdict.message}", verdict)
-        cls = (_classes or _CLASSES)[verdict.kind]
+        cls = (_classes or {}).get(verdict.kind) or _CLASSES[verdict.kind]
         return cls(f, verdict, access)
     except BaseException:
         f.close()

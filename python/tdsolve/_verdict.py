@@ -1,8 +1,9 @@
 """Is a tdsolve result file complete? The rules of `tdsolve info`.
 
 This is a port of io/info.cpp (describe_result, describe_file,
-describe_hist), check for check and in the same order, so that for any file
-`tdsolve.check(path).exit_code` is the exit status of `tdsolve info path`:
+describe_hist, describe_triplet), check for check and in the same order, so
+that for any file `tdsolve.check(path).exit_code` is the exit status of
+`tdsolve info path`:
 
     0  complete
     3  incomplete, inconsistent (its records disagree), or not a tdsolve result
@@ -12,9 +13,9 @@ Where `tdsolve info` reads a record with HDF5's type conversion (an integer
 attribute read as uint64, /progress/done as uint8, ...) so does this, through
 h5py's low-level API and the same libhdf5, so conversions agree.
 
-Where info.cpp has no defined behaviour (an attribute it reads as a scalar
-holds an array, a /progress dataset with more than one dimension: it reads
-past its buffer), the file is called inconsistent here.
+An attribute info.cpp reads as one number or string that holds an array
+(or, for a number, no value at all), and a /progress dataset with more
+values than its first dimension make the file inconsistent, in both.
 """
 import os
 
@@ -31,11 +32,17 @@ UNREADABLE = "unreadable"
 EXIT_CODES = {COMPLETE: 0, INCOMPLETE: 3, INCONSISTENT: 3, NOT_A_RESULT: 3, UNREADABLE: 1}
 
 _M64 = 1 << 64  # info.cpp counts in uint64 and wraps
+TRIPLET_SUM_LIMBS = 69  # int64 limbs per exact sum in /progress/sums (io/info.hpp kTripletSumLimbs)
 
 
 def pair_count(n):
     """C(n,2), modulo 2**64 as mapping::pair_count."""
     return 0 if n < 2 else (n * (n - 1) // 2) % _M64
+
+
+def triplet_count(n):
+    """C(n,3), modulo 2**64 as mapping::triplet_count."""
+    return 0 if n < 3 else (n * (n - 1) * (n - 2) // 6) % _M64
 
 
 class Verdict:
@@ -44,8 +51,10 @@ class Verdict:
     status: "complete", "incomplete", "inconsistent", "not a result" or
     "unreadable"; exit_code: info's exit status (0, 3 or 1); message: one
     line; path: the path asked about; file: the file actually read (path, or
-    path + ".partial" when only that exists); kind: "edm", "cross", "hist" or
-    None; chunks, chunks_done: from /progress (None when not read)."""
+    path + ".partial" when only that exists); kind: "edm", "cross", "hist",
+    "triplet" or None; dataset: the dataset whose attributes describe the
+    result ("distances", "counts", or "energy" for triplets); chunks,
+    chunks_done: from /progress (None when not read)."""
 
     __slots__ = ("status", "message", "path", "file", "kind", "dataset", "chunks", "chunks_done", "_done",
                  "_offsets")
@@ -122,19 +131,19 @@ def _elements(shape):
 
 
 def _attr_number(obj, name, mtype, dtype):
-    """H5Aread(attr, mtype, &scalar): HDF5 converts, or fails (exit 1). An
-    attribute of one element reads as that; of none leaves info's 0; of
-    more, info.cpp writes past its variable (undefined: inconsistent here)."""
+    """read_attr_u64 / read_attr_f64: an attribute of exactly one element
+    reads as that, HDF5 converting (or failing: exit 1); of none or of more,
+    info.cpp refuses it (AttrShapeError: inconsistent)."""
     aid = h5a.open(obj.id, name.encode())
     count = _elements(aid.shape)
-    if count > 1:
+    if count != 1:
         raise _Inconsistent(f"attribute `{name}` of {obj.name} is not a single value")
     v = np.zeros(aid.shape if aid.shape is not None else (), dtype=dtype)
     try:
         aid.read(v, mtype=mtype)
     except Exception as e:
         raise _Unreadable(f"cannot read attribute `{name}` of {obj.name} as a number: {e}") from None
-    return v.reshape(-1)[0] if count == 1 else dtype(0)
+    return v.reshape(-1)[0]
 
 
 def _attr_u64(obj, name):
@@ -265,6 +274,50 @@ def _describe_hist(f, counts, dims):
     return None, total, binned
 
 
+def _describe_triplet(f, name):
+    """(problem, total) as describe_triplet: name is what /progress names
+    ("" or "triplet_energy")."""
+    energy = _dataset(f, "energy")
+    if not _has_attr(energy, "n"):
+        return "/energy has no `n` attribute", 0
+    n = _attr_u64(energy, "n")
+    total = triplet_count(n)
+    if _dims(energy) != ():
+        return "/energy is not a scalar", total
+    if _has_attr(energy, "k") and _attr_u64(energy, "k") != 3:
+        return "the `k` attribute of /energy is not 3", total
+    if _has_attr(energy, "triplets") and _attr_u64(energy, "triplets") != total:
+        return "the `triplets` attribute is not C(n,3)", total
+    # the potential, read in info's order (only what can fail matters)
+    for a, read in (("potential", _attr_string), ("nu", _attr_f64), ("cutoff", _attr_f64),
+                    ("cutoff_triple", _attr_f64), ("precision", _attr_string), ("block", _attr_u64),
+                    ("formula", _attr_string)):
+        if _has_attr(energy, a):
+            read(energy, a)
+    beside = (("energy_per_point", (n,), "/energy_per_point does not hold n values"),
+              ("forces", (n, 3), "/forces is not n x 3"),
+              ("progress/sums", ((4 * n + 1) % _M64, TRIPLET_SUM_LIMBS),
+               f"/progress/sums is not (4n+1) x {TRIPLET_SUM_LIMBS}"))
+    shapes = [_dims(_dataset(f, b)) if _exists(f, b) else None for b, _, _ in beside]
+    for (b, want, wrong), got in zip(beside, shapes):
+        if got is None:
+            return f"no /{b}", total
+        if got != want:
+            return wrong, total
+    stored = _exists(f, "triplet_energy")
+    if name == "":
+        return ("/triplet_energy is there, but /progress does not name it" if stored else None), total
+    if not stored:
+        return "/progress names /triplet_energy, which is missing", total
+    values = _dataset(f, "triplet_energy")
+    dims = _dims(values)
+    if len(dims) != 1 or dims[0] != total:
+        return "/triplet_energy length is not C(n,3)", total
+    if _has_attr(values, "n") and _attr_u64(values, "n") != n:
+        return "the `n` attribute of /triplet_energy is not /energy's", total
+    return None, total
+
+
 def _check_open(f, path, file):
     """The verdict on an open file, as describe_file."""
     has_progress = _exists(f, "progress") and _exists(f, "progress/done") and _exists(f, "progress/offsets")
@@ -275,13 +328,19 @@ def _check_open(f, path, file):
             name = _attr_string(g, "dataset")
         if name.startswith("/"):
             name = name[1:]
-    if name not in ("distances", "counts") or not _exists(f, name) or not has_progress:
-        return Verdict(NOT_A_RESULT, "not a tdsolve result (no /distances or /counts with /progress)", path, file)
+    triplet = has_progress and name in ("", "triplet_energy")
+    if not has_progress or (not _exists(f, "energy") if triplet
+                            else name not in ("distances", "counts") or not _exists(f, name)):
+        return Verdict(NOT_A_RESULT, "not a tdsolve result (no /distances, /counts or /energy with /progress)",
+                       path, file)
     if _exists(f, "points"):
         _dataset(f, "points")
-    values = _dataset(f, name)
-    dims = _dims(values)
-    kind = "hist" if name == "counts" else "cross" if len(dims) == 2 else "edm"
+    if triplet:
+        kind, values, dims = "triplet", None, ()
+    else:
+        values = _dataset(f, name)
+        dims = _dims(values)
+        kind = "hist" if name == "counts" else "cross" if len(dims) == 2 else "edm"
 
     problem = None
     total = binned = 0
@@ -299,8 +358,14 @@ def _check_open(f, path, file):
         if ((_has_attr(values, "rows") and _attr_u64(values, "rows") != dims[0])
                 or (_has_attr(values, "cols") and _attr_u64(values, "cols") != dims[1])):
             problem = "/distances is not rows x cols"
-    else:
+    elif kind == "hist":
         problem, total, binned = _describe_hist(f, values, dims)
+    else:
+        unit = "triplets"
+        problem, total = _describe_triplet(f, name)
+    g = f["progress"]
+    if problem is None and _has_attr(g, "elements") and _attr_u64(g, "elements") != total:
+        problem = f"the `elements` attribute of /progress is not the {unit} the chunks cover"
 
     done_ds = _dataset(f, "progress/done")
     off_ds = _dataset(f, "progress/offsets")
@@ -312,7 +377,8 @@ def _check_open(f, path, file):
 
     if problem is None and (len(off) != len(done) + 1 or not off or off[-1] != total
                             or any(a > b for a, b in zip(off, off[1:]))):
-        problem = "/progress/offsets does not cover " + ("the C(n,2) pairs" if kind == "hist" else "/distances")
+        problem = "/progress/offsets does not cover " + {"hist": "the C(n,2) pairs",
+                                                         "triplet": "the C(n,3) triplets"}.get(kind, "/distances")
     complete = int(np.count_nonzero(done == 1))
     pairs_done = 0
     for c in range(min(len(done), len(off) - 1)):
@@ -322,7 +388,7 @@ def _check_open(f, path, file):
         problem = "counts + underflow + overflow is not C(n,2)"
 
     def verdict(status, message):
-        return Verdict(status, message, path, file, kind, name, done, offsets)
+        return Verdict(status, message, path, file, kind, "energy" if kind == "triplet" else name, done, offsets)
 
     if problem is not None:
         return verdict(INCONSISTENT, f"inconsistent: {problem}")

@@ -1,5 +1,6 @@
 """What a user sees: help that tells the truth, version, info, exit codes."""
 import re
+import shutil
 import unittest
 
 from common import TempDirTest, tdsolve
@@ -68,6 +69,80 @@ class CliTest(TempDirTest):
         r = tdsolve("info", q)
         self.assertEqual(r.returncode, 3)
         self.assertIn("not a tdsolve result", r.stdout)
+
+    def test_info_on_triplet_files(self):
+        """Complete (0), stopped (3, with the resume hint) and damaged (3, one
+        INCONSISTENT line, no crash) triplet files."""
+        import h5py
+        import numpy as np
+        out = self.path("t.h5")
+        tdsolve("triplet", "--generate", "uniform:40:3:5", "--output", out, "--store-triplets", "--cutoff", "0.9",
+                "--quiet", check=True)
+        r = tdsolve("info", out)
+        self.assertEqual((r.returncode, r.stderr), (0, ""), r.stdout)
+        for line in ["triplets:  40 points in 3-D, 9880 triplets",
+                     "potential: atm (nu 1, cutoff 0.9, cutoff_triple none), precision float32",
+                     "/energy_per_point float64[40], /forces float64[40 x 3], /progress/sums int64[161 x 69]",
+                     "stored:    /triplet_energy float32[9880]", "progress:  complete ("]:
+            self.assertIn(line, r.stdout)
+        with h5py.File(out, "r") as f:
+            energy = f["energy"][()]
+        shown = re.search(r"^energy: +(\S+) \(the total", r.stdout, re.M)
+        self.assertIsNotNone(shown, r.stdout)
+        self.assertEqual(float(shown.group(1)), energy)
+        sums = self.path("s.h5")
+        tdsolve("triplet", "--generate", "uniform:40:3:5", "--output", sums, "--quiet", check=True)
+        r = tdsolve("info", sums)
+        self.assertEqual(r.returncode, 0, r.stdout)
+        self.assertIn("stored:    no triplet energies", r.stdout)
+
+        # A clean stop after the first chunk: FILE.h5.partial, 3, and how to resume.
+        stopped = self.path("p.h5")
+        r = tdsolve("triplet", "--generate", "uniform:100:3:1", "--output", stopped, "--max-hours", "0.0000001",
+                    "--progress", "none", env={"TDSOLVE_SLOW_MS": "200"})
+        self.assertNotEqual(r.returncode, 0)
+        r = tdsolve("info", stopped)
+        self.assertEqual((r.returncode, r.stderr), (3, ""), r.stdout)
+        self.assertRegex(r.stdout, r"progress:  INCOMPLETE: [1-9]\d* of \d+ chunks written \(\d+\.\d% of triplets\)")
+        self.assertIn("energy:    not yet", r.stdout)
+        self.assertIn("writer:    none", r.stdout)
+        self.assertIn("--resume", r.stdout)
+        self.assertIn(stopped + ".partial", r.stdout)
+
+        # Damaged copies of the complete file: INCONSISTENT, exit 3, one line saying what.
+        def damaged(name, fn):
+            p = self.path(name + ".h5")
+            shutil.copy(out, p)
+            with h5py.File(p, "a") as f:
+                fn(f)
+            return p
+
+        def replace(f, name, data):
+            attrs = dict(f[name].attrs)
+            del f[name]
+            f[name] = data
+            for k, v in attrs.items():
+                f[name].attrs[k] = v
+
+        cases = [
+            ("forces", lambda f: replace(f, "forces", f["forces"][:, :2]), "/forces is not n x 3"),
+            ("sums", lambda f: replace(f, "progress/sums", f["progress/sums"][:-1]), "/progress/sums is not"),
+            ("stored", lambda f: replace(f, "triplet_energy", f["triplet_energy"][:-1]),
+             "/triplet_energy length is not C(n,3)"),
+            ("offsets", lambda f: f["progress/offsets"].__setitem__(-1, 9879),
+             "/progress/offsets does not cover the C(n,3) triplets"),
+            ("n", lambda f: f["energy"].attrs.__setitem__("n", np.full(64, 40, np.uint64)), "attribute 'n'"),
+            ("nu", lambda f: f["energy"].attrs.__setitem__("nu", np.ones(64)), "attribute 'nu'"),
+            ("potential", lambda f: f["energy"].attrs.__setitem__("potential", ["atm"] * 64), "attribute 'potential'"),
+        ]
+        for name, fn, why in cases:
+            with self.subTest(damage=name):
+                r = tdsolve("info", damaged(name, fn))
+                self.assertEqual((r.returncode, r.stderr), (3, ""), r.stdout)
+                lines = [l for l in r.stdout.splitlines() if l.startswith("progress:")]
+                self.assertEqual(len(lines), 1, r.stdout)
+                self.assertTrue(lines[0].startswith("progress:  INCONSISTENT: "), lines[0])
+                self.assertIn(why, lines[0])
 
     def test_run_summary_and_stats(self):
         out, stats = self.path("d.h5"), self.path("s.json")

@@ -1,8 +1,12 @@
 """The `tdsolve` Python package (python/): it installs into a fresh venv;
 it reads edm, cross and hist files as SciPy and NumPy compute them ([],
-rows, block, square, iter_chunks, shape); it reads a stopped run's
-FILE.h5.partial only when asked; and it calls a file complete, incomplete or
-unreadable exactly when `tdsolve info` does, damaged files included."""
+rows, block, square, iter_chunks, shape), and triplet files (k = 3) as h5py
+reads them, with triplet_index in itertools.combinations order; it reads a
+stopped run's FILE.h5.partial only when asked; and it calls a file
+complete, incomplete or unreadable exactly when `tdsolve info` does, damaged
+files included."""
+import itertools
+import math
 import os
 import shutil
 import subprocess
@@ -15,7 +19,7 @@ import h5py
 import numpy as np
 from scipy.spatial.distance import cdist, pdist, squareform
 
-from common import BIN, tdsolve
+from common import BIN, tdsolve, tdsolve_h5
 
 PACKAGE_SRC = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../python"))
 if PACKAGE_SRC not in sys.path:
@@ -53,6 +57,18 @@ def setUpModule():
     r = tdsolve("edm", "--input", F["x"], "--output", F["stopped"], "--precision", "float64", "--block", "16",
                 *common, env={"TDSOLVE_FAULT": "0:3:kill"})
     assert r.returncode != 0, "the injected kill did not stop the run"
+    # Triplets (k = 3): stored energies in several chunks; sums only, with cutoffs; and the first
+    # job stopped cleanly after its first chunk (triplet flags are set at checkpoints and stops).
+    trip = ["triplet", "--generate", "uniform:200:3:7", "--precision", "float64", "--store-triplets",
+            "--chunk-mb", "1", "--threads", "1", "--progress", "none", "--quiet"]
+    F["trip"] = os.path.join(DIR, "trip.h5")
+    tdsolve(*trip, "--output", F["trip"], "--store-points", check=True)
+    F["trip0"] = os.path.join(DIR, "trip0.h5")
+    tdsolve("triplet", "--generate", "uniform:120:3:2", "--nu", "2.5", "--cutoff", "0.5", "--cutoff-triple", "0.4",
+            "--output", F["trip0"], "--threads", "1", "--progress", "none", "--quiet", check=True)
+    F["trip_stopped"] = os.path.join(DIR, "trip_stopped.h5")
+    r = tdsolve(*trip, "--output", F["trip_stopped"], "--max-hours", "0.0000001", env={"TDSOLVE_SLOW_MS": "200"})
+    assert r.returncode != 0 and os.path.exists(F["trip_stopped"] + ".partial"), r.stdout + r.stderr
 
 
 def tearDownModule():
@@ -280,6 +296,152 @@ class StoppedRunTest(unittest.TestCase):
         self.assertEqual(tdsolve("info", out).returncode, 3)
 
 
+# --- triplets (k = 3) ------------------------------------------------------------
+
+
+def combination_position(n, i, j, k):
+    """Big-int position of i<j<k in itertools.combinations(range(n), 3), by
+    the combinatorial number system on the complements (independent of the
+    package's formula)."""
+    return math.comb(n, 3) - 1 - (math.comb(n - 1 - i, 3) + math.comb(n - 1 - j, 2) + (n - 1 - k))
+
+
+class TripletTest(unittest.TestCase):
+    def raw(self, key):
+        with h5py.File(F[key], "r") as f:
+            return {name: f[name][()] for name in ("energy", "energy_per_point", "forces", "triplet_energy",
+                                                   "progress/offsets") if name in f}, dict(f["energy"].attrs)
+
+    def test_values_are_the_files(self):
+        for key, n, stored in (("trip", 200, True), ("trip0", 120, False)):
+            raw, attrs = self.raw(key)
+            for access in ACCESSES:
+                with self.subTest(file=key, access=access), tdpkg.open(F[key], access=access) as r:
+                    self.assertEqual((r.kind, r.n, r.k, r.potential, r.triplets, r.stored, r.complete),
+                                     ("triplet", n, 3, "atm", math.comb(n, 3), stored, True))
+                    self.assertEqual((r.nu, r.cutoff, r.cutoff_triple, r.precision, r.block),
+                                     (float(attrs["nu"]), float(attrs["cutoff"]), float(attrs["cutoff_triple"]),
+                                      attrs["precision"], int(attrs["block"])))
+                    self.assertEqual(r.formula, attrs["formula"])
+                    self.assertEqual(set(r.attrs), set(attrs))
+                    e = r.energy
+                    self.assertIsInstance(e, float)
+                    self.assertEqual(e, raw["energy"])
+                    np.testing.assert_array_equal(r.energy_per_point, raw["energy_per_point"])
+                    np.testing.assert_array_equal(r.forces, raw["forces"])
+                    self.assertEqual((r.energy_per_point.shape, r.forces.shape), ((n,), (n, 3)))
+                    self.assertNotEqual(e, 0.0)
+                    np.testing.assert_allclose(r.energy_per_point.sum(), e, rtol=1e-12)
+                    self.assertEqual(r.chunks_done, r.chunks)
+                    if not stored:
+                        self.assertEqual((r.shape, r.dtype), ((), None))
+                        for call in (lambda: r[0], lambda: len(r), lambda: r.triplet(0, 1, 2), r.triplet_energies,
+                                     lambda: list(r.iter_chunks())):
+                            with self.assertRaises(TypeError) as ctx:
+                                call()
+                            self.assertIn("--store-triplets", str(ctx.exception))
+                        continue
+                    t = raw["triplet_energy"]
+                    N = len(t)
+                    self.assertEqual((r.shape, len(r), r.dtype), ((N,), N, t.dtype))
+                    np.testing.assert_array_equal(r.triplet_energies(), t)
+                    np.testing.assert_allclose(t.sum(), e, rtol=1e-9)  # the stored energies add up to /energy
+                    rng = np.random.default_rng(8)
+                    for k in [0, -1, 12345, slice(100, 5000), slice(None, None, 997), slice(N - 1, 3, -1001),
+                              rng.integers(-N, N, 3000), np.array([[1, 1], [N - 1, 0]]), rng.random(N) < 0.001]:
+                        got = r[k]
+                        self.assertEqual(np.shape(got), np.shape(t[k]), f"r[{k!r}]")
+                        np.testing.assert_array_equal(got, t[k], f"r[{k!r}]")
+                    for i, j, k in [(0, 1, 2), (n - 3, n - 2, n - 1), (5, 77, 150), (150, 5, 77)]:
+                        self.assertEqual(r.triplet(i, j, k), t[combination_position(n, *sorted((i, j, k)))])
+                    self.assertGreater(r.chunks, 2, "the test wants a file of several chunks")
+                    parts = list(r.iter_chunks())
+                    self.assertEqual([o for o, _ in parts], [int(o) for o in raw["progress/offsets"][:-1]])
+                    np.testing.assert_array_equal(np.concatenate([v for _, v in parts]), t)
+                    for call in (r.square, lambda: r.rows(0, 1), r.condensed):
+                        with self.assertRaises(TypeError):
+                            call()
+
+    def test_cutoffs_none_read_as_inf(self):
+        with tdpkg.open(F["trip"]) as r:
+            self.assertEqual((r.nu, r.cutoff, r.cutoff_triple), (1.0, math.inf, math.inf))
+        with tdpkg.open(F["trip0"]) as r:
+            self.assertEqual((r.nu, r.cutoff, r.cutoff_triple), (2.5, 0.5, 0.4))
+
+    def test_triplet_index_is_the_combinations_order(self):
+        for n in range(1, 41):
+            combos = list(itertools.combinations(range(n), 3))
+            for p in ((0, 1, 2), (2, 0, 1), (1, 2, 0)):  # any order of the three points
+                if not combos:
+                    continue
+                a = np.array(combos, dtype=np.int64)
+                got = tdpkg.triplet_index(n, a[:, p[0]], a[:, p[1]], a[:, p[2]])
+                self.assertEqual(got.dtype, np.int64)
+                np.testing.assert_array_equal(got, np.arange(len(combos)), f"n = {n}")
+            for pos, (i, j, k) in enumerate(combos[::7]):
+                got = tdpkg.triplet_index(n, i, j, k)
+                self.assertEqual((type(got), got), (int, 7 * pos))
+            with self.assertRaises(IndexError):  # a point out of range
+                tdpkg.triplet_index(n, 0, 1, n)
+        self.assertEqual(tdpkg.triplet_index(10, np.int32(9), np.uint8(8), 7), 119)
+        np.testing.assert_array_equal(tdpkg.triplet_index(6, 0, 1, np.array([[2, 3], [4, 5]])), [[0, 1], [2, 3]])
+        for bad in [(5, 1, 1, 2), (5, 3, 3, 3), (5, -1, 1, 2), (2, 0, 1, 2), (5, np.array([0, 1]), 1, 2)]:
+            with self.assertRaises(IndexError, msg=str(bad)):
+                tdpkg.triplet_index(*bad)
+        with self.assertRaises(TypeError):
+            tdpkg.triplet_index(5, 0.0, 1, 2)
+
+    def test_triplet_index_is_exact_for_large_n(self):
+        rng = np.random.default_rng(33)
+        top = 3810779  # the largest n whose C(n,3) fits in int64
+        for n in [3, 1000, 2 ** 21, 2 ** 21 + 1, 3000000, top - 1, top] + rng.integers(3, top, 20).tolist():
+            m = 2000
+            x = np.stack([rng.choice(n, 3, replace=False) for _ in range(m)]) if n < 100 else \
+                rng.integers(0, n, (m, 3))
+            x = x[(x[:, 0] != x[:, 1]) & (x[:, 1] != x[:, 2]) & (x[:, 0] != x[:, 2])]
+            x = np.concatenate([x, [[0, 1, 2], [n - 3, n - 2, n - 1], [0, n - 2, n - 1], [n - 1, 0, 1]]])
+            got = tdpkg.triplet_index(n, x[:, 0], x[:, 1], x[:, 2])
+            want = [combination_position(n, *sorted(map(int, t))) for t in x]
+            self.assertEqual(got.tolist(), want, f"n = {n}")
+            self.assertEqual(int(got[-3]), math.comb(n, 3) - 1)
+        self.assertLess(math.comb(top, 3), 2 ** 63)
+        self.assertGreaterEqual(math.comb(top + 1, 3), 2 ** 63)
+        with self.assertRaises(OverflowError):
+            tdpkg.triplet_index(top + 1, 0, 1, 2)
+
+    def test_incomplete_triplet_file(self):
+        out = F["trip_stopped"]
+        self.assertFalse(os.path.exists(out))
+        with self.assertRaises(tdpkg.IncompleteResult) as e:
+            tdpkg.open(out)
+        self.assertIn(out + ".partial", str(e.exception))
+        with self.assertRaises(tdpkg.IncompleteResult):
+            tdpkg.open(out + ".partial")
+        with self.assertRaises(tdpkg.IncompleteResult):
+            tdsolve_h5.open_result(out)
+        raw, _ = self.raw("trip")  # the same job, complete
+        with tdpkg.open(out, require_complete=False) as r:
+            self.assertEqual((r.kind, r.complete, r.n), ("triplet", False, 200))
+            self.assertGreater(r.chunks_done, 0)
+            self.assertLess(r.chunks_done, r.chunks)
+            for what in ("energy", "energy_per_point", "forces"):  # written only when every chunk is done
+                with self.assertRaises(tdpkg.IncompleteResult, msg=what):
+                    getattr(r, what)
+            parts = list(r.iter_chunks())
+            self.assertEqual(len(parts), r.chunks_done)
+            for o, v in parts:  # the chunks it flags hold final values
+                np.testing.assert_array_equal(v, raw["triplet_energy"][o:o + len(v)])
+        v = tdpkg.check(out)
+        self.assertEqual((v.status, v.exit_code, v.kind, v.file), ("incomplete", 3, "triplet", out + ".partial"))
+        self.assertIn("of triplets", v.message)
+        self.assertEqual(tdsolve("info", out).returncode, 3)
+
+    def test_the_old_reader_opens_triplet_files(self):
+        with tdsolve_h5.open_result(F["trip"]) as r:
+            self.assertEqual((r.kind, r.n), ("triplet", 200))
+            self.assertEqual(r.energy, self.raw("trip")[0]["energy"])
+
+
 # --- the verdict of tdsolve info, on damaged files -------------------------------
 
 
@@ -314,6 +476,17 @@ def _hist_cover_first(k):
         f["counts"][...] = 0
         f["underflow"][()] = int(off[k])
         f["overflow"][()] = 0
+    return fn
+
+
+def _grow_attr(obj, name, count):
+    """Attribute `name` of the dataset as `count` copies of its value."""
+    def fn(f):
+        v = f[obj].attrs[name]
+        if isinstance(v, str):
+            f[obj].attrs[name] = [v] * count
+        else:
+            f[obj].attrs[name] = np.full(count, v)
     return fn
 
 
@@ -380,6 +553,64 @@ CASES = [
      "inconsistent", False),
     ("an extra 64-value attribute on /distances", "edm",
      lambda f: f["distances"].attrs.create("extra", np.arange(64, dtype=np.uint64)), "complete", False),
+    ("edm: n attribute with no value (null)", "edm",
+     lambda f: f["distances"].attrs.create("n", h5py.Empty("<u8")), "inconsistent", False),
+    ("hist: range_lo with no value (null)", "hist",
+     lambda f: f["counts"].attrs.create("range_lo", h5py.Empty("<f8")), "inconsistent", False),
+    ("edm: /progress elements attribute wrong", "edm",
+     lambda f: f["progress"].attrs.__setitem__("elements", np.uint64(7)), "inconsistent", False),
+    ("hist: /progress elements attribute wrong", "hist",
+     lambda f: f["progress"].attrs.__setitem__("elements", np.uint64(7)), "inconsistent", False),
+    ("/progress dataset attribute: 2 strings", "edm", _grow_attr("progress", "dataset", 2), "inconsistent", False),
+    ("complete triplet (stored energies)", "trip", None, "complete", False),
+    ("complete triplet (sums only)", "trip0", None, "complete", False),
+    ("triplet: a done flag cleared", "trip", _set("progress/done", 1, 0), "incomplete", False),
+    ("triplet (sums only): last flag cleared", "trip0", _set("progress/done", -1, 0), "incomplete", False),
+    ("triplet: stopped run, only .partial", "trip", "trip-stopped", "incomplete", False),
+    ("triplet: offsets end short of C(n,3)", "trip", _set("progress/offsets", -1, 1000), "inconsistent", False),
+    ("triplet: one offset too few", "trip0",
+     lambda f: _replace(f, "progress/offsets", f["progress/offsets"][:-1]), "inconsistent", False),
+    ("triplet: /forces n x 2", "trip", lambda f: _replace(f, "forces", f["forces"][:, :2]), "inconsistent", False),
+    ("triplet: /forces flat", "trip0", lambda f: _replace(f, "forces", f["forces"][()].reshape(-1)), "inconsistent",
+     False),
+    ("triplet: no /forces", "trip", lambda f: f.__delitem__("forces"), "inconsistent", False),
+    ("triplet: /energy_per_point one short", "trip",
+     lambda f: _replace(f, "energy_per_point", f["energy_per_point"][:-1]), "inconsistent", False),
+    ("triplet: /progress/sums one row short", "trip0",
+     lambda f: _replace(f, "progress/sums", f["progress/sums"][:-1]), "inconsistent", False),
+    ("triplet: /progress/sums one limb short", "trip",
+     lambda f: _replace(f, "progress/sums", f["progress/sums"][:, :-1]), "inconsistent", False),
+    ("triplet: no /progress/sums", "trip0", lambda f: f.__delitem__("progress/sums"), "inconsistent", False),
+    ("triplet: /triplet_energy one short", "trip",
+     lambda f: _replace(f, "triplet_energy", f["triplet_energy"][:-1]), "inconsistent", False),
+    ("triplet: /triplet_energy named but gone", "trip", lambda f: f.__delitem__("triplet_energy"), "inconsistent",
+     False),
+    ("triplet: /triplet_energy not named", "trip", lambda f: f["progress"].attrs.__setitem__("dataset", ""),
+     "inconsistent", False),
+    ("triplet: /triplet_energy n wrong", "trip",
+     lambda f: f["triplet_energy"].attrs.__setitem__("n", np.uint64(201)), "inconsistent", False),
+    ("triplet: /energy is 1-D", "trip0", lambda f: _replace(f, "energy", np.zeros(1)), "inconsistent", False),
+    ("triplet: n off by one", "trip", lambda f: f["energy"].attrs.__setitem__("n", np.uint64(201)), "inconsistent",
+     False),
+    ("triplet: no n attribute", "trip0", lambda f: f["energy"].attrs.__delitem__("n"), "inconsistent", False),
+    ("triplet: n attribute: 2 values", "trip", _grow_attr("energy", "n", 2), "inconsistent", False),
+    ("triplet: nu attribute: 3 values", "trip0", _grow_attr("energy", "nu", 3), "inconsistent", False),
+    ("triplet: potential attribute: 2 strings", "trip", _grow_attr("energy", "potential", 2), "inconsistent",
+     False),
+    ("triplet: formula attribute: 64 strings", "trip0", _grow_attr("energy", "formula", 64), "inconsistent", False),
+    ("triplet: k is 2", "trip", lambda f: f["energy"].attrs.__setitem__("k", np.uint64(2)), "inconsistent", False),
+    ("triplet: triplets attribute wrong", "trip0",
+     lambda f: f["energy"].attrs.__setitem__("triplets", np.uint64(5)), "inconsistent", False),
+    ("triplet: elements attribute wrong", "trip",
+     lambda f: f["progress"].attrs.__setitem__("elements", np.uint64(5)), "inconsistent", False),
+    ("triplet: no /energy", "trip0", lambda f: f.__delitem__("energy"), "not a result", False),
+    ("triplet: /energy is a group", "trip", lambda f: (f.__delitem__("energy"), f.create_group("energy")),
+     "unreadable", False),
+    ("triplet: nu is a string", "trip0", lambda f: f["energy"].attrs.__setitem__("nu", "one"), "unreadable", False),
+    ("triplet: /forces is a group", "trip0", lambda f: (f.__delitem__("forces"), f.create_group("forces")),
+     "unreadable", False),
+    ("triplet: /energy holds a string", "trip",
+     lambda f: _replace(f, "energy", "not a number"), "complete", False),
 ]
 
 
@@ -395,6 +626,9 @@ def make_case(dirname, i, base, edit):
     if edit in ("stopped", "stopped-partial"):
         shutil.copy(F["stopped"] + ".partial", path + ".partial")
         return path if edit == "stopped" else path + ".partial"
+    if edit == "trip-stopped":
+        shutil.copy(F["trip_stopped"] + ".partial", path + ".partial")
+        return path
     shutil.copy(F[base], path)
     if edit == "truncate":
         os.truncate(path, os.path.getsize(path) // 2)
@@ -445,7 +679,8 @@ class VerdictTest(unittest.TestCase):
 
     def test_command_line_exit_codes(self):
         partial = F["stopped"]
-        for path, code in [(F["edm"], 0), (F["hist"], 0), (partial, 3), (os.path.join(DIR, "nope.h5"), 1)]:
+        for path, code in [(F["edm"], 0), (F["hist"], 0), (partial, 3), (os.path.join(DIR, "nope.h5"), 1),
+                           (F["trip"], 0), (F["trip0"], 0), (F["trip_stopped"], 3)]:
             r = subprocess.run([sys.executable, "-m", "tdsolve", path], capture_output=True, text=True,
                                env=dict(os.environ, PYTHONPATH=PACKAGE_SRC))
             self.assertEqual(r.returncode, code, r.stdout + r.stderr)
