@@ -13,6 +13,7 @@ TDSOLVE_PACKAGES=(
 # scripts' test (e2e.slurm); a user's setup does not need Slurm daemons.
 TDSOLVE_TEST_PACKAGES=(slurmctld slurmd slurm-client munge
   python3-venv python3-wheel  # e2e.package: pip-installs python/ into a venv (setuptools 66 needs wheel)
+  lammps                      # e2e.triplet: tdsolve triplet against LAMMPS pair_style atm
 )
 
 as_root() {
