@@ -60,26 +60,6 @@ TDS_HD double atm_rsqrt(double x) {
 #endif
 }
 
-// atm_terms for the kernels: 1/a, 1/b, 1/c given (computed once per pair of
-// a tile), k = 3ν/8, and a reciprocal square root (the device's rsqrt).
-template <typename T>
-TDS_HD AtmTerms<T> atm_terms_fast(T a, T b, T c, T ia, T ib, T ic, T nu, T k) {
-  const T pa = a + c - b, pb = a + b - c, pc = b + c - a;
-  const T p = pa * pb * pc;
-  const T r = atm_rsqrt(a * b * c);  // (abc)^(-1/2)
-  const T r2 = r * r;
-  const T s3 = r2 * r;  // (abc)^(-3/2)
-  const T s5 = s3 * r2;
-  const T ks5 = k * s5;
-  AtmTerms<T> t;
-  t.e = nu * s3 + ks5 * p;
-  const T bt = T(-1.5) * nu * s3 - T(2.5) * ks5 * p;
-  t.ea = bt * ia + ks5 * (pb * pc + pa * pc - pa * pb);
-  t.eb = bt * ib + ks5 * (pa * pc + pb * pa - pb * pc);
-  t.ec = bt * ic + ks5 * (pa * pb + pc * pb - pa * pc);
-  return t;
-}
-
 template <typename T>
 TDS_HD AtmTerms<T> atm_terms(T a, T b, T c, T nu) {
   const T pa = a + c - b, pb = a + b - c, pc = b + c - a;  // 2√(..) cos γ at atoms 1, 2, 3
@@ -101,6 +81,35 @@ TDS_HD AtmTerms<T> atm_terms(T a, T b, T c, T nu) {
   t.ea = (base + tail) / a + k * pa_a * s5;
   t.eb = (base + tail) / b + k * pb_b * s5;
   t.ec = (base + tail) / c + k * pc_c * s5;
+  return t;
+}
+
+// atm_terms for the kernels: 1/a, 1/b, 1/c given (computed once per pair of
+// a tile), k = 3ν/8, and a reciprocal square root (the device's rsqrt).
+// P (abc)^(-5/2) is formed as (pa r)(pb r)(pc r) r², r = (abc)^(-1/2), so
+// that P itself (up to 8 max(a,b,c)³) is never formed: in float32 it would
+// overflow once a distance passes ~1.9e6 while the energy is still finite.
+// kScaled = false forms P: two multiplications fewer, for callers that know
+// every squared distance is below (largest T / 8)^(1/3).
+template <typename T, bool kScaled = true>
+TDS_HD AtmTerms<T> atm_terms_fast(T a, T b, T c, T ia, T ib, T ic, T nu, T k) {
+  const T pa = a + c - b, pb = a + b - c, pc = b + c - a;
+  const T r = atm_rsqrt(a * b * c);  // (abc)^(-1/2)
+  const T r2 = r * r;
+  const T s3 = r2 * r;        // (abc)^(-3/2)
+  const T ks5 = k * s3 * r2;  // k (abc)^(-5/2)
+  T kps5;                     // k P (abc)^(-5/2)
+  if constexpr (kScaled) {
+    kps5 = k * ((pa * r) * (pb * r) * (pc * r) * r2);
+  } else {
+    kps5 = ks5 * (pa * pb * pc);
+  }
+  AtmTerms<T> t;
+  t.e = nu * s3 + kps5;
+  const T bt = T(-1.5) * nu * s3 - T(2.5) * kps5;
+  t.ea = bt * ia + ks5 * (pb * pc + pa * pc - pa * pb);
+  t.eb = bt * ib + ks5 * (pa * pc + pb * pa - pb * pc);
+  t.ec = bt * ic + ks5 * (pa * pb + pc * pb - pa * pc);
   return t;
 }
 

@@ -718,33 +718,44 @@ class TripletSink final : public Sink<T> {
         n_(p.rows),
         store_(p.stores_values()),
         slots_(triplet_sum_slots(p.rows)),
-        sum_(slots_ * kExactLimbs, 0),
-        chunk_(kExactLimbs) {
+        sum_(slots_ * kExactLimbs, 0) {
     if (comm_rank(comm) == 0 && initial.size() == sum_.size()) sum_ = initial;
   }
   bool wants_results() const override { return true; }
   void write(bool has, index_t, index_t offset, index_t count, const ChunkResult<T>& r) override {
     if (store_) w_.write(has ? offset : 0, has ? count : 0, r.values);
     if (!has) return;
+    // A chunk's limbs are normalised (below 2^32 each, the top one signed)
+    // before they are added, so the running sums grow by less than 2^32 a
+    // limb per chunk and need normalising only every 2^30 chunks. Slots are
+    // independent integer sums: threads do not change a bit.
+    const std::int64_t* in = r.sums;
+    std::int64_t* acc = sum_.data();
+#pragma omp parallel for schedule(static)
     for (index_t slot = 0; slot < slots_; ++slot) {
-      const std::int64_t* in = r.sums + slot * kExactLimbs;
-      std::int64_t* acc = &sum_[slot * kExactLimbs];
+      std::int64_t limbs[kExactLimbs];
       bool any = false;
       for (int l = 0; l < kExactLimbs; ++l) {
-        chunk_[l] = in[l];
-        any = any || in[l] != 0;
+        limbs[l] = in[slot * kExactLimbs + l];
+        any = any || limbs[l] != 0;
       }
       if (!any) continue;
-      exact_normalise(chunk_.data());
+      exact_normalise(limbs);
       for (int l = 0; l < kExactLimbs; ++l)
-        acc[l] += chunk_[l];
-      exact_normalise(acc);
+        acc[slot * kExactLimbs + l] += limbs[l];
+    }
+    if (++added_ >= (index_t(1) << 30)) {
+      for (index_t slot = 0; slot < slots_; ++slot)
+        exact_normalise(&sum_[slot * kExactLimbs]);
+      added_ = 0;
     }
   }
   void mark(bool, index_t) override {
     if (store_) w_.flush();
   }
-  void checkpoint(const std::vector<unsigned char>& done) override { write_partial(done); }
+  void checkpoint(const std::vector<unsigned char>& done) override {
+    write_partial(done);
+  }
   void close(const std::vector<unsigned char>& done) override {
     write_partial(done);
     w_.close();
@@ -752,6 +763,9 @@ class TripletSink final : public Sink<T> {
 
  private:
   void write_partial(const std::vector<unsigned char>& done) {
+    for (index_t slot = 0; slot < slots_; ++slot)
+      exact_normalise(&sum_[slot * kExactLimbs]);
+    added_ = 0;
     std::vector<std::int64_t> total(sum_.size(), 0);
     check_mpi(MPI_Reduce(sum_.data(), total.data(), static_cast<int>(sum_.size()), MPI_INT64_T,
                          MPI_SUM, 0, comm_),
@@ -792,7 +806,7 @@ class TripletSink final : public Sink<T> {
   bool store_;
   index_t slots_;
   std::vector<std::int64_t> sum_;
-  std::vector<std::int64_t> chunk_;
+  index_t added_ = 0;  // chunks added since sum_ was last normalised
 };
 
 // Seconds between the checkpoints of histograms and triplets (their partial

@@ -44,12 +44,18 @@ done
 echo "== 1. checks"
 export TDSOLVE_REQUIRE_GPU=1 TDSOLVE_BIN=$T TDSOLVE_MPIEXEC=mpirun
 if [ -z "${SKIP_CHECKS:-}" ]; then
-step e2e_triplet_gpu run python3 tests/e2e/test_triplet.py -v ${GPU_TESTS:-TripletGpuTest}
+for ni in 32 16; do  # the kernel's two variants (TDSOLVE_TRIPLET_NI)
+  TDSOLVE_TRIPLET_NI=$ni step e2e_triplet_gpu_ni$ni run python3 tests/e2e/test_triplet.py -v \
+    ${GPU_TESTS:-TripletGpuTest}
+done
 for tool in memcheck racecheck; do
   for prec in float32 float64; do
     for map in lambda bb; do
-      step "${tool}_atm_${prec}_${map}" run compute-sanitizer --tool $tool --error-exitcode 9 \
-        $T bench --problem atm --backend cuda --input "$tmp/p300.npy" --precision $prec --map $map --repeat 1
+      for ni in 32 16; do
+        TDSOLVE_TRIPLET_NI=$ni step "${tool}_atm_${prec}_${map}_ni$ni" run compute-sanitizer --tool $tool \
+          --error-exitcode 9 $T bench --problem atm --backend cuda --input "$tmp/p300.npy" --precision $prec \
+          --map $map --repeat 1
+      done
     done
   done
   step "${tool}_atm_store_cutoff" run compute-sanitizer --tool $tool --error-exitcode 9 \
@@ -76,9 +82,12 @@ for n in $sizes; do
   for prec in float32 float64; do
     reps=3
     [ "$n" = 20000 ] && reps=1
-    for map in lambda bb; do
-      LIMIT=400 run $T bench --problem atm --backend cuda --input "$tmp/p$n.npy" --precision $prec \
-        --map $map --repeat $reps --csv "$out/bench.csv" | tee -a "$out/atm.log"
+    for variant in lambda:32 lambda:16 bb:${NI:-32}; do
+      map=${variant%:*} ni=${variant#*:}
+      TDSOLVE_TRIPLET_NI=$ni LIMIT=400 run $T bench --problem atm --backend cuda --input "$tmp/p$n.npy" \
+        --precision $prec --map $map --repeat $reps --csv "$out/bench.csv" | sed "s/^/ni=$ni /" \
+        | tee -a "$out/atm.log"
+      echo "$ni" >> "$out/ni.txt"
     done
   done
 done
@@ -119,12 +128,15 @@ fi
 
 echo "== summary"
 cat "$summary"
-python3 - "$out/bench.csv" <<'EOF' | tee -a "$summary"
+python3 - "$out/bench.csv" "$out/ni.txt" <<'EOF' | tee -a "$summary"
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
-print(f"{'problem':8} {'n':>6} {'prec':8} {'map':7} {'median ms':>10} {'triplets/s':>11}")
+ni = open(sys.argv[2]).read().split()
+atm = [r for r in rows if r['problem'] == 'atm']
+print(f"{'problem':8} {'n':>6} {'prec':8} {'map':7} {'NI':>3} {'median ms':>10} {'triplets/s':>11}")
 for r in rows:
-    print(f"{r['problem']:8} {r['n']:>6} {r['precision']:8} {r['map']:7} {float(r['median_ms']):10.2f} {float(r['pairs_per_s']):11.3g}")
+    v = ni[atm.index(r)] if r in atm else '-'
+    print(f"{r['problem']:8} {r['n']:>6} {r['precision']:8} {r['map']:7} {v:>3} {float(r['median_ms']):10.2f} {float(r['pairs_per_s']):11.3g}")
 EOF
 cat "$out/torch.csv"
 [ -n "${OUT:-}" ] && tar -C "$out" -czf "$OUT/triplet.tgz" .

@@ -23,6 +23,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <limits>
 #include <string>
 
@@ -57,11 +58,15 @@ struct TripletParams {
 };
 
 // Shared memory of a block, in elements of T.
-constexpr int kXs = 3 * 3 * kRho;                 // strips [s][c][p]
-constexpr int kPairs = 4 * kRho * kRho;           // r²(I,J) [j][i], 1/r², r²(I,K) [i][k], 1/r²
-constexpr int kW = 3 * kRho * kPadded;            // W_IJ [j][i], W_JK [j][k], W_IK [i][k]
+constexpr int kXs = 3 * 3 * kRho;        // strips [s][c][p]
+constexpr int kPairs = 4 * kRho * kRho;  // r²(I,J) [j][i], 1/r², (r², 1/r²)(I,K) [i][k]
+constexpr int kW = 3 * kRho * kPadded;   // W_IJ [j][i], W_JK [j][k], W_IK [i][k]
 constexpr int kSmall = 2 * kWarps * kRho + kRho;  // per-warp energies of i and k; of j
-constexpr int kSharedElements = kXs + kPairs + kW + kSmall;
+// Shared memory of the kernel that takes NI values of i at a time (its W_IK
+// tree has a region of its own: 4 × NI × 32).
+constexpr int shared_elements(int ni) {
+  return kXs + kPairs + kWarps / 2 * ni * kRho + kW + kSmall;
+}
 
 __device__ __forceinline__ void exact_add_device(unsigned long long* limbs, double v) {
   if (v == 0) return;
@@ -76,8 +81,8 @@ __device__ __forceinline__ void exact_add_device(unsigned long long* limbs, doub
 
 // One butterfly step: lanes pair up across bit S; each keeps the half of
 // v[0 .. 2S) its bit selects and adds its partner's copy of that half.
-template <int S, typename T>
-__device__ __forceinline__ void transpose_step(T (&v)[kRho], int lane) {
+template <int S, int N, typename T>
+__device__ __forceinline__ void transpose_step(T (&v)[N], int lane) {
   const bool upper = lane & S;
 #pragma unroll
   for (int t = 0; t < S; ++t) {
@@ -87,11 +92,19 @@ __device__ __forceinline__ void transpose_step(T (&v)[kRho], int lane) {
   }
 }
 
-// Lane L returns the sum over the warp's lanes of v[L] (31 shuffles for the
-// 32 sums); v is clobbered. A fixed order: the same bits every time.
-template <typename T>
-__device__ __forceinline__ T transpose_sum(T (&v)[kRho], int lane) {
-  transpose_step<16>(v, lane);
+// Lane L returns the sum over the warp's 32 lanes of v[L mod N], N = 32 or
+// 16 (31 shuffles for the N sums; for 16, lanes L and L+16 first add their
+// arrays). v is clobbered. A fixed order: the same bits every time.
+template <int N, typename T>
+__device__ __forceinline__ T transpose_sum(T (&v)[N], int lane) {
+  static_assert(N == 32 || N == 16, "a warp's worth");
+  if constexpr (N == 32) {
+    transpose_step<16>(v, lane);
+  } else {
+#pragma unroll
+    for (int t = 0; t < 16; ++t)
+      v[t] += __shfl_xor_sync(0xffffffffu, v[t], 16);
+  }
   transpose_step<8>(v, lane);
   transpose_step<4>(v, lane);
   transpose_step<2>(v, lane);
@@ -107,32 +120,153 @@ __device__ __forceinline__ T warp_sum(T v) {
   return v;
 }
 
-template <typename T, typename Map, bool kStore>
-__global__ void __launch_bounds__(kThreads) atm_kernel(const TripletParams<T> k) {
+// Squared distances below this cannot overflow a·b·c nor the product of
+// the law of cosines, |(a+c-b)(a+b-c)(b+c-a)| <= 8 max³, whose bound is
+// (largest T/8)^(1/3): float 3.5e12, double 2.8e102. Tiles within it skip
+// the overflow test and atm_terms_fast's scaling.
+template <typename T>
+constexpr T kNoOverflow = sizeof(T) == 4 ? T(1e12) : T(1e100);
+
+// Four consecutive values of a shared array in one or two wide loads.
+template <typename T>
+__device__ __forceinline__ void load4(const T* p, T (&v)[4]) {
+  if constexpr (sizeof(T) == 4) {
+    const float4 q = *reinterpret_cast<const float4*>(p);
+    v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w;
+  } else {
+    const double2 a = *reinterpret_cast<const double2*>(p);
+    const double2 b = *reinterpret_cast<const double2*>(p + 2);
+    v[0] = a.x, v[1] = a.y, v[2] = b.x, v[3] = b.y;
+  }
+}
+
+// The tile a block works on, unranked once by thread 0 (slot = iteration
+// parity, so the next write never meets a late reader of this one).
+struct SharedTile {
+  mapping::Tile3 t[2];
+  int ok[2];
+};
+
+template <typename Map>
+__device__ __forceinline__ bool block_tile(const mapping::TripletDomain& dom,
+                                           const mapping::Grid& g, index_t bx, index_t by,
+                                           int parity, SharedTile& st, mapping::Tile3* t) {
+  if (threadIdx.x == 0) st.ok[parity] = Map::tile(dom, g, bx, by, &st.t[parity]);
+  __syncthreads();  // also: the previous tile's shared memory is free
+  *t = st.t[parity];
+  return st.ok[parity] != 0;
+}
+
+// One (j, k = lane) column pair of a tile against NI of its values of i,
+// from i0: the pair terms of (I, J) and (I, K) from shared memory, W_JK and
+// the energies in registers, ∂E/∂r²_ij into ea[i] (summed across lanes by
+// the caller), ∂E/∂r²_ik into wc[i] and the energies of i into ei[i]
+// (summed over this warp's values of j). kFull: an interior tile (I < J <
+// K, all inside n), so no index masks; kCut: cutoffs to test, else only a
+// product a·b·c that overflows is dropped — kCheck = false: none can (the
+// tile's squared distances are all below kNoOverflow), every triplet counts.
+template <typename T, int NI, bool kFull, bool kCut, bool kStore, bool kCheck = true>
+__device__ __forceinline__ void atm_column(const TripletParams<T>& k, const T* A, const T* iA,
+                                           const T* CC, int i0, int j, int lane, T b, T ib, bool jk,
+                                           int ilim, index_t gi0, index_t gj, index_t gk,
+                                           T (&ea)[NI], T (&wc)[NI], T (&ei)[NI], T& wb, T& ej,
+                                           T& ek) {
+#pragma unroll
+  for (int i4 = 0; i4 < NI; i4 += 4) {
+    T a4[4], ia4[4];
+    load4(A + j * kRho + i0 + i4, a4);
+    load4(iA + j * kRho + i0 + i4, ia4);
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      const int ii = i4 + u, i = i0 + ii;
+      const T a = a4[u], ia = ia4[u];
+      T c, ic;
+      if constexpr (sizeof(T) == 4) {
+        const float2 q = reinterpret_cast<const float2*>(CC)[i * kRho + lane];
+        c = q.x, ic = q.y;
+      } else {
+        const double2 q = reinterpret_cast<const double2*>(CC)[i * kRho + lane];
+        c = q.x, ic = q.y;
+      }
+      bool valid;
+      if constexpr (kFull && !kCut && !kCheck) {
+        valid = true;
+      } else if constexpr (kFull) {
+        valid = kCut ? atm_counts(a, b, c, k.cutoff2, k.triple6) : a * b * c <= k.triple6;
+      } else {
+        valid = jk && i < ilim && atm_counts(a, b, c, k.cutoff2, k.triple6);
+      }
+      const AtmTerms<T> r = atm_terms_fast<T, kCheck>(a, b, c, ia, ib, ic, k.nu, k.k);
+      const T e = valid ? r.e : T(0);
+      ea[ii] = valid ? r.ea : T(0);
+      wb += valid ? r.eb : T(0);
+      wc[ii] += valid ? r.ec : T(0);
+      ei[ii] += e;
+      ej += e;
+      ek += e;
+      if constexpr (kStore) {
+        if (kFull || (jk && i < ilim))
+          k.out[mapping::triplet_rank(k.dom.n, gi0 + i, gj, gk) - k.out_offset] = e;
+      }
+    }
+  }
+}
+
+// Dispatches atm_column on the tile's kind (uniform across the block).
+template <typename T, int NI, bool kStore>
+__device__ __forceinline__ void atm_column_any(bool full, bool cut, bool big,
+                                               const TripletParams<T>& k, const T* A, const T* iA,
+                                               const T* CC, int i0, int j, int lane, T b, T ib,
+                                               bool jk, int ilim, index_t gi0, index_t gj,
+                                               index_t gk, T (&ea)[NI], T (&wc)[NI], T (&ei)[NI],
+                                               T& wb, T& ej, T& ek) {
+  if (full && cut) {
+    atm_column<T, NI, true, true, kStore>(k, A, iA, CC, i0, j, lane, b, ib, jk, ilim, gi0, gj, gk,
+                                          ea, wc, ei, wb, ej, ek);
+  } else if (full && big) {
+    atm_column<T, NI, true, false, kStore>(k, A, iA, CC, i0, j, lane, b, ib, jk, ilim, gi0, gj, gk,
+                                           ea, wc, ei, wb, ej, ek);
+  } else if (full) {
+    atm_column<T, NI, true, false, kStore, false>(k, A, iA, CC, i0, j, lane, b, ib, jk, ilim, gi0,
+                                                  gj, gk, ea, wc, ei, wb, ej, ek);
+  } else {
+    atm_column<T, NI, false, true, kStore>(k, A, iA, CC, i0, j, lane, b, ib, jk, ilim, gi0, gj, gk,
+                                           ea, wc, ei, wb, ej, ek);
+  }
+}
+
+// The tile kernel. NI = 32: each thread runs over all 32 values of i at
+// once (most registers, one block per SM); NI = 16: in two halves of 16
+// (fewer registers, two blocks per SM, more shuffles per triplet).
+template <typename T, typename Map, bool kStore, int NI>
+__global__ void __launch_bounds__(kThreads, NI == 16 ? 2 : 1)
+    atm_kernel(const TripletParams<T> k, bool cut) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
+  __shared__ SharedTile st;
   T* smem = reinterpret_cast<T*>(smem_raw);
-  T* xs = smem;             // [3][3][32]
-  T* A = xs + kXs;          // r²(I_i, J_j) at [j][i]
-  T* iA = A + kRho * kRho;  // 1/r²
-  T* C = iA + kRho * kRho;  // r²(I_i, K_k) at [i][k]
-  T* iC = C + kRho * kRho;
-  T* red = A;                   // after the main loop: the W_IK tree (4 × 32 × 32)
-  T* WA = A + kPairs;           // W_IJ [j][i], stride 33
-  T* WB = WA + kRho * kPadded;  // W_JK [j][k]
-  T* WC = WB + kRho * kPadded;  // W_IK [i][k]
-  T* Ei = WC + kRho * kPadded;  // per-warp energy sums of i: [w][i]
-  T* Ek = Ei + kWarps * kRho;   // of k: [w][k]
-  T* Ej = Ek + kWarps * kRho;   // of j: [j]
+  T* xs = smem;                          // [3][3][32]
+  T* A = xs + kXs;                       // r²(I_i, J_j) at [j][i]
+  T* iA = A + kRho * kRho;               // 1/r²
+  T* CC = iA + kRho * kRho;              // (r², 1/r²) of (I_i, K_k) at [i][k]
+  T* red = A + kPairs;                   // the W_IK tree: 4 × NI × 32
+  T* WA = red + kWarps / 2 * NI * kRho;  // W_IJ [j][i], stride 33
+  T* WB = WA + kRho * kPadded;           // W_JK [j][k]
+  T* WC = WB + kRho * kPadded;           // W_IK [i][k]
+  T* Ei = WC + kRho * kPadded;           // per-warp energy sums of i: [w][i]
+  T* Ek = Ei + kWarps * kRho;            // of k: [w][k]
+  T* Ej = Ek + kWarps * kRho;            // of j: [j]
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const index_t n = k.dom.n;
   const mapping::Grid g = k.grid;
+  int parity = 0;
   for (index_t by = blockIdx.y; by < g.y; by += gridDim.y)
     for (index_t bx = blockIdx.x; bx < g.x; bx += gridDim.x) {
       mapping::Tile3 t;
-      if (!Map::tile(k.dom, g, bx, by, &t)) continue;  // the same for the whole block
+      const bool ok = block_tile<Map>(k.dom, g, bx, by, parity, st, &t);
+      parity ^= 1;
+      if (!ok) continue;  // the same for the whole block
       const index_t g0[3] = {t.layer * kRho, t.row * kRho, t.col * kRho};
-      __syncthreads();  // the previous tile's shared memory is free
       if (tid < 3 * kRho) {
         const int s = tid / kRho, p = tid % kRho;
         const index_t gp = g0[s] + p;
@@ -141,93 +275,87 @@ __global__ void __launch_bounds__(kThreads) atm_kernel(const TripletParams<T> k)
           xs[(s * 3 + c) * kRho + p] = gp < n ? k.x[gp * 3 + c] : T(0);
       }
       __syncthreads();
+      int large = 0;  // a squared distance of the tile that a·b·c could overflow with
       for (int e = tid; e < kRho * kRho; e += kThreads) {
         const int hi = e / kRho, lo = e % kRho;
-        // A[j][i]: j = hi, i = lo. C[i][k]: i = hi, k = lo.
-        T da = 0, dc = 0;
+        // A[j][i]: j = hi, i = lo. CC[i][k]: i = hi, k = lo. (J_hi, K_lo) for the check.
+        T da = 0, dc = 0, db = 0;
 #pragma unroll
         for (int c = 0; c < 3; ++c) {
           const T u = xs[(0 * 3 + c) * kRho + lo] - xs[(1 * 3 + c) * kRho + hi];
           const T v = xs[(0 * 3 + c) * kRho + hi] - xs[(2 * 3 + c) * kRho + lo];
+          const T w = xs[(1 * 3 + c) * kRho + hi] - xs[(2 * 3 + c) * kRho + lo];
           da += u * u;
           dc += v * v;
+          db += w * w;
         }
         A[e] = da;
         iA[e] = T(1) / da;
-        C[e] = dc;
-        iC[e] = T(1) / dc;
+        CC[2 * e] = dc;
+        CC[2 * e + 1] = T(1) / dc;
+        large |= !(da < kNoOverflow<T> && dc < kNoOverflow<T> && db < kNoOverflow<T>);
       }
-      __syncthreads();
+      const bool big = __syncthreads_or(large) != 0;
 
-      T wc[kRho];  // Σ_j ∂E/∂r²_ik for k = lane, per i
-#pragma unroll
-      for (int i = 0; i < kRho; ++i)
-        wc[i] = 0;
-      T ei_sum = 0, ek_sum = 0;  // this lane's energies as i (after the butterfly) and as k
+      const bool full = t.layer < t.row && t.row < t.col && g0[2] + kRho <= n;
       const index_t gk = g0[2] + lane;
+      T ek = 0;  // this lane's energies as k
 #pragma unroll 1
-      for (int q = 0; q < kJPerWarp; ++q) {
-        const int j = warp + kWarps * q;
-        const index_t gj = g0[1] + j;
-        T b = 0;
+      for (int i0 = 0; i0 < kRho; i0 += NI) {
+        T wc[NI], ei[NI];  // per i: Σ over this warp's j of ∂E/∂r²_ik (k = lane), of E
 #pragma unroll
-        for (int c = 0; c < 3; ++c) {
-          const T u = xs[(1 * 3 + c) * kRho + j] - xs[(2 * 3 + c) * kRho + lane];
-          b += u * u;
+        for (int ii = 0; ii < NI; ++ii)
+          wc[ii] = ei[ii] = 0;
+#pragma unroll 1
+        for (int q = 0; q < kJPerWarp; ++q) {
+          const int j = warp + kWarps * q;
+          const index_t gj = g0[1] + j;
+          T b = 0;
+#pragma unroll
+          for (int c = 0; c < 3; ++c) {
+            const T u = xs[(1 * 3 + c) * kRho + j] - xs[(2 * 3 + c) * kRho + lane];
+            b += u * u;
+          }
+          const T ib = T(1) / b;
+          const bool jk = gj < gk && gk < n;
+          // gi < gj <=> i < gj - g0[0]
+          const int ilim = gj <= g0[0] ? 0 : static_cast<int>(min(gj - g0[0], index_t(kRho)));
+          T ea[NI];
+          T wb = 0, ej = 0;
+          atm_column_any<T, NI, kStore>(full, cut, big, k, A, iA, CC, i0, j, lane, b, ib, jk, ilim,
+                                        g0[0], gj, gk, ea, wc, ei, wb, ej, ek);
+          // (j, lane) and Ej[j] have one owner: the halves add in order.
+          WB[j * kPadded + lane] = (i0 == 0 ? T(0) : WB[j * kPadded + lane]) + wb;
+          const T sa = transpose_sum(ea, lane);  // Σ_k ∂E/∂r²_ij for i = i0 + lane mod NI
+          if (lane < NI) WA[j * kPadded + i0 + lane] = sa;
+          const T sj = warp_sum(ej);
+          if (lane == 0) Ej[j] = (i0 == 0 ? T(0) : Ej[j]) + sj;
         }
-        const T ib = T(1) / b;
-        const bool jk = gj < gk && gk < n;
-        T ea[kRho], ee[kRho];
-        T wb = 0;
+        const T se = transpose_sum(ei, lane);  // Σ_{j of this warp, k} E for i = i0 + lane
+        if (lane < NI) Ei[warp * kRho + i0 + lane] = se;
+          // W_IK: warps 4..7 hand theirs to 0..3, then 2..3 to 0..1, then 1 to 0.
+#pragma unroll 1
+        for (int half = kWarps / 2; half >= 1; half /= 2) {
+          __syncthreads();
+          if (warp >= half && warp < 2 * half) {
 #pragma unroll
-        for (int i = 0; i < kRho; ++i) {
-          const index_t gi = g0[0] + i;
-          const T a = A[j * kRho + i], ia = iA[j * kRho + i];
-          const T c = C[i * kRho + lane], ic = iC[i * kRho + lane];
-          const bool inside = jk && gi < gj;
-          const bool valid = inside && atm_counts(a, b, c, k.cutoff2, k.triple6);
-          const AtmTerms<T> r = atm_terms_fast(a, b, c, ia, ib, ic, k.nu, k.k);
-          const T e = valid ? r.e : T(0);
-          ea[i] = valid ? r.ea : T(0);
-          ee[i] = e;
-          wb += valid ? r.eb : T(0);
-          wc[i] += valid ? r.ec : T(0);
-          ek_sum += e;
-          if constexpr (kStore) {
-            if (inside) k.out[mapping::triplet_rank(n, gi, gj, gk) - k.out_offset] = e;
+            for (int ii = 0; ii < NI; ++ii)
+              red[((warp - half) * NI + ii) * kRho + lane] = wc[ii];
+          }
+          __syncthreads();
+          if (warp < half) {
+#pragma unroll
+            for (int ii = 0; ii < NI; ++ii)
+              wc[ii] += red[(warp * NI + ii) * kRho + lane];
           }
         }
-        WB[j * kPadded + lane] = wb;
-        const T sa = transpose_sum(ea, lane);  // Σ_k ∂E/∂r²_ij for i = lane
-        const T se = transpose_sum(ee, lane);  // Σ_k E for i = lane
-        WA[j * kPadded + lane] = sa;
-        ei_sum += se;
-        const T sj = warp_sum(se);
-        if (lane == 0) Ej[j] = sj;
-      }
-      Ei[warp * kRho + lane] = ei_sum;
-      Ek[warp * kRho + lane] = ek_sum;
-      // W_IK: warps 4..7 hand theirs to 0..3, then 2..3 to 0..1, then 1 to 0.
-#pragma unroll 1
-      for (int half = kWarps / 2; half >= 1; half /= 2) {
-        __syncthreads();  // the pair terms (aliased by red) are no longer read
-        if (warp >= half && warp < 2 * half) {
+        if (warp == 0) {
 #pragma unroll
-          for (int i = 0; i < kRho; ++i)
-            red[((warp - half) * kRho + i) * kRho + lane] = wc[i];
-        }
-        __syncthreads();
-        if (warp < half) {
-#pragma unroll
-          for (int i = 0; i < kRho; ++i)
-            wc[i] += red[(warp * kRho + i) * kRho + lane];
+          for (int ii = 0; ii < NI; ++ii)
+            WC[(i0 + ii) * kPadded + lane] = wc[ii];
         }
       }
-      if (warp == 0) {
-#pragma unroll
-        for (int i = 0; i < kRho; ++i)
-          WC[i * kPadded + lane] = wc[i];
-      }
+      Ek[warp * kRho + lane] = ek;
       __syncthreads();
 
       // Per point of the tile: its energy and force, in float64.
@@ -248,11 +376,10 @@ __global__ void __launch_bounds__(kThreads) atm_kernel(const TripletParams<T> k)
 #pragma unroll
           for (int c = 0; c < 3; ++c)
             xp[c] = static_cast<double>(xs[(s * 3 + c) * kRho + p]);
-          // The two other strips and the W of each pair with this point.
-          const int other[3][2] = {{1, 2}, {0, 2}, {0, 1}};
+            // The two other strips and the W of each pair with this point.
 #pragma unroll
           for (int o = 0; o < 2; ++o) {
-            const int s2 = other[s][o];
+            const int s2 = s == 0 ? 1 + o : s == 1 ? 2 * o : o;  // (1,2) (0,2) (0,1)
             for (int r = 0; r < kRho; ++r) {
               double w;
               if (s == 0) {
@@ -281,28 +408,39 @@ __global__ void __launch_bounds__(kThreads) atm_kernel(const TripletParams<T> k)
     }
 }
 
-// bench's dummy: every thread unranks the tile of its block and does nothing
-// else (a sum nobody reads, so the map cannot be optimised away).
+// bench's dummy: each block unranks its tile once (thread 0, shared with the
+// block, as the ATM kernel does) and does nothing else; a sum nobody reads
+// keeps the map from being optimised away.
 template <typename T, typename Map>
 __global__ void __launch_bounds__(kThreads) dummy3_kernel(const TripletParams<T> k) {
+  __shared__ SharedTile st;
   index_t acc = 0;
   const mapping::Grid g = k.grid;
+  int parity = 0;
   for (index_t by = blockIdx.y; by < g.y; by += gridDim.y)
     for (index_t bx = blockIdx.x; bx < g.x; bx += gridDim.x) {
       mapping::Tile3 t;
-      if (!Map::tile(k.dom, g, bx, by, &t)) continue;
-      acc += t.layer + t.row + t.col + threadIdx.x;
+      const bool ok = block_tile<Map>(k.dom, g, bx, by, parity, st, &t);
+      parity ^= 1;
+      if (ok) acc += t.layer + t.row + t.col + threadIdx.x;
     }
   if (acc == ~index_t(0)) k.sums[0] = acc;
 }
 
-template <typename T, typename Map, bool kStore>
-void launch_atm(const TripletParams<T>& k, cudaStream_t s) {
-  const size_t shared = kSharedElements * sizeof(T);
+// The two-halves kernel (NI = 16) is the faster one on an H100
+// (docs/performance.md); TDSOLVE_TRIPLET_NI=32 picks the other, to measure it.
+int triplet_ni() {
+  const char* v = std::getenv("TDSOLVE_TRIPLET_NI");
+  return v && std::string(v) == "32" ? 32 : 16;
+}
+
+template <typename T, typename Map, bool kStore, int NI>
+void launch_atm_ni(const TripletParams<T>& k, cudaStream_t s) {
+  const size_t shared = shared_elements(NI) * sizeof(T);
   static bool configured = false;
   if (!configured) {
     check(
-        cudaFuncSetAttribute(atm_kernel<T, Map, kStore>,
+        cudaFuncSetAttribute(atm_kernel<T, Map, kStore, NI>,
                              cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared)),
         "cudaFuncSetAttribute (triplet kernel shared memory)");
     configured = true;
@@ -310,7 +448,16 @@ void launch_atm(const TripletParams<T>& k, cudaStream_t s) {
   const dim3 grid(static_cast<unsigned>(std::min<index_t>(k.grid.x, 0x7fffffff)),
                   static_cast<unsigned>(std::min<index_t>(k.grid.y, 65535)));
   if (grid.x == 0 || grid.y == 0) return;
-  atm_kernel<T, Map, kStore><<<grid, kThreads, shared, s>>>(k);
+  const bool cut =
+      k.cutoff2 < std::numeric_limits<T>::max() || k.triple6 < std::numeric_limits<T>::max();
+  atm_kernel<T, Map, kStore, NI><<<grid, kThreads, shared, s>>>(k, cut);
+}
+
+template <typename T, typename Map, bool kStore>
+void launch_atm(const TripletParams<T>& k, cudaStream_t s) {
+  static const int ni = triplet_ni();
+  if (ni == 32) return launch_atm_ni<T, Map, kStore, 32>(k, s);
+  launch_atm_ni<T, Map, kStore, 16>(k, s);
 }
 
 template <typename T>

@@ -789,6 +789,23 @@ class TripletGpuTest(TripletCase):
             self.assertTrue(np.all(gpu["triplet"][~ref["kept"]] == 0), f"{precision}: cutoff on the GPU")
             self.check_triplets(gpu, ref, precision, f"cuda {precision}")
 
+    def test_far_points_overflow_alike(self):
+        # Tiles whose squared distances could overflow a·b·c (float32: r² past
+        # 1e12) take the kernel's checked path: triplets whose product
+        # overflows are dropped there as on the CPU, the others still count.
+        rng = np.random.default_rng()
+        near = random_points(200, 5)
+        far = rng.uniform(-1, 1, (70, 3)) * 3e13  # r² ~ 1e27: the product overflows float32
+        mid = rng.uniform(-1, 1, (40, 3)) * 2e6   # r² ~ 1e13: past the no-check bound, no overflow
+        x = np.concatenate([near, far, mid])[rng.permutation(310)].astype(np.float32).astype(np.float64)
+        src = self.save_npy("far.npy", x)
+        cpu = self.triplet(src, self.path("c.h5"), "float32", backend="cpu")
+        gpu = self.triplet(src, self.path("g.h5"), "float32", backend="cuda")
+        self.assertTrue(np.isfinite(gpu["energy"]) and np.all(np.isfinite(gpu["forces"])))
+        self.assertLessEqual(abs(gpu["energy"] - cpu["energy"]), 1e-5 * abs(cpu["energy"]))
+        self.assertLessEqual(rel(gpu["per_point"], cpu["per_point"]), 1e-5)
+        self.assertLessEqual(rel(gpu["forces"], cpu["forces"]), 1e-5)
+
 
 if __name__ == "__main__":
     unittest.main()

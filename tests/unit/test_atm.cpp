@@ -156,3 +156,21 @@ TEST(Atm, NoCutoffCountsEveryFiniteProduct) {
   EXPECT_TRUE(atm_counts(1e12f, 1e12f, 1e12f, big, big));
   EXPECT_FALSE(atm_counts(1e13f, 1e13f, 1e13f, big, big));  // 1e39 overflows float
 }
+
+TEST(Atm, KernelFormStaysFiniteWherePWouldOverflowFloat) {
+  // |P| = |(a+c-b)(a+b-c)(b+c-a)| reaches 8abc for collinear points: at 0,
+  // r, 2r with r² = 2.92e12, abc = 4r⁶ ≈ 1e38 still counts in float32 but
+  // P = -32r⁶ overflows. The energy (~1e-57) is 0 in float32, not NaN: the
+  // kernel form never forms P.
+  const float r2 = 2.92e12f;
+  const float a = r2, b = r2, c = 4 * r2;
+  ASSERT_TRUE(std::isfinite(a * b * c));
+  ASSERT_FALSE(std::isfinite((a + c - b) * (a + b - c) * (b + c - a)));
+  const AtmTerms<float> f = atm_terms_fast<float>(a, b, c, 1 / a, 1 / b, 1 / c, 1.0f, 0.375f);
+  EXPECT_TRUE(std::isfinite(f.e) && std::isfinite(f.ea) && std::isfinite(f.eb) &&
+              std::isfinite(f.ec));
+  EXPECT_LE(std::fabs(f.e), 1e-40f);
+  // The unscaled form (for tiles known to be far from this) would give NaN.
+  EXPECT_TRUE(
+      std::isnan((atm_terms_fast<float, false>(a, b, c, 1 / a, 1 / b, 1 / c, 1.0f, 0.375f).e)));
+}
