@@ -86,30 +86,41 @@ TDS_HD AtmTerms<T> atm_terms(T a, T b, T c, T nu) {
 
 // atm_terms for the kernels: 1/a, 1/b, 1/c given (computed once per pair of
 // a tile), k = 3ν/8, and a reciprocal square root (the device's rsqrt).
-// P (abc)^(-5/2) is formed as (pa r)(pb r)(pc r) r², r = (abc)^(-1/2), so
-// that P itself (up to 8 max(a,b,c)³) is never formed: in float32 it would
-// overflow once a distance passes ~1.9e6 while the energy is still finite.
-// kScaled = false forms P: two multiplications fewer, for callers that know
-// every squared distance is below (largest T / 8)^(1/3).
+// Scaled (the default), no intermediate leaves the range of T before the
+// results do: P = (a+c−b)(a+b−c)(b+c−a), up to 8 max(a,b,c)³, is formed as
+// (pa r)(pb r)(pc r), r = (abc)^(-1/2), and (abc)^(-5/2) (in float32 past
+// 3.4e38 once r12 r23 r31 < 2e-8) never alone: the ∂P/∂x terms are scaled by
+// (abc)^(-1) first. kScaled = false saves those multiplications for callers
+// that know every squared distance lies in [1e-2, 1e12] (float32).
 template <typename T, bool kScaled = true>
 TDS_HD AtmTerms<T> atm_terms_fast(T a, T b, T c, T ia, T ib, T ic, T nu, T k) {
   const T pa = a + c - b, pb = a + b - c, pc = b + c - a;
-  const T r = atm_rsqrt(a * b * c);  // (abc)^(-1/2)
+  const T qa = pb * pc + pa * pc - pa * pb;  // ∂P/∂a
+  const T qb = pa * pc + pb * pa - pb * pc;  // ∂P/∂b
+  const T qc = pa * pb + pc * pb - pa * pc;  // ∂P/∂c
+  const T r = atm_rsqrt(a * b * c);          // (abc)^(-1/2)
   const T r2 = r * r;
-  const T s3 = r2 * r;        // (abc)^(-3/2)
-  const T ks5 = k * s3 * r2;  // k (abc)^(-5/2)
-  T kps5;                     // k P (abc)^(-5/2)
-  if constexpr (kScaled) {
-    kps5 = k * ((pa * r) * (pb * r) * (pc * r) * r2);
-  } else {
-    kps5 = ks5 * (pa * pb * pc);
-  }
+  const T s3 = r2 * r;  // (abc)^(-3/2)
   AtmTerms<T> t;
+  T kps5, da, db, dc;  // k P (abc)^(-5/2); k (abc)^(-5/2) ∂P/∂a, ∂P/∂b, ∂P/∂c
+  if constexpr (kScaled) {
+    const T ks3 = k * s3;
+    kps5 = k * ((pa * r) * (pb * r) * (pc * r) * r2);
+    da = ks3 * (qa * r2);
+    db = ks3 * (qb * r2);
+    dc = ks3 * (qc * r2);
+  } else {
+    const T ks5 = k * s3 * r2;
+    kps5 = ks5 * (pa * pb * pc);
+    da = ks5 * qa;
+    db = ks5 * qb;
+    dc = ks5 * qc;
+  }
   t.e = nu * s3 + kps5;
   const T bt = T(-1.5) * nu * s3 - T(2.5) * kps5;
-  t.ea = bt * ia + ks5 * (pb * pc + pa * pc - pa * pb);
-  t.eb = bt * ib + ks5 * (pa * pc + pb * pa - pb * pc);
-  t.ec = bt * ic + ks5 * (pa * pb + pc * pb - pa * pc);
+  t.ea = bt * ia + da;
+  t.eb = bt * ib + db;
+  t.ec = bt * ic + dc;
   return t;
 }
 

@@ -120,12 +120,19 @@ __device__ __forceinline__ T warp_sum(T v) {
   return v;
 }
 
-// Squared distances below this cannot overflow a·b·c nor the product of
-// the law of cosines, |(a+c-b)(a+b-c)(b+c-a)| <= 8 max³, whose bound is
-// (largest T/8)^(1/3): float 3.5e12, double 2.8e102. Tiles within it skip
-// the overflow test and atm_terms_fast's scaling.
+// Squared distances in [kTiny, kHuge) cannot overflow a·b·c, the product of
+// the law of cosines (|(a+c-b)(a+b-c)(b+c-a)| <= 8 max³, below (largest T /
+// 8)^(1/3): float 3.5e12, double 2.8e102) nor (abc)^(-5/2) (abc above
+// float 1.6e-16, double 5e-124). Tiles within them skip the overflow test
+// and atm_terms_fast's scaling.
 template <typename T>
-constexpr T kNoOverflow = sizeof(T) == 4 ? T(1e12) : T(1e100);
+constexpr T kTiny = sizeof(T) == 4 ? T(1e-2) : T(1e-40);
+template <typename T>
+constexpr T kHuge = sizeof(T) == 4 ? T(1e12) : T(1e100);
+template <typename T>
+__device__ __forceinline__ bool unscaled_ok(T x) {
+  return x >= kTiny<T> && x < kHuge<T>;
+}
 
 // Four consecutive values of a shared array in one or two wide loads.
 template <typename T>
@@ -164,7 +171,7 @@ __device__ __forceinline__ bool block_tile(const mapping::TripletDomain& dom,
 // (summed over this warp's values of j). kFull: an interior tile (I < J <
 // K, all inside n), so no index masks; kCut: cutoffs to test, else only a
 // product a·b·c that overflows is dropped — kCheck = false: none can (the
-// tile's squared distances are all below kNoOverflow), every triplet counts.
+// tile's squared distances all lie in [kTiny, kHuge)), every triplet counts.
 template <typename T, int NI, bool kFull, bool kCut, bool kStore, bool kCheck = true>
 __device__ __forceinline__ void atm_column(const TripletParams<T>& k, const T* A, const T* iA,
                                            const T* CC, int i0, int j, int lane, T b, T ib, bool jk,
@@ -275,7 +282,7 @@ __global__ void __launch_bounds__(kThreads, NI == 16 ? 2 : 1)
           xs[(s * 3 + c) * kRho + p] = gp < n ? k.x[gp * 3 + c] : T(0);
       }
       __syncthreads();
-      int large = 0;  // a squared distance of the tile that a·b·c could overflow with
+      int large = 0;  // a squared distance outside [kTiny, kHuge): the careful path
       for (int e = tid; e < kRho * kRho; e += kThreads) {
         const int hi = e / kRho, lo = e % kRho;
         // A[j][i]: j = hi, i = lo. CC[i][k]: i = hi, k = lo. (J_hi, K_lo) for the check.
@@ -293,7 +300,7 @@ __global__ void __launch_bounds__(kThreads, NI == 16 ? 2 : 1)
         iA[e] = T(1) / da;
         CC[2 * e] = dc;
         CC[2 * e + 1] = T(1) / dc;
-        large |= !(da < kNoOverflow<T> && dc < kNoOverflow<T> && db < kNoOverflow<T>);
+        large |= !(unscaled_ok(da) && unscaled_ok(dc) && unscaled_ok(db));
       }
       const bool big = __syncthreads_or(large) != 0;
 

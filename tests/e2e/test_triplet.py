@@ -330,6 +330,13 @@ class TripletReferenceTest(TripletCase):
                 self.check_triplets(h, ref, precision, what)
                 self.assertEqual(self.check_against(h, ref, precision, what), [])
 
+    def test_small_scale_in_float32(self):
+        # Distances ~1e-3: (abc)^(-5/2) alone would overflow float32, the
+        # energies (~1e27) and forces do not (the GPU twin is in TripletGpuTest).
+        x = (random_points(301, 17) * 1e-3).astype(np.float32).astype(np.float64)
+        h = self.triplet(self.save_npy("small.npy", x), self.path("s.h5"), "float32")
+        self.assertEqual(self.check_against(h, atm_reference(x, 1.0), "float32", "small scale"), [])
+
     def test_forces_are_finite_differences_of_the_energy(self):
         n = 20
         x = random_points(n, 2020)
@@ -788,6 +795,16 @@ class TripletGpuTest(TripletCase):
                                  f"{precision}: GPU triplet energies != CPU")
             self.assertTrue(np.all(gpu["triplet"][~ref["kept"]] == 0), f"{precision}: cutoff on the GPU")
             self.check_triplets(gpu, ref, precision, f"cuda {precision}")
+
+    def test_small_scale_in_float32(self):
+        # Distances ~1e-3: (abc)^(-5/2) alone would overflow float32; energies
+        # (~1e27) and forces do not. Both backends match the reference.
+        x = (random_points(301, 17) * 1e-3).astype(np.float32).astype(np.float64)
+        ref = atm_reference(x, 1.0)
+        src = self.save_npy("small.npy", x)
+        for backend in ("cpu", "cuda"):
+            h = self.triplet(src, self.path(f"{backend}.h5"), "float32", backend=backend)
+            self.assertEqual(self.check_against(h, ref, "float32", f"{backend} small scale"), [])
 
     def test_far_points_overflow_alike(self):
         # Tiles whose squared distances could overflow a·b·c (float32: r² past

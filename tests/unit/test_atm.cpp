@@ -174,3 +174,19 @@ TEST(Atm, KernelFormStaysFiniteWherePWouldOverflowFloat) {
   EXPECT_TRUE(
       std::isnan((atm_terms_fast<float, false>(a, b, c, 1 / a, 1 / b, 1 / c, 1.0f, 0.375f).e)));
 }
+
+TEST(Atm, KernelFormStaysInRangeAtSmallDistancesInFloat) {
+  // Close triplets: (abc)^(-5/2) alone passes float32's range once
+  // r12 r23 r31 < 2e-8, well before the energy and its derivatives do; the
+  // kernel form never forms it.
+  for (double r : {3e-3, 1e-3, 5e-4}) {
+    const double a = r * r, b = 1.21 * r * r, c = 1.44 * r * r;  // sides r, 1.1r, 1.2r
+    const AtmTerms<double> ref = atm_terms<double>(a, b, c, 1.0);
+    const AtmTerms<float> f = atm_terms_fast<float>(float(a), float(b), float(c), float(1 / a),
+                                                    float(1 / b), float(1 / c), 1.0f, 0.375f);
+    EXPECT_NEAR(f.e, ref.e, 1e-5 * std::fabs(ref.e)) << r;
+    EXPECT_NEAR(f.ea, ref.ea, 1e-5 * std::fabs(ref.ea)) << r;
+    EXPECT_NEAR(f.eb, ref.eb, 1e-5 * std::fabs(ref.eb)) << r;
+    EXPECT_NEAR(f.ec, ref.ec, 1e-5 * std::fabs(ref.ec)) << r;
+  }
+}
