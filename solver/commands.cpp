@@ -45,6 +45,12 @@ index_t hist_chunk_pairs(index_t total) {
   return std::min<index_t>(index_t(1) << 30, std::max<index_t>(1, total / 256));
 }
 
+// A chunk holds at least one layer of tiles, and a point's exact sums take
+// one addition per tile of the chunk that holds it: up to m²/2 for m = n/32
+// blocks, which must stay below the limbs' 2^31 additions of carry room
+// (m < 65536). 2,000,000 points keep that (and C(n,3) < 2^62).
+constexpr index_t kMaxTripletPoints = 2000000;
+
 // Triplet chunks buffer no values unless --store-triplets: each carries the
 // exact sums of its reductions (2.2 kB per point) to the host, so there are
 // few: 1/64 of the triplets (at least a layer), at most 2^43 (about 30 s of
@@ -322,6 +328,11 @@ Problem<T> load_problem(const CommandOptions& o, MPI_Comm comm, Sources* src) {
         if (n < 3)
           throw InputError("input '" + source + "' has " + std::to_string(n) + " point" +
                            (n == 1 ? "" : "s") + "; triplets need at least 3");
+        if (n > kMaxTripletPoints)
+          throw InputError("input '" + source + "' has " + std::to_string(n) +
+                           " points; tdsolve triplet takes at most " +
+                           std::to_string(kMaxTripletPoints) +
+                           " (beyond, one chunk's exact sums could overflow their carry room)");
         checked_total(o.kind, n, n, sizeof(T), source);
         triplet_store_fits<T>(o, n, source);
       } else if (p.domain == DomainKind::pairs) {

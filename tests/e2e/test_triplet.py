@@ -517,6 +517,9 @@ class TripletReferenceTest(TripletCase):
         bad([*gen, "--potential", "lj"], ["--potential"])
         for v in ("nan", "inf", "-inf"):
             bad([*gen, "--nu", v], ["--nu"])
+        # Above 2,000,000 points one chunk's exact sums could pass their carry
+        # room; refused before the generator allocates anything.
+        bad(["--generate", "uniform:2000001:3:1"], ["2000001", "2000000"])
 
 
 # --- stopping and resuming ---------------------------------------------------
