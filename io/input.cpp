@@ -165,14 +165,32 @@ PointSet read_npy(const std::string& path) {
   const std::string shape = dict_value(header, "shape");
   if (descr.size() < 3 || shape.empty())
     throw InputError("input '" + path + "' has a .npy header tdsolve cannot read: " + header);
+  // The shape: a tuple of non-negative integers, "(n, d)" (a 1-tuple has a
+  // trailing comma). Anything else is refused, not read around.
   std::vector<std::uint64_t> dims;
-  for (size_t i = 1; i < shape.size();) {
-    while (i < shape.size() && !std::isdigit(static_cast<unsigned char>(shape[i])))
-      ++i;
-    if (i >= shape.size()) break;
-    dims.push_back(std::strtoull(shape.c_str() + i, nullptr, 10));
-    while (i < shape.size() && std::isdigit(static_cast<unsigned char>(shape[i])))
-      ++i;
+  {
+    const std::string inner = shape.substr(1, shape.size() - 2);
+    size_t i = 0;
+    while (i < inner.size()) {
+      while (i < inner.size() && inner[i] == ' ')
+        ++i;
+      if (i >= inner.size()) break;
+      size_t j = i;
+      while (j < inner.size() && std::isdigit(static_cast<unsigned char>(inner[j])))
+        ++j;
+      const std::string token = inner.substr(i, j - i);
+      while (j < inner.size() && inner[j] == ' ')
+        ++j;
+      if (token.empty() || (j < inner.size() && inner[j] != ','))
+        throw InputError("input '" + path + "' has a .npy shape tdsolve cannot read: " + shape +
+                         " (dimensions must be non-negative integers)");
+      errno = 0;
+      const unsigned long long v = std::strtoull(token.c_str(), nullptr, 10);
+      if (errno == ERANGE)
+        throw InputError("input '" + path + "' has a .npy shape dimension too large: " + token);
+      dims.push_back(v);
+      i = j + 1;
+    }
   }
   need_2d(dims, "array in '" + path + "'");
 
@@ -194,8 +212,23 @@ PointSet read_npy(const std::string& path) {
   p.d = dims[1];
   p.source = path;
   check_shape(p.n, p.d, p.source);
-  const index_t count = p.n * p.d;
-  std::vector<char> raw(count * static_cast<index_t>(size));
+  // Sizes checked before anything is allocated: n × d × size must not
+  // overflow, and the file must hold that many bytes after its header.
+  index_t count = 0, bytes = 0;
+  if (__builtin_mul_overflow(p.n, p.d, &count) ||
+      __builtin_mul_overflow(count, static_cast<index_t>(size), &bytes))
+    throw InputError("input '" + path + "' has a .npy shape " + shape +
+                     " whose size overflows 64 bits: the header is damaged");
+  const std::streamoff start = in.tellg();
+  in.seekg(0, std::ios::end);
+  const std::streamoff end = in.tellg();
+  in.seekg(start);
+  const index_t held = end > start ? static_cast<index_t>(end - start) : 0;
+  if (!in || held < bytes)
+    throw InputError("input '" + path + "' is truncated: its header promises " +
+                     std::to_string(bytes) + " bytes of data (shape " + shape +
+                     ") but the file holds " + std::to_string(held));
+  std::vector<char> raw(bytes);
   in.read(raw.data(), static_cast<std::streamsize>(raw.size()));
   if (static_cast<size_t>(in.gcount()) != raw.size())
     throw InputError("input '" + path + "' is truncated: its header promises " +

@@ -355,6 +355,7 @@ Problem<T> load_problem(const CommandOptions& o, MPI_Comm comm, Sources* src) {
                          "; both sets need the same d");
       p.cols = b.n;
       p.b = convert_points<T>(b);
+      if (sizeof(T) == 4) check_float32_range(a, &b, p.metric);
     } else {
       p.cols = a.n;
     }
@@ -373,6 +374,8 @@ Problem<T> load_problem(const CommandOptions& o, MPI_Comm comm, Sources* src) {
     }
     p.a = convert_points<T>(a);
     if (triplet) check_distinct(p.a, p.rows, a.source);
+    if (sizeof(T) == 4 && !triplet && p.domain != DomainKind::rect)
+      check_float32_range(a, nullptr, p.metric);
   });
   bcast_u64(comm, &p.rows);
   bcast_u64(comm, &p.cols);

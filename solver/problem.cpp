@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <limits>
 
@@ -69,6 +70,50 @@ mapping::ChunkPlan plan_from_offsets(const Problem<T>& p, const std::vector<inde
   if (p.domain == DomainKind::rect)
     return mapping::ChunkPlan::from_offsets(p.rect_domain(), offsets);
   return mapping::ChunkPlan::from_offsets(p.pair_domain(), offsets);
+}
+
+void check_float32_range(const io::PointSet& a, const io::PointSet* b, Metric m) {
+  const index_t d = a.d;
+  std::vector<double> lo(d, INFINITY), hi(d, -INFINITY);
+  for (const io::PointSet* s : {&a, b}) {
+    if (!s) continue;
+    for (index_t i = 0; i < s->n; ++i)
+      for (index_t k = 0; k < d; ++k) {
+        const double v = s->values[i * d + k];
+        lo[k] = std::min(lo[k], v);
+        hi[k] = std::max(hi[k], v);
+      }
+  }
+  // A bound on the largest intermediate the metric forms (in double).
+  double bound = 0;
+  for (index_t k = 0; k < d; ++k) {
+    const double range = hi[k] - lo[k];
+    const double big = std::max(std::fabs(lo[k]), std::fabs(hi[k]));
+    switch (m) {
+      case Metric::euclidean:
+      case Metric::sqeuclidean:
+        bound += range * range;  // the sum of squared differences
+        break;
+      case Metric::cityblock:
+        bound += range;
+        break;
+      case Metric::chebyshev:
+        bound = std::max(bound, range);
+        break;
+      case Metric::cosine:
+        bound += big * big;  // the dot product
+        break;
+    }
+  }
+  const double limit = static_cast<double>(std::numeric_limits<float>::max());
+  if (!(bound < limit)) {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "intermediate values up to %.9g, above float32's largest %.9g",
+                  bound, limit);
+    throw InputError("input '" + a.source + "': its coordinates are so far apart that float32 " +
+                     "arithmetic for the " + metric_name(m) + " metric can overflow (" + buf +
+                     ") where the results are finite; use --precision float64");
+  }
 }
 
 template <typename T>

@@ -114,6 +114,12 @@ mapping::ChunkPlan plan_from_offsets(const Problem<T>& p, const std::vector<inde
 template <typename T>
 std::vector<T> convert_points(const io::PointSet& pts);
 
+// Float32 runs: InputError when the metric's arithmetic on these points can
+// overflow float32 although the inputs fit (squared differences of points
+// 1.8e19 apart pass 3.4e38 while their distance would not): the message
+// asks for --precision float64. `b` is the second set of cross (or null).
+void check_float32_range(const io::PointSet& a, const io::PointSet* b, Metric m);
+
 // Norms for metrics that need them (every rank computes the same bits).
 template <typename T>
 void complete_problem(Problem<T>* p);

@@ -131,6 +131,53 @@ class BadInputTest(TempDirTest):
         x[1, 1] = 1e300
         self.run_bad(["--input", self.save_npy("x.npy", x)], "overflows float32")
 
+    def write_npy(self, name, header, data=b""):
+        """A .npy file with the given header dict text (padded as NumPy does)."""
+        import struct
+        magic = b"\x93NUMPY\x01\x00"
+        h = header.encode()
+        h += b" " * ((64 - (len(magic) + 2 + len(h) + 1) % 64) % 64) + b"\n"
+        p = self.path(name)
+        with open(p, "wb") as f:
+            f.write(magic + struct.pack("<H", len(h)) + h + data)
+        return p
+
+    def test_npy_negative_shape(self):
+        p = self.write_npy("neg.npy", "{'descr': '<f8', 'fortran_order': False, 'shape': (-5, 3), }", b"\0" * 120)
+        self.run_bad(["--input", p], "non-negative")
+
+    def test_npy_shape_whose_size_overflows(self):
+        # n × d × 8 wraps to 0 in 64 bits: this segfaulted (Fortran order).
+        for order in ("True", "False"):
+            p = self.write_npy(f"o{order}.npy", "{'descr': '<f8', 'fortran_order': %s, 'shape': "
+                               "(4611686018427387904, 4), }" % order, b"\0" * 64)
+            self.run_bad(["--input", p], "overflows 64 bits")
+
+    def test_npy_header_promising_more_than_the_file_holds(self):
+        # Refused before allocating: this allocated the 2.4 GB first.
+        p = self.write_npy("short.npy", "{'descr': '<f8', 'fortran_order': False, 'shape': (100000000, 3), }",
+                           b"\0" * 240)
+        r = subprocess.run(["/usr/bin/time", "-f", "%M", BIN, "edm", "--input", p, "--output", self.path("o.h5")],
+                           capture_output=True, text=True, timeout=60) if os.path.exists("/usr/bin/time") else None
+        self.run_bad(["--input", p], "holds 240")
+        if r is not None:
+            peak_kb = int(r.stderr.strip().splitlines()[-1])
+            self.assertLess(peak_kb, 500_000, "the reader allocated the promised size before checking it")
+
+    def test_integer_points_whose_float32_arithmetic_overflows(self):
+        # int64 points near ±2^63: their euclidean distance (1.8e19) fits in
+        # float32 but its square does not; float32 stored inf. Refused, with
+        # the way out; float64 gives the exact value.
+        x = np.array([[-2**63 + 1, 0, 0], [2**63 - 1, 0, 0], [0, 1, 0]], dtype=np.int64)
+        src = self.save_npy("big.npy", x)
+        self.run_bad(["--input", src], "--precision float64")
+        out = self.path("ok.h5")
+        tdsolve("edm", "--input", src, "--output", out, "--precision", "float64", "--quiet", check=True)
+        with h5py.File(out, "r") as f:
+            d = f["distances"][:]
+        self.assertTrue(np.all(np.isfinite(d)))
+        self.assertEqual(d[0], float(2**64 - 2))
+
     def test_cuda_without_gpu_or_cuda_build(self):
         probe = tdsolve("edm", "--generate", "uniform:10:2", "--output", self.path("p.h5"), "--backend", "cuda",
                         "--quiet")
