@@ -221,6 +221,16 @@ def _packed_getitem(rr, N, key):
     return buf[inv].reshape(idx.shape)
 
 
+def _chunk_ranges(verdict, done_only):
+    """(start, end) of each chunk of the file, in order, in flattened
+    elements; with done_only only the chunks flagged done."""
+    done, off = verdict._done, verdict._offsets
+    for c in range(len(done)):
+        if done_only and done[c] != 1:
+            continue
+        yield int(off[c]), int(off[c + 1])
+
+
 def _runs_of(sorted_unique):
     """Runs of consecutive values of a sorted unique int64 array: (starts, lengths)."""
     if len(sorted_unique) == 0:
@@ -282,8 +292,7 @@ class Result:
 
     def done_chunks(self):
         """[(first, last) flat offsets of each chunk flagged done]."""
-        done, off = self.verdict._done, self.verdict._offsets
-        return [(int(off[c]), int(off[c + 1])) for c in range(len(done)) if done[c] == 1]
+        return list(_chunk_ranges(self.verdict, True))
 
     # --- shape and [] --------------------------------------------------------
 
@@ -487,12 +496,8 @@ class EdmResult(Result):
         values = r[offset:offset + len(values)] (condensed positions). With
         done_only (the default) only chunks flagged done (all, in a complete
         file)."""
-        done, off = self.verdict._done, self.verdict._offsets
         rr = self._runs()
-        for c in range(len(done)):
-            if done_only and done[c] != 1:
-                continue
-            a, b = int(off[c]), int(off[c + 1])
+        for a, b in _chunk_ranges(self.verdict, done_only):
             yield a, rr.contiguous(a, b)
 
 
@@ -556,13 +561,9 @@ class CrossResult(Result):
         """Yields (first_row, values) for each chunk of the file, in order:
         values = r[first_row:first_row + len(values)], whole rows. With
         done_only (the default) only chunks flagged done."""
-        done, off = self.verdict._done, self.verdict._offsets
         K = self.shape[1]
         rr = self._runs()
-        for c in range(len(done)):
-            if done_only and done[c] != 1:
-                continue
-            a, b = int(off[c]), int(off[c + 1])
+        for a, b in _chunk_ranges(self.verdict, done_only):
             yield a // K, rr.contiguous(a, b).reshape(-1, K)
 
 
@@ -757,12 +758,8 @@ class TripletResult(Result):
         file)."""
         if not self.stored:
             self._not_stored("iter_chunks()")
-        done, off = self.verdict._done, self.verdict._offsets
         rr = self._runs()
-        for c in range(len(done)):
-            if done_only and done[c] != 1:
-                continue
-            a, b = int(off[c]), int(off[c + 1])
+        for a, b in _chunk_ranges(self.verdict, done_only):
             yield a, rr.contiguous(a, b)
 
 

@@ -100,25 +100,24 @@ def _exists(f, name):
         return False
 
 
-def _dataset(f, name):
-    """H5Dopen2, which fails (info: exit 1) on a group or a dangling link."""
+def _member(f, name, kind, what):
+    """f[name] if it opens and is a `kind`, as H5Dopen2/H5Gopen2 require
+    (info: exit 1 on a dangling link or the wrong kind of object)."""
     try:
         obj = f[name]
     except Exception as e:
         raise _Unreadable(f"cannot open /{name}: {e}") from None
-    if not isinstance(obj, h5py.Dataset):
-        raise _Unreadable(f"/{name} is not a dataset")
+    if not isinstance(obj, kind):
+        raise _Unreadable(f"/{name} is not a {what}")
     return obj
+
+
+def _dataset(f, name):
+    return _member(f, name, h5py.Dataset, "dataset")
 
 
 def _group(f, name):
-    try:
-        obj = f[name]
-    except Exception as e:
-        raise _Unreadable(f"cannot open /{name}: {e}") from None
-    if not isinstance(obj, h5py.Group):
-        raise _Unreadable(f"/{name} is not a group")
-    return obj
+    return _member(f, name, h5py.Group, "group")
 
 
 def _has_attr(obj, name):
