@@ -157,14 +157,7 @@ class CudaBackend final : public Backend<T> {
   }
 
   index_t max_chunk_elements() const override {
-    size_t free = 0, total = 0;
-    check(cudaMemGetInfo(&free, &total), "cudaMemGetInfo");
-    // Two device buffers per rank on this GPU, 20% left for the runtime;
-    // two pinned host buffers, within half of the node's share per rank.
-    const index_t device =
-        static_cast<index_t>(free * 0.8) / ranks_sharing_device(o_) / (2 * sizeof(T));
-    const index_t host = cpu::available_host_bytes(o_.local_ranks) / (4 * sizeof(T));
-    return std::max<index_t>(1, std::min(device, keep_on_device_ ? device : host));
+    return chunk_limit(o_, keep_on_device_, sizeof(T));
   }
 
   void reserve(index_t elements) override {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "solver/cpu/cpu_backend.hpp"
 #include "solver/cuda/cuda_backend.hpp"
 #include "solver/cuda/cuda_check.hpp"
 
@@ -92,6 +93,19 @@ inline int ranks_sharing_device(const CudaOptions& o) {
   const int count = std::max(1, device_count());
   if (o.device >= 0) return o.local_ranks;  // an explicit device may be shared by all
   return (o.local_ranks + count - 1) / count;
+}
+
+// The largest chunk (values of value_bytes) a backend can buffer: two device
+// buffers per rank on this GPU, 20% left for the runtime; two pinned host
+// buffers (unless results stay on the device), within half of the node's
+// share per rank.
+inline index_t chunk_limit(const CudaOptions& o, bool keep_on_device, size_t value_bytes) {
+  size_t free = 0, total = 0;
+  check(cudaMemGetInfo(&free, &total), "cudaMemGetInfo");
+  const index_t device =
+      static_cast<index_t>(free * 0.8) / ranks_sharing_device(o) / (2 * value_bytes);
+  const index_t host = cpu::available_host_bytes(o.local_ranks) / (4 * value_bytes);
+  return std::max<index_t>(1, std::min(device, keep_on_device ? device : host));
 }
 
 }  // namespace tdsolve::cuda

@@ -434,6 +434,13 @@ __global__ void __launch_bounds__(kThreads) dummy3_kernel(const TripletParams<T>
   if (acc == ~index_t(0)) k.sums[0] = acc;
 }
 
+// The launch of a map's grid: at most CUDA's limits in x and y (the kernels
+// stride over the rest).
+dim3 launch_grid(const mapping::Grid& g) {
+  return dim3(static_cast<unsigned>(std::min<index_t>(g.x, 0x7fffffff)),
+              static_cast<unsigned>(std::min<index_t>(g.y, 65535)));
+}
+
 // The two-halves kernel (NI = 16) is the faster one on an H100
 // (docs/performance.md); TDSOLVE_TRIPLET_NI=32 picks the other, to measure it.
 int triplet_ni() {
@@ -452,8 +459,7 @@ void launch_atm_ni(const TripletParams<T>& k, cudaStream_t s) {
         "cudaFuncSetAttribute (triplet kernel shared memory)");
     configured = true;
   }
-  const dim3 grid(static_cast<unsigned>(std::min<index_t>(k.grid.x, 0x7fffffff)),
-                  static_cast<unsigned>(std::min<index_t>(k.grid.y, 65535)));
+  const dim3 grid = launch_grid(k.grid);
   if (grid.x == 0 || grid.y == 0) return;
   const bool cut =
       k.cutoff2 < std::numeric_limits<T>::max() || k.triple6 < std::numeric_limits<T>::max();
@@ -472,8 +478,7 @@ void launch_triplets(const Problem<T>& p, const TripletParams<T>& k, bool store,
   dispatch_map3(p.map, [&](auto map) {
     using Map = decltype(map);
     if (p.atm.kernel == TripletKernel::dummy) {
-      const dim3 grid(static_cast<unsigned>(std::min<index_t>(k.grid.x, 0x7fffffff)),
-                      static_cast<unsigned>(std::min<index_t>(k.grid.y, 65535)));
+      const dim3 grid = launch_grid(k.grid);
       if (grid.x > 0 && grid.y > 0) dummy3_kernel<T, Map><<<grid, kThreads, 0, s>>>(k);
     } else if (store) {
       launch_atm<T, Map, true>(k, s);
@@ -515,12 +520,7 @@ class CudaTripletBackend final : public Backend<T> {
            (p_.map == MapKind::bb ? "bounding-cube (BB-3D)" : "λ3") + " grid)";
   }
   index_t max_chunk_elements() const override {
-    size_t free = 0, total = 0;
-    check(cudaMemGetInfo(&free, &total), "cudaMemGetInfo");
-    const index_t device =
-        static_cast<index_t>(free * 0.8) / ranks_sharing_device(o_) / (2 * sizeof(T));
-    const index_t host = cpu::available_host_bytes(o_.local_ranks) / (4 * sizeof(T));
-    return std::max<index_t>(1, std::min(device, keep_on_device_ ? device : host));
+    return chunk_limit(o_, keep_on_device_, sizeof(T));
   }
   void reserve(index_t elements) override {
     if (!store_) return;
