@@ -1265,6 +1265,13 @@ void bench_typed(const BenchOptions& b, MPI_Comm comm) {
 
 }  // namespace
 
+void check_output_paths(const CommandOptions& options) {
+  check_paths(options);
+}
+void check_output_space(const std::string& output, double bytes) {
+  check_disk_space(output, bytes);
+}
+
 void run_bench(const BenchOptions& o, MPI_Comm comm) {
   // No file exists: every failure is an ordinary error (one line, exit 1/2).
   all_agree(comm, [&] {

@@ -29,6 +29,7 @@
 #include "solver/commands.hpp"
 #include "solver/driver.hpp"
 #include "solver/fault.hpp"
+#include "solver/fractal/command.hpp"
 #include "solver/mpi_util.hpp"
 #include "solver/signals.hpp"
 #include "version.hpp"
@@ -60,6 +61,8 @@ const char* kTopHelp =
     "  cross  distances between two point sets: the M x K matrix, as scipy cdist\n"
     "  triplet three-body (Axilrod-Teller-Muto) energy, per-point energies and forces of\n"
     "         all triplets i<j<k of n points in 3-D, as LAMMPS pair_style atm\n"
+    "  fractal Game of Life (any B/S rule) on an NBB fractal (Sierpinski, Vicsek, ...)\n"
+    "         in compact form, through the λ/ν maps of seed 003\n"
     "  info   what a result file holds and whether it is complete\n"
     "  bench  kernel-only throughput of the distance computation (no file), vs the write ceiling\n"
     "\n"
@@ -310,11 +313,12 @@ ConfigText read_config(const std::string& path, const std::string& name) {
       if (section == name) {
         to = &t.own;
       } else if (section == "edm" || section == "hist" || section == "cross" ||
-                 section == "triplet" || section == "bench") {
+                 section == "triplet" || section == "fractal" || section == "bench") {
         to = nullptr;
       } else {
-        throw UsageError("unknown section [" + section + "] in --config '" + path +
-                         "' (sections name a command: edm, hist, cross, triplet or bench)");
+        throw UsageError(
+            "unknown section [" + section + "] in --config '" + path +
+            "' (sections name a command: edm, hist, cross, triplet, fractal or bench)");
       }
     } else if (to) {
       *to += line + "\n";
@@ -644,6 +648,123 @@ bool parse_bench(int argc, char** argv, BenchOptions& b) {
   return true;
 }
 
+const char* kFractalUsage =
+    "Usage: tdsolve fractal --shape SHAPE --level R --steps T --output FILE.h5 [options]\n"
+    "\n"
+    "Runs a Life-like rule (Conway's B3/S23 by default) for T steps on an NBB fractal\n"
+    "(seed 003: Sierpinski triangle and carpet, Vicsek, ...) held in compact form: k^r\n"
+    "cells instead of the n×n embedding, n = s^r. Each cell sees its 8 embedded\n"
+    "neighbours that lie on the fractal. Writes the state at steps 0, K, 2K, ... and T\n"
+    "(/states, compact order), the live cells of every step (/live) and the fractal's\n"
+    "parameters. --map bb and lambda run the same steps on the embedded layout, for\n"
+    "comparison; every strategy, rho and backend gives the same bytes. One rank only.\n";
+
+// Parses tdsolve fractal; false when it printed help.
+bool parse_fractal(int argc, char** argv, fractal::FractalOptions& o) {
+  Choices c;
+  std::string layout, map;
+  po::variables_map vm;
+  po::options_description all;
+  po::options_description f("Fractal");
+  std::string presets;
+  for (const auto& [name, table] : fractal::presets())
+    presets += (presets.empty() ? "" : ", ") + name + " (" + table + ")";
+  f.add_options()("shape", po::value(&o.shape)->value_name("SHAPE"),
+                  ("a preset: " + presets +
+                   "; or your own table S:x,y/x,y/...: the side s (2 to 16) and the filled "
+                   "sub-squares of the s×s square, x rightwards and y downwards, in replica order")
+                      .c_str())("level", po::value(&o.level)->value_name("R"),
+                                "the fractal's level r: n = s^r cells a side, k^r cells in all")(
+      "steps", po::value(&o.steps)->value_name("T"), "generations to run (0 or more)")(
+      "rule", po::value(&o.rule)->default_value("B3/S23")->value_name("B../S.."),
+      "birth and survival counts of live neighbours, as in Golly: B3/S23 is Conway's Life")(
+      "init", po::value(&o.init)->default_value("random:0.5:1")->value_name("SPEC"),
+      "random:DENSITY:SEED: each cell alive with probability DENSITY (a hash of SEED and the "
+      "cell's compact index: the same start on every layout and backend)")(
+      "input", po::value(&o.input)->value_name("FILE.h5:/DSET"),
+      "start from a state instead: a 1-D integer dataset of k^r values 0/1 in compact order, or "
+      "a 2-D one such as a run's /states (its last snapshot written)")(
+      "snapshot-every", po::value(&o.snapshot_every)->default_value(0)->value_name("K"),
+      "also write the state every K steps (0: only at step 0 and step T)")(
+      "layout", po::value(&layout)->value_name("L"),
+      "compact (k^r bytes; with --map nu, the default) or embedded (n×n bytes; with --map bb "
+      "or lambda)")("map", po::value(&map)->value_name("M"),
+                    "nu: a block per coarse cell of the compact layout, λ to place it and ν to "
+                    "find its neighbours (default); lambda: the same grid over the embedded "
+                    "layout; bb: a bounding box over the whole embedding")(
+      "rho", po::value(&o.engine.rho)->default_value(0)->value_name("RHO"),
+      "side of a coarse cell: a power of s up to 64 (0: the largest up to 32 the level allows)")(
+      "tensor-cores", po::bool_switch(&o.engine.tensor_cores),
+      "CUDA, --map nu: form the coarse maps' sums (eqs. 7-8) with tensor-core MMA; the same "
+      "coordinates as without")("backend",
+                                po::value(&c.backend)->default_value("auto")->value_name("B"),
+                                "auto (cuda when a GPU is visible, else cpu), cpu or cuda")(
+      "threads", po::value(&o.engine.threads)->default_value(0)->value_name("N"),
+      "CPU threads (0: OMP_NUM_THREADS or all cores)")(
+      "device", po::value(&o.engine.device)->default_value(-1)->value_name("D"),
+      "GPU to use (-1: the first)")(
+      "bench", po::bool_switch(&o.bench),
+      "time the steps from the --init state instead of writing a file (no --output)")(
+      "repeat", po::value(&o.repeat)->default_value(3)->value_name("R"),
+      "with --bench: runs of T steps to take the median of (after one warm-up)")(
+      "csv", po::value(&o.csv)->value_name("FILE"), "with --bench: append one row to FILE");
+  all.add(f);
+  all.add(output_group(o.out, "result file: /states, /steps, /live, /replicas", false));
+  po::options_description misc = run_group(o.run, c);
+  misc.add_options()("help,h", "show this help");
+  all.add(misc);
+  if (!parse(argc, argv, all, kFractalUsage, "fractal", vm)) return false;
+  if (o.shape.empty()) throw UsageError("--shape is required (see tdsolve fractal --help)");
+  if (!vm.count("level")) throw UsageError("--level R is required");
+  if (!vm.count("steps")) throw UsageError("--steps T is required");
+  if (o.steps < 0 || o.steps > (1L << 40)) throw UsageError("--steps must be 0 or more");
+  if (o.snapshot_every < 0) throw UsageError("--snapshot-every must be 0 or more");
+  if (o.snapshot_every > 0 && o.steps / o.snapshot_every > 1000000)
+    throw UsageError("--snapshot-every: more than a million snapshots; take fewer");
+  const fractal::Shape shape = fractal::parse_shape(o.shape);
+  const fractal::Fractal fr = fractal::make_fractal(shape, o.level);
+  fractal::parse_rule(o.rule);
+  if (vm.count("input") && !vm["init"].defaulted())
+    throw UsageError("--init and --input both give the start; give one");
+  if (o.input.empty()) fractal::parse_random_init(o.init);
+  if (!layout.empty()) check_choice("--layout", layout, {"compact", "embedded"});
+  if (!map.empty()) check_choice("--map", map, {"nu", "lambda", "bb"});
+  if (map.empty()) map = layout == "embedded" ? "lambda" : "nu";
+  if (layout.empty()) layout = map == "nu" ? "compact" : "embedded";
+  if ((layout == "compact") != (map == "nu"))
+    throw UsageError("--layout " + layout + " does not go with --map " + map +
+                     ": the compact layout is read through ν (--map nu); the embedded one with "
+                     "--map bb or lambda");
+  o.engine.strategy = map == "nu"       ? fractal::Strategy::nu
+                      : map == "lambda" ? fractal::Strategy::lambda
+                                        : fractal::Strategy::bb;
+  if (o.engine.rho) fractal::make_blocking(fr, o.engine.rho);
+  if (o.engine.tensor_cores && o.engine.strategy != fractal::Strategy::nu)
+    throw UsageError("--tensor-cores goes with --map nu (the coarse maps of the compact layout)");
+  check_choice("--backend", c.backend, {"auto", "cpu", "cuda"});
+  o.backend = c.backend == "cpu"    ? BackendKind::cpu
+              : c.backend == "cuda" ? BackendKind::cuda
+                                    : BackendKind::automatic;
+  if (o.engine.threads < 0) throw UsageError("--threads must be 0 (automatic) or more");
+  if (o.bench) {
+    if (!o.out.output.empty()) throw UsageError("--bench writes no file: leave out --output");
+    if (!o.input.empty()) throw UsageError("--bench starts from --init random:...; not --input");
+    if (o.steps < 1) throw UsageError("--bench needs --steps 1 or more");
+    if (o.repeat < 1 || o.repeat > 1000) throw UsageError("--repeat must be between 1 and 1000");
+  } else {
+    if (o.out.output.empty()) throw UsageError("--output FILE.h5 is required");
+    if (o.out.resume && o.out.overwrite)
+      throw UsageError(
+          "--resume and --overwrite do not go together: --resume continues an "
+          "unfinished run (or reports a finished one), --overwrite starts over");
+    if (!o.csv.empty() || !vm["repeat"].defaulted())
+      throw UsageError("--repeat and --csv go with --bench");
+  }
+  finish_run(o.run, c, argc, argv);
+  o.run.effective = effective_options(all, vm);
+  return true;
+}
+
 // Runs f under MPI: collective errors end with one line from rank 0 and the
 // same exit code on every rank; anything else aborts the job with the rank.
 template <typename F>
@@ -696,6 +817,12 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (cmd == "info") return info_main(argc, argv);
+    if (cmd == "fractal") {
+      fractal::FractalOptions o;
+      if (!parse_fractal(argc, argv, o)) return 0;
+      install_stop_signals();
+      return mpi_main(argc, argv, [&](MPI_Comm comm) { return fractal::run_fractal(o, comm); });
+    }
     if (cmd == "bench") {
       BenchOptions o;
       if (!parse_bench(argc, argv, o)) return 0;
@@ -716,8 +843,9 @@ int main(int argc, char** argv) {
       install_stop_signals();
       return mpi_main(argc, argv, [&](MPI_Comm comm) { return run_command(o, comm); });
     }
-    throw UsageError("unknown command '" + cmd +
-                     "' (commands: edm, hist, cross, triplet, info, bench; see tdsolve --help)");
+    throw UsageError(
+        "unknown command '" + cmd +
+        "' (commands: edm, hist, cross, triplet, fractal, info, bench; see tdsolve --help)");
   } catch (const std::exception& e) {
     if (launcher_rank0()) std::fprintf(stderr, "tdsolve: error: %s\n", one_line(e.what()).c_str());
     return exit_code_of(e);

@@ -1,6 +1,7 @@
 // Built instead of the CUDA sources when CUDA is off.
 #include "core/error.hpp"
 #include "solver/cuda/cuda_backend.hpp"
+#include "solver/fractal/fractal.hpp"
 
 namespace tdsolve::cuda {
 
@@ -26,3 +27,14 @@ template std::unique_ptr<Backend<double>> make_cuda_backend(const Problem<double
                                                             const CudaOptions&);
 
 }  // namespace tdsolve::cuda
+
+namespace tdsolve::fractal {
+std::unique_ptr<Engine> make_cuda_engine(const Fractal&, const Rule&, const EngineOptions&) {
+  throw UsageError(
+      "--backend cuda: this tdsolve was built without CUDA (rebuild with the CUDA toolkit)");
+}
+std::vector<std::int64_t> cuda_coarse_maps(const Fractal&, const Blocking&, bool, std::uint64_t,
+                                           std::uint64_t) {
+  throw UsageError("this tdsolve was built without CUDA");
+}
+}  // namespace tdsolve::fractal

@@ -15,6 +15,7 @@
 #include "solver/cpu/cpu_backend.hpp"
 #include "solver/cpu/tiles.hpp"
 #include "solver/cuda/cuda_backend.hpp"
+#include "solver/fractal/fractal.hpp"
 #include "solver/problem.hpp"
 
 using namespace tdsolve;
@@ -319,5 +320,42 @@ TEST(CudaBackend, TwoJobsInFlight) {
     const float* got = gpu->wait().values;
     cpu::compute_chunk<float>(v, plan.row_begin(c), plan.row_end(c), want.data(), nullptr, 2);
     ASSERT_EQ(0, std::memcmp(got, want.data(), plan.elements(c) * sizeof(float))) << "chunk " << c;
+  }
+}
+
+// The coarse maps of the fractal step kernel, by both GPU paths (tensor
+// cores and CUDA cores), equal the CPU's λ/ν for every coarse cell of every
+// preset at a level of ~10^6 coarse cells, and for a stretch at the largest level.
+TEST(CudaFractal, CoarseMapsBothPathsMatchTheCpu) {
+  REQUIRE_GPU();
+  using namespace tdsolve::fractal;
+  for (const auto& [name, table] : presets()) {
+    const Shape sh = parse_shape(name);
+    for (int top : {0, 1}) {
+      int r = 0;
+      std::uint64_t cells = 1;
+      if (top) {
+        r = max_level(sh);
+      } else {
+        while (cells * sh.cells.size() <= 2'000'000 && r < max_level(sh)) {
+          cells *= sh.cells.size();
+          ++r;
+        }
+      }
+      const Fractal f = make_fractal(sh, r);
+      const Blocking blk = make_blocking(f, 1);
+      const std::uint64_t count = std::min<std::uint64_t>(blk.coarse, 1'000'000);
+      const std::uint64_t first = top ? blk.coarse - count : 0;
+      std::vector<std::int64_t> want(count * 9);
+      for (std::uint64_t i = 0; i < count; ++i)
+        coarse_neighbourhood(f, blk, first + i, &want[i * 9]);
+      for (bool tc : {false, true}) {
+        const std::vector<std::int64_t> got = cuda_coarse_maps(f, blk, tc, first, count);
+        std::uint64_t bad = 0;
+        for (std::uint64_t i = 0; i < want.size(); ++i)
+          bad += got[i] != want[i];
+        EXPECT_EQ(bad, 0u) << name << " level " << r << (tc ? " tensor cores" : " CUDA cores");
+      }
+    }
   }
 }
