@@ -108,18 +108,23 @@ class CpuEngine final : public Engine {
   std::uint64_t step_nu() {
     const std::uint8_t* cur = cur_.data();
     std::uint8_t* next = next_.data();
-    const auto load = [cur](std::uint64_t c) { return int(cur[c]); };
+    const int rho = int(blk_.rho), window = (rho + 2) * (rho + 2);
     std::uint64_t sum = 0;
-#pragma omp parallel for num_threads(o_.threads) schedule(dynamic, 64) reduction(+ : sum)
-    for (std::int64_t cc = 0; cc < std::int64_t(blk_.coarse); ++cc) {
-      std::int64_t nb[9];
-      coarse_neighbourhood(f_, blk_, std::uint64_t(cc), nb);
-      const std::uint64_t base = std::uint64_t(cc) * blk_.local;
-      for (std::uint64_t l = 0; l < blk_.local; ++l) {
-        const int live = compact_neighbours(tables_.lx[l], tables_.ly[l], std::uint32_t(blk_.rho),
-                                            nb, tables_.nu.data(), blk_.local, load);
-        next[base + l] = rule_.next(cur[base + l], live);
-        sum += next[base + l];
+#pragma omp parallel num_threads(o_.threads) reduction(+ : sum)
+    {
+      std::vector<std::uint8_t> win(window);
+#pragma omp for schedule(dynamic, 64)
+      for (std::int64_t cc = 0; cc < std::int64_t(blk_.coarse); ++cc) {
+        std::int64_t nb[9];
+        coarse_neighbourhood(f_, blk_, std::uint64_t(cc), nb);
+        for (int i = 0; i < window; ++i)
+          win[i] = window_value(cur, i, rho, nb, tables_.nu.data(), blk_.local);
+        const std::uint64_t base = std::uint64_t(cc) * blk_.local;
+        for (std::uint64_t l = 0; l < blk_.local; ++l) {
+          const std::uint8_t v = window_next(win.data(), rho, tables_.lx[l], tables_.ly[l], rule_);
+          next[base + l] = v;
+          sum += v;
+        }
       }
     }
     return sum;

@@ -167,29 +167,12 @@ __global__ void step_nu(const std::uint8_t* __restrict__ cur, std::uint8_t* __re
   for (std::uint64_t cc = blockIdx.x; cc < blk.coarse; cc += gridDim.x) {
     coarse_maps<kTensorCores>(cc, blk.coarse_levels, nb, w, sb, sd);
     __syncthreads();
-    for (int i = threadIdx.x; i < side * side; i += blockDim.x) {
-      int ax = i % side - 1, ay = i / side - 1, bx = 1, by = 1;
-      if (ax < 0)
-        ax += rho, bx = 0;
-      else if (ax >= rho)
-        ax -= rho, bx = 2;
-      if (ay < 0)
-        ay += rho, by = 0;
-      else if (ay >= rho)
-        ay -= rho, by = 2;
-      const std::int64_t cb = nb[by * 3 + bx];
-      const std::int32_t fl = cb < 0 ? -1 : __ldg(lnu + ay * rho + ax);
-      win[i] = fl < 0 ? 0 : cur[std::uint64_t(cb) * blk.local + std::uint64_t(fl)];
-    }
+    for (int i = threadIdx.x; i < side * side; i += blockDim.x)
+      win[i] = window_value(cur, i, rho, nb, lnu, blk.local);
     __syncthreads();
     const std::uint64_t base = cc * blk.local;
     for (std::uint32_t l = threadIdx.x; l < blk.local; l += blockDim.x) {
-      const int x = __ldg(lx + l) + 1, y = __ldg(ly + l) + 1;
-      const std::uint8_t* r0 = win + (y - 1) * side + x;
-      const std::uint8_t* r1 = r0 + side;
-      const std::uint8_t* r2 = r1 + side;
-      const int n = r0[-1] + r0[0] + r0[1] + r1[-1] + r1[1] + r2[-1] + r2[0] + r2[1];
-      const std::uint8_t v = rule.next(r1[0], n);
+      const std::uint8_t v = window_next(win, rho, __ldg(lx + l), __ldg(ly + l), rule);
       next[base + l] = v;
       count += v;
     }

@@ -121,40 +121,44 @@ TDS_HD int embedded_neighbours(const std::uint8_t* e, std::uint64_t n, std::uint
   return live;
 }
 
-// The life of one cell of the compact layout. `coarse_nb` holds the compact
-// coarse index of the 3×3 coarse cells around this one (-1 off the fractal),
-// row by row; (lx, ly) is the cell's place in its coarse cell.
-template <typename Load>
-TDS_HD int compact_neighbours(std::uint32_t lx, std::uint32_t ly, std::uint32_t rho,
-                              const std::int64_t* coarse_nb, const std::int32_t* local_nu,
-                              std::uint64_t local_cells, Load&& load) {
-  int live = 0;
-  for (int dy = -1; dy <= 1; ++dy)
-    for (int dx = -1; dx <= 1; ++dx) {
-      if (dx == 0 && dy == 0) continue;
-      std::int64_t ax = std::int64_t(lx) + dx, ay = std::int64_t(ly) + dy;
-      int bx = 1, by = 1;
-      if (ax < 0) {
-        ax += rho;
-        bx = 0;
-      } else if (ax >= std::int64_t(rho)) {
-        ax -= rho;
-        bx = 2;
-      }
-      if (ay < 0) {
-        ay += rho;
-        by = 0;
-      } else if (ay >= std::int64_t(rho)) {
-        ay -= rho;
-        by = 2;
-      }
-      const std::int64_t cb = coarse_nb[by * 3 + bx];
-      if (cb < 0) continue;
-      const std::int32_t fl = local_nu[ay * rho + ax];
-      if (fl < 0) continue;
-      live += load(std::uint64_t(cb) * local_cells + std::uint64_t(fl));
-    }
-  return live;
+// The compact layout's step works on the window of a coarse cell: its ρ×ρ
+// cells and the ring of one cell around them from its 8 neighbours, (ρ+2)²
+// bytes, 0 where off the fractal (in shared memory on the GPU). `nb` holds
+// the compact coarse index of the 3×3 coarse cells around this one (-1 off
+// the fractal), row by row; `local_nu` the local table (ρ² entries).
+TDS_HD std::uint8_t window_value(const std::uint8_t* cur, int i, int rho, const std::int64_t* nb,
+                                 const std::int32_t* local_nu, std::uint64_t local_cells) {
+  const int side = rho + 2;
+  int ax = i % side - 1, ay = i / side - 1, bx = 1, by = 1;
+  if (ax < 0) {
+    ax += rho;
+    bx = 0;
+  } else if (ax >= rho) {
+    ax -= rho;
+    bx = 2;
+  }
+  if (ay < 0) {
+    ay += rho;
+    by = 0;
+  } else if (ay >= rho) {
+    ay -= rho;
+    by = 2;
+  }
+  const std::int64_t cb = nb[by * 3 + bx];
+  if (cb < 0) return 0;
+  const std::int32_t fl = local_nu[ay * rho + ax];
+  return fl < 0 ? 0 : cur[std::uint64_t(cb) * local_cells + std::uint64_t(fl)];
+}
+
+// The next state of the cell at (lx, ly) of a coarse cell, from its window.
+TDS_HD std::uint8_t window_next(const std::uint8_t* win, int rho, int lx, int ly,
+                                const Rule& rule) {
+  const int side = rho + 2;
+  const std::uint8_t* r0 = win + ly * side + lx + 1;
+  const std::uint8_t* r1 = r0 + side;
+  const std::uint8_t* r2 = r1 + side;
+  const int n = r0[-1] + r0[0] + r0[1] + r1[-1] + r1[1] + r2[-1] + r2[0] + r2[1];
+  return rule.next(r1[0], n);
 }
 
 // The 3×3 coarse neighbourhood of coarse cell `cc`, by λ then ν.
