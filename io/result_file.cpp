@@ -162,8 +162,6 @@ void build_structure(hid_t file, const ResultLayout& L) {
 
 }  // namespace
 
-namespace {
-
 // Writes the whole of `data` to a new file at `path` and syncs it; on any
 // failure removes what it wrote and throws naming the cause.
 void write_new_file(const std::string& path, const std::vector<char>& data) {
@@ -189,8 +187,6 @@ void write_new_file(const std::string& path, const std::vector<char>& data) {
     throw H5Error("cannot write output file '" + path + "': " + std::strerror(err));
   }
 }
-
-}  // namespace
 
 void create_result_file(const ResultLayout& L) {
   // The structure is built in memory (HDF5's core driver, no backing store)

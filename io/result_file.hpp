@@ -69,6 +69,12 @@ struct ResultLayout {
 // removes what it wrote and throws H5Error. Refuses to replace a file.
 void create_result_file(const ResultLayout& layout);
 
+// Writes the whole of `data` to a new file at `path` (which must not exist)
+// and syncs it; on any failure removes what it wrote and throws H5Error
+// naming the cause. With an image built by HDF5's core driver, a full disk
+// or a refusing file system is then an ordinary error that leaves nothing.
+void write_new_file(const std::string& path, const std::vector<char>& data);
+
 // What an existing result (or a stopped run's .partial) records: enough to
 // tell whether a new run is the same job, and where it stopped. Throws
 // InputError naming the file when it cannot be read or is not a result.

@@ -19,8 +19,10 @@
 #include "io/h5.hpp"
 #include "io/input.hpp"
 #include "io/output_files.hpp"
+#include "io/result_file.hpp"
 #include "solver/commands.hpp"
 #include "solver/cuda/cuda_backend.hpp"
+#include "solver/driver.hpp"
 #include "solver/mpi_util.hpp"
 #include "solver/progress.hpp"
 #include "solver/signals.hpp"
@@ -179,10 +181,14 @@ void write_dataset(hid_t file, const char* name, hid_t mem_type, hid_t file_type
 // FILE.h5.partial once it is whole.
 void create_file(const FractalOptions& o, const Job& j, const std::string& partial,
                  const std::string& backend) {
+  // Built in memory (HDF5's core driver) and written as one image, as the
+  // other commands do: a full disk then leaves nothing behind.
   const std::string creating = io::creating_path(o.out.output);
   std::remove(creating.c_str());
-  Hid file = io::file_handle(H5Fcreate(creating.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, H5P_DEFAULT),
-                             "H5Fcreate " + creating);
+  Hid fapl = io::plist_handle(H5Pcreate(H5P_FILE_ACCESS), "H5Pcreate(file access)");
+  io::check_status(H5Pset_fapl_core(fapl, 1 << 16, false), "H5Pset_fapl_core");
+  Hid file = io::file_handle(H5Fcreate(creating.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl),
+                             "cannot build the structure of '" + creating + "' in memory");
   const Fractal& f = j.f;
   const hsize_t S = j.steps.size();
   io::write_attr(file, "software", std::string("tdsolve"));
@@ -239,7 +245,14 @@ void create_file(const FractalOptions& o, const Job& j, const std::string& parti
   std::vector<std::uint8_t> done(S, 0);
   write_dataset(g, "done", H5T_NATIVE_UINT8, H5T_STD_U8LE, {S}, done.data());
   g.reset();
-  file.close("H5Fclose " + creating);
+  io::check_status(H5Fflush(file, H5F_SCOPE_GLOBAL), "H5Fflush (in memory)");
+  const ssize_t size = H5Fget_file_image(file, nullptr, 0);
+  if (size <= 0) io::check(H5I_INVALID_HID, "H5Fget_file_image");
+  std::vector<char> image(static_cast<std::size_t>(size));
+  if (H5Fget_file_image(file, image.data(), image.size()) != size)
+    io::check(H5I_INVALID_HID, "H5Fget_file_image");
+  file.close("H5Fclose (in memory)");
+  io::write_new_file(creating, image);
   io::rename_durably(creating, partial);
 }
 
@@ -361,6 +374,30 @@ void describe_run(const FractalOptions& o, const Job& j, const Engine& e) {
   std::fflush(stdout);
 }
 
+void write_stats(const FractalOptions& o, const Job& j, const Engine& e, long steps_run,
+                 double total, double compute, bool complete) {
+  if (o.run.stats.empty()) return;
+  std::FILE* fp = std::fopen(o.run.stats.c_str(), "w");
+  if (!fp) {
+    std::fprintf(stderr, "tdsolve: warning: cannot write --stats file '%s': %s\n",
+                 o.run.stats.c_str(), std::strerror(errno));
+    return;
+  }
+  std::fprintf(fp,
+               "{\"command\": \"fractal\", \"shape\": \"%s\", \"k\": %d, \"s\": %d, "
+               "\"level\": %d, \"cells\": %llu, \"map\": \"%s\", \"rho\": %llu, "
+               "\"tensor_cores\": %s, \"backend\": \"%s\", \"state_bytes\": %llu, "
+               "\"steps\": %ld, \"steps_run\": %ld, \"total_s\": %.6f, \"compute_s\": %.6f, "
+               "\"complete\": %s}\n",
+               shape_table(j.shape).c_str(), j.f.k, j.f.s, j.f.levels,
+               (unsigned long long)j.f.cells, strategy_name(o.engine.strategy),
+               (unsigned long long)(o.engine.rho ? o.engine.rho : default_rho(j.f)),
+               o.engine.tensor_cores ? "true" : "false", e.describe().c_str(),
+               (unsigned long long)e.device_bytes(), o.steps, steps_run, total, compute,
+               complete ? "true" : "false");
+  std::fclose(fp);
+}
+
 int bench(const FractalOptions& o, const Job& j) {
   std::unique_ptr<Engine> e = make_engine(o, j.f, j.rule);
   if (!o.run.quiet) describe_run(o, j, *e);
@@ -405,7 +442,7 @@ int bench(const FractalOptions& o, const Job& j) {
   return 0;
 }
 
-int run_root(const FractalOptions& o) {
+int run_root(const FractalOptions& o, MPI_Comm comm) {
   const auto t_start = std::chrono::steady_clock::now();
   const Job j = make_job(o);
   if (o.bench) return bench(o, j);
@@ -446,70 +483,81 @@ int run_root(const FractalOptions& o) {
   if (!o.run.quiet) describe_run(o, j, *engine);
   if (!resuming) create_file(o, j, partial, engine->describe());
 
-  Writer w(partial);
-  std::vector<std::int64_t> live(std::size_t(o.steps) + 1, 0);
-  std::size_t next_row = 0;
-  if (resuming) {
-    const std::vector<std::uint8_t> done = w.done();
-    while (next_row < done.size() && done[next_row] == 1)
-      ++next_row;
-    live = w.live(live.size());
-    if (next_row > 0) {
-      w.load(next_row - 1, f.cells, *engine);
-      if (!o.run.quiet)
-        std::printf("tdsolve fractal: resuming '%s' from step %ld (%zu of %zu snapshots done)\n",
-                    partial.c_str(), j.steps[next_row - 1], next_row, j.steps.size());
-    }
-  }
-  if (next_row == 0) {
-    if (o.input.empty()) {
-      engine->set_random(parse_random_init(o.init));
-    } else {
-      load_input_state(o.input, f, *engine);
-    }
-    live[0] = std::int64_t(engine->live());
-    w.snapshot(0, *engine, f.cells, std::vector<std::int64_t>(live.begin(), live.begin() + 1));
-    next_row = 1;
-  }
-
+  // From here on the file exists: a failure ends the job at once with one
+  // line (and MPI_Abort, so HDF5 never closes a failed file in MPI_Finalize).
+  const std::string resume_cmd =
+      o.run.command + (o.run.command.find(" --resume") == std::string::npos ? " --resume" : "");
+  set_abort_hint(
+      "the snapshots written so far are kept in '" + partial +
+      "'; to continue from the last one, run the same job again with --resume: " + resume_cmd);
   const double deadline = o.run.max_hours > 0 ? o.run.max_hours * 3600.0 : 0;
   const auto elapsed = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
   };
-  const std::string resume_cmd =
-      o.run.command + (o.run.command.find(" --resume") == std::string::npos ? " --resume" : "");
-  long step = j.steps[next_row - 1];
-  std::vector<std::uint64_t> after(1);
-  const double compute0 = engine->seconds();
-  const long first_step = step;
+  std::vector<std::int64_t> live(std::size_t(o.steps) + 1, 0);
+  long step = 0, first_step = 0;
+  double compute0 = 0;
   int stopped = 0;
   bool out_of_time = false;
-  for (std::size_t row = next_row; row < j.steps.size(); ++row) {
-    while (step < j.steps[row]) {
-      if ((stopped = stop_signal()) != 0 || (deadline > 0 && elapsed() > deadline)) {
-        out_of_time = !stopped;
-        break;
+  contain(comm, [&] {
+    Writer w(partial);
+    std::size_t next_row = 0;
+    if (resuming) {
+      const std::vector<std::uint8_t> done = w.done();
+      while (next_row < done.size() && done[next_row] == 1)
+        ++next_row;
+      live = w.live(live.size());
+      if (next_row > 0) {
+        w.load(next_row - 1, f.cells, *engine);
+        if (!o.run.quiet)
+          std::printf("tdsolve fractal: resuming '%s' from step %ld (%zu of %zu snapshots done)\n",
+                      partial.c_str(), j.steps[next_row - 1], next_row, j.steps.size());
       }
-      // A few steps at a time: signals and the deadline are seen within seconds.
-      const long batch = std::min<long>(j.steps[row] - step, 16);
-      after.resize(std::size_t(batch));
-      engine->step(int(batch), after.data());
-      for (long i = 0; i < batch; ++i)
-        live[std::size_t(step + 1 + i)] = std::int64_t(after[i]);
-      step += batch;
-      lock.heartbeat();
     }
-    if (stopped || out_of_time) break;
-    w.snapshot(row, *engine, f.cells,
-               std::vector<std::int64_t>(live.begin(), live.begin() + step + 1));
-    if (!o.run.quiet && o.run.progress != ProgressMode::none)
-      std::printf(
-          "tdsolve fractal: step %ld of %ld, %lld live cells, snapshot %zu of %zu written\n", step,
-          o.steps, (long long)live[std::size_t(step)], row + 1, j.steps.size());
-    std::fflush(stdout);
-  }
-  w.close();
+    if (next_row == 0) {
+      if (o.input.empty()) {
+        engine->set_random(parse_random_init(o.init));
+      } else {
+        load_input_state(o.input, f, *engine);
+      }
+      live[0] = std::int64_t(engine->live());
+      w.snapshot(0, *engine, f.cells, std::vector<std::int64_t>(live.begin(), live.begin() + 1));
+      next_row = 1;
+    }
+
+    step = j.steps[next_row - 1];
+    std::vector<std::uint64_t> after(1);
+    compute0 = engine->seconds();
+    first_step = step;
+    for (std::size_t row = next_row; row < j.steps.size(); ++row) {
+      while (step < j.steps[row]) {
+        if ((stopped = stop_signal()) != 0 || (deadline > 0 && elapsed() > deadline)) {
+          out_of_time = !stopped;
+          break;
+        }
+        // A few steps at a time: signals and the deadline are seen within seconds.
+        const long batch = std::min<long>(j.steps[row] - step, 16);
+        after.resize(std::size_t(batch));
+        engine->step(int(batch), after.data());
+        for (long i = 0; i < batch; ++i)
+          live[std::size_t(step + 1 + i)] = std::int64_t(after[i]);
+        step += batch;
+        lock.heartbeat();
+      }
+      if (stopped || out_of_time) break;
+      w.snapshot(row, *engine, f.cells,
+                 std::vector<std::int64_t>(live.begin(), live.begin() + step + 1));
+      if (!o.run.quiet && o.run.progress != ProgressMode::none)
+        std::printf(
+            "tdsolve fractal: step %ld of %ld, %lld live cells, snapshot %zu of %zu written\n",
+            step, o.steps, (long long)live[std::size_t(step)], row + 1, j.steps.size());
+      std::fflush(stdout);
+    }
+    w.close();
+  });
+  set_abort_hint("");
   const double compute = engine->seconds() - compute0;
+  write_stats(o, j, *engine, step - first_step, elapsed(), compute, !(stopped || out_of_time));
   if (stopped || out_of_time) {
     std::fprintf(stderr,
                  "tdsolve fractal: stopped cleanly (%s) at step %ld of %ld; the snapshots so far "
@@ -539,7 +587,7 @@ int run_fractal(const FractalOptions& o, MPI_Comm comm) {
         "without mpirun or with -np 1",
         2);
   int code = 0;
-  all_agree(comm, [&] { code = run_root(o); });
+  all_agree(comm, [&] { code = run_root(o, comm); });
   return code;
 }
 
