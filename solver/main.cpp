@@ -124,15 +124,18 @@ po::options_description input_group(InputOptions& in, InputOptions* with) {
   return g;
 }
 
-po::options_description output_group(OutputOptions& o, const char* what, bool points) {
+po::options_description output_group(OutputOptions& o, const char* what, bool points,
+                                     const char* resume_help = nullptr) {
   po::options_description g("Output");
   g.add_options()("output", po::value(&o.output)->value_name("FILE.h5"), what)(
       "overwrite", po::bool_switch(&o.overwrite),
       "replace FILE.h5 if it exists (refused otherwise); the old file stays until the new one "
       "is complete. Also discards an unfinished FILE.h5.partial. Not with --resume")(
       "resume", po::bool_switch(&o.resume),
-      "continue the unfinished FILE.h5.partial of the same job (any rank count or backend); "
-      "when FILE.h5 is already complete, say so and exit 0; with neither, start a new run");
+      resume_help ? resume_help
+                  : "continue the unfinished FILE.h5.partial of the same job (any rank count or "
+                    "backend); when FILE.h5 is already complete, say so and exit 0; with neither, "
+                    "start a new run");
   if (points)
     g.add_options()("store-points", po::bool_switch(&o.store_points),
                     "also store the points, as computed with, in /points");
@@ -234,13 +237,14 @@ void finish_triplet(TripletOptions& t, const TripletChoices& c) {
     throw UsageError("--store-limit-gb must be 0 (no limit) or a positive number of GB");
 }
 
-po::options_description run_group(RunOptions& o, Choices& c) {
+po::options_description run_group(RunOptions& o, Choices& c, const char* progress_help = nullptr) {
   po::options_description g("Run");
   g.add_options()("config", po::value<std::string>()->value_name("FILE.ini"),
                   "read options from an INI file (`metric = cosine`, one long option per line); "
                   "the command line wins")(
       "progress", po::value(&c.progress)->default_value("auto")->value_name("MODE"),
-      "auto (a bar on a terminal, log lines otherwise), bar, log or none")(
+      progress_help ? progress_help
+                    : "auto (a bar on a terminal, log lines otherwise), bar, log or none")(
       "stats", po::value(&o.stats)->value_name("FILE.json"), "write timings as JSON (rank 0)")(
       "max-hours", po::value(&o.max_hours)->default_value(0)->value_name("H"),
       "stop cleanly (exit 75, resumable) before H hours of wall time, e.g. a little under the "
@@ -709,8 +713,12 @@ bool parse_fractal(int argc, char** argv, fractal::FractalOptions& o) {
       "with --bench: runs of T steps to take the median of (after one warm-up)")(
       "csv", po::value(&o.csv)->value_name("FILE"), "with --bench: append one row to FILE");
   all.add(f);
-  all.add(output_group(o.out, "result file: /states, /steps, /live, /replicas", false));
-  po::options_description misc = run_group(o.run, c);
+  all.add(output_group(o.out, "result file: /states, /steps, /live, /replicas", false,
+                       "continue the unfinished FILE.h5.partial of the same job from its last "
+                       "snapshot (any backend or strategy); when FILE.h5 is already complete, "
+                       "say so and exit 0; with neither, start a new run"));
+  po::options_description misc =
+      run_group(o.run, c, "none: no line per snapshot; auto, bar and log: a line per snapshot");
   misc.add_options()("help,h", "show this help");
   all.add(misc);
   if (!parse(argc, argv, all, kFractalUsage, "fractal", vm)) return false;

@@ -6,6 +6,7 @@
 
 #include <omp.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -324,7 +325,15 @@ class Writer {
   }
 
  private:
-  void flush() { io::check_status(H5Fflush(file_, H5F_SCOPE_GLOBAL), "H5Fflush " + path_); }
+  // To the storage, not only to the page cache: a flag on disk always has
+  // its data on disk, also after a node crash.
+  void flush() {
+    io::check_status(H5Fflush(file_, H5F_SCOPE_GLOBAL), "H5Fflush " + path_);
+    void* handle = nullptr;
+    io::check_status(H5Fget_vfd_handle(file_, H5P_DEFAULT, &handle), "H5Fget_vfd_handle");
+    if (handle && ::fsync(*static_cast<int*>(handle)) != 0)
+      throw InputError("cannot sync '" + path_ + "' to storage: " + std::strerror(errno));
+  }
   static void write_at(hid_t d, hid_t type, const void* v, hsize_t at, const char* what) {
     Hid space(H5Dget_space(d), H5Sclose);
     const hsize_t one = 1;
