@@ -335,6 +335,141 @@ void print_energy(hid_t file, std::ostream& out) {
   H5Eclear2(H5E_DEFAULT);
 }
 
+// What a `tdsolve fractal` file says (/states and its attributes, /steps,
+// /live, /replicas, /progress/done); the verdict. Its checks stop at the
+// first record that disagrees, in this order (the Python package's too).
+int describe_fractal(hid_t file, std::ostream& out) {
+  if (!exists(file, "progress") || !exists(file, "progress/done")) {
+    out << "status:    not a tdsolve result (/states without /progress/done)\n";
+    return kInfoIncomplete;
+  }
+  Hid states = dataset_handle(H5Dopen2(file, "states", H5P_DEFAULT), "H5Dopen /states");
+  Hid progress = group_handle(H5Gopen2(file, "progress", H5P_DEFAULT), "H5Gopen /progress");
+  const auto dims = dataset_shape(states);
+  out << "dataset:   /states " << type_name(states) << shape_of(states) << attributes(states)
+      << "\n";
+
+  std::string problem;
+  std::uint64_t rows = 0;  // snapshots: rows of /states
+  try {
+    const auto records = [&]() -> std::string {
+      if (has_attr(progress, "dataset")) {
+        std::string name = read_attr_text(progress, "dataset");
+        if (!name.empty() && name[0] == '/') name.erase(0, 1);
+        if (name != "states") return "the `dataset` attribute of /progress does not name /states";
+      }
+      for (const char* a : {"k", "s", "level", "steps"})
+        if (!has_attr(states, a)) return std::string("/states has no `") + a + "` attribute";
+      const std::uint64_t k = read_attr_u64(states, "k"), s = read_attr_u64(states, "s");
+      const std::uint64_t level = read_attr_u64(states, "level");
+      const std::uint64_t steps = read_attr_u64(states, "steps");
+      if (s < 2 || s > 16) return "the `s` attribute of /states is not in 2..16";
+      if (k < 1 || k > s * s) return "the `k` attribute of /states is not in 1..s^2";
+      // n = s^level up to 2^31 (64-bit cell indices); then k^level <= n^2 fits.
+      std::uint64_t n = 1, cells = 1;
+      for (std::uint64_t l = 0; l < level; ++l) {
+        n *= s;
+        cells *= k;
+        if (n > (std::uint64_t(1) << 31)) return "the embedding s^level is larger than 2^31";
+      }
+      if (has_attr(states, "n") && read_attr_u64(states, "n") != n)
+        return "the `n` attribute of /states is not s^level";
+      if (has_attr(states, "cells") && read_attr_u64(states, "cells") != cells)
+        return "the `cells` attribute of /states is not k^level";
+      // The run's parameters as recorded, read in this order.
+      const auto text = [&](const char* a) {
+        return has_attr(states, a) ? read_attr_text(states, a) : std::string("(not recorded)");
+      };
+      const std::string shape = text("shape"), table = text("table"), rule = text("rule");
+      const std::string init = text("init"), layout = text("layout"), map = text("map");
+      const std::string rho =
+          has_attr(states, "rho") ? std::to_string(read_attr_u64(states, "rho")) : "(not recorded)";
+      out << "fractal:   " << shape << " (table " << table << "): s = " << s << ", k = " << k
+          << " replicas, level " << level << ": " << n << " x " << n << " embedding, " << cells
+          << " cells\n";
+      out << "rule:      " << rule << ", init " << init << "\n";
+      out << "strategy:  layout " << layout << ", map " << map << ", rho " << rho << "\n";
+      if (dims.size() != 2) return "/states is not 2-D";
+      if (dims[1] != cells) return "/states does not hold k^level cells per row";
+      rows = dims[0];
+      if (rows == 0) return "/states has no rows";
+      if (!exists(file, "steps")) return "no /steps";
+      Hid steps_ds = dataset_handle(H5Dopen2(file, "steps", H5P_DEFAULT), "H5Dopen /steps");
+      if (dataset_shape(steps_ds) != std::vector<hsize_t>{rows})
+        return "/steps does not hold one value per row of /states";
+      std::vector<std::int64_t> at(rows);
+      check_status(H5Dread(steps_ds, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, at.data()),
+                   "reading /steps");
+      bool rising = at[0] == 0;
+      for (size_t i = 1; i < at.size(); ++i)
+        rising = rising && at[i] > at[i - 1];
+      if (!rising || static_cast<std::uint64_t>(at.back()) != steps)
+        return "/steps does not run from 0 to the `steps` attribute, increasing";
+      out << "steps:     " << steps << ", " << rows << " snapshots (steps " << at[0];
+      for (size_t i = 1; i < at.size() && i < 6; ++i)
+        out << ", " << at[i];
+      out << (at.size() > 6 ? ", ..., " + std::to_string(at.back()) : std::string()) << ")\n";
+      if (!exists(file, "live")) return "no /live";
+      Hid live = dataset_handle(H5Dopen2(file, "live", H5P_DEFAULT), "H5Dopen /live");
+      if (dataset_shape(live) != std::vector<hsize_t>{steps + 1})
+        return "/live does not hold steps+1 values";
+      if (!exists(file, "replicas")) return "no /replicas";
+      Hid replicas = dataset_handle(H5Dopen2(file, "replicas", H5P_DEFAULT), "H5Dopen /replicas");
+      if (dataset_shape(replicas) != std::vector<hsize_t>{k, 2}) return "/replicas is not k x 2";
+      if (has_attr(progress, "chunks") && read_attr_u64(progress, "chunks") != rows)
+        return "the `chunks` attribute of /progress is not the rows of /states";
+      if (has_attr(progress, "elements") && read_attr_u64(progress, "elements") != rows)
+        return "the `elements` attribute of /progress is not the rows of /states";
+      return "";
+    };
+    problem = records();
+  } catch (const AttrShapeError& e) {
+    out << "progress:  INCONSISTENT: " << one_line(e.what()) << "\n";
+    return kInfoIncomplete;
+  }
+
+  Hid done_ds =
+      dataset_handle(H5Dopen2(file, "progress/done", H5P_DEFAULT), "H5Dopen /progress/done");
+  const auto chunks = dataset_shape(done_ds);
+  if (chunks.empty()) throw InputError("/progress/done is a scalar");
+  hsize_t values = 1;
+  for (const hsize_t x : chunks)
+    values *= x;
+  if (values != chunks[0]) {  // K × 2, 2 × K: not what tdsolve writes (K × 1 reads as K)
+    out << "progress:  INCONSISTENT: /progress/done is not 1-D\n";
+    return kInfoIncomplete;
+  }
+  std::vector<unsigned char> done(chunks[0]);
+  check_status(H5Dread(done_ds, H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, done.data()),
+               "reading /progress/done");
+  if (problem.empty() && done.size() != rows)
+    problem = "/progress/done does not hold one flag per row of /states";
+  if (!problem.empty()) {
+    out << "progress:  INCONSISTENT: " << problem << "\n";
+    return kInfoIncomplete;
+  }
+  const size_t complete = static_cast<size_t>(std::count(done.begin(), done.end(), 1));
+  if (complete == done.size()) {
+    // The live cells at the last step, for show only: a value that cannot be
+    // read changes no verdict.
+    std::int64_t last = 0;
+    Hid live(H5Dopen2(file, "live", H5P_DEFAULT), H5Dclose);
+    Hid space(live.valid() ? H5Dget_space(live) : H5I_INVALID_HID, H5Sclose);
+    const hsize_t one = 1, at = space.valid() ? H5Sget_simple_extent_npoints(space) - 1 : 0;
+    Hid mem(H5Screate_simple(1, &one, nullptr), H5Sclose);
+    if (space.valid() &&
+        H5Sselect_hyperslab(space, H5S_SELECT_SET, &at, nullptr, &one, nullptr) >= 0 &&
+        H5Dread(live, H5T_NATIVE_INT64, mem, space, H5P_DEFAULT, &last) >= 0)
+      out << "live:      " << last << " cells at the last step\n";
+    H5Eclear2(H5E_DEFAULT);
+    out << "progress:  complete (" << complete << " of " << done.size() << " snapshots)\n";
+    return kInfoComplete;
+  }
+  out << "progress:  INCOMPLETE: " << complete << " of " << done.size()
+      << " snapshots written; missing snapshots " << missing_ranges(done) << "\n";
+  return kInfoIncomplete;
+}
+
 // One file: what it holds and whether it is complete. *command: the
 // command line it records.
 int describe_file(const std::string& path, std::ostream& out, std::string* command) {
@@ -361,6 +496,8 @@ int describe_file(const std::string& path, std::ostream& out, std::string* comma
   }
   out << "input:     " << root_attr(file, "input") << "\n";
   if (has_attr(file, "with")) out << "with:      " << read_attr_string(file, "with") << "\n";
+  // tdsolve fractal: its own records (no /progress/offsets).
+  if (exists(file, "states")) return describe_fractal(file, out);
 
   const bool has_progress =
       exists(file, "progress") && exists(file, "progress/done") && exists(file, "progress/offsets");

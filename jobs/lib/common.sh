@@ -8,6 +8,7 @@ TDSOLVE_PACKAGES=(
   libboost-program-options-dev                # the command line
   libgtest-dev                                # unit tests
   python3 python3-h5py python3-numpy python3-scipy  # reader module and end-to-end tests
+  python3-matplotlib                          # pictures of fractal runs, benchmark plots
 )
 # Only jobs/run-tests.sh installs these: a real one-node Slurm for the job
 # scripts' test (e2e.slurm); a user's setup does not need Slurm daemons.

@@ -15,17 +15,27 @@
         e = r[tdsolve.triplet_index(r.n, 0, 1, 2)]   # with --store-triplets: the packed C(n,3)
                                                      # energies, itertools.combinations order
 
+    with tdsolve.open("f.h5") as r:          # tdsolve fractal: Game of Life on an NBB fractal
+        r.steps, r.live                      # the step of each snapshot; live cells at every step
+        v = r.state(-1)                      # the last snapshot, uint8[k^level], compact order
+        x, y = r.lambda_map(range(r.cells))  # compact -> embedded; r.nu_map(x, y) back (-1 off it)
+        img = r.image(-1)                    # n x n: 1 live, 0 dead, 255 off the fractal
+        r.save_png("f.png")
+
     tdsolve.check("d.h5").exit_code          # 0, 3 or 1: as `tdsolve info d.h5`
 
-`python3 -m tdsolve FILE.h5` prints the verdict and exits as `tdsolve info`.
+`python3 -m tdsolve FILE.h5` prints the verdict and exits as `tdsolve info`;
+`python3 -m tdsolve png FILE.h5 OUT.png [--snapshot I]` draws a fractal's snapshot.
 """
 from ._result import (CrossResult, EdmResult, HistResult, IncompleteResult, Result, TripletResult,
                       UnreadableResult, open, pair_index, triplet_index)
+from ._fractal import FractalMaps, FractalResult, fractal_presets, parse_table
 from ._verdict import (COMPLETE, INCOMPLETE, INCONSISTENT, NOT_A_RESULT, UNREADABLE, Verdict, check,
                        pair_count, triplet_count)
 
 __version__ = "0.1.0"
 
 __all__ = ["open", "check", "Verdict", "Result", "EdmResult", "CrossResult", "HistResult", "TripletResult",
-           "IncompleteResult", "UnreadableResult", "pair_index", "pair_count", "triplet_index", "triplet_count",
+           "FractalResult", "FractalMaps", "fractal_presets", "parse_table", "IncompleteResult",
+           "UnreadableResult", "pair_index", "pair_count", "triplet_index", "triplet_count",
            "COMPLETE", "INCOMPLETE", "INCONSISTENT", "NOT_A_RESULT", "UNREADABLE"]

@@ -325,7 +325,8 @@ class Result:
               "cross": "r[...], rows(), block(), matrix(), iter_chunks()",
               "hist": "counts, edges, underflow, overflow, rdf, r[...] (the counts)",
               "triplet": "energy, energy_per_point, forces; with --store-triplets also r[...], triplet(), "
-                         "triplet_energies(), iter_chunks()"}
+                         "triplet_energies(), iter_chunks()",
+              "fractal": "state(i), steps, live, image(i), save_png(), lambda_map(), nu_map(), iter_chunks()"}
 
     def _wrong(self, what, kinds):
         raise TypeError(f"{self.path}: {what} is for tdsolve {' and '.join(kinds)} results; this is a {self.kind} "
@@ -815,9 +816,13 @@ def _size(b):
 
 _CLASSES = {"edm": EdmResult, "cross": CrossResult, "hist": HistResult, "triplet": TripletResult}
 
+from ._fractal import FractalResult  # noqa: E402 (it builds on Result, above)
+
+_CLASSES["fractal"] = FractalResult
+
 
 def open(path, require_complete=True, access="auto", _classes=None):  # noqa: A001
-    """Opens a tdsolve result (edm, cross, hist or triplet) for reading.
+    """Opens a tdsolve result (edm, cross, hist, triplet or fractal) for reading.
 
     Raises IncompleteResult unless the file is complete by the rules of
     `tdsolve info` (pass require_complete=False to read a partial file), and

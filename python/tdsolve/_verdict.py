@@ -1,9 +1,9 @@
 """Is a tdsolve result file complete? The rules of `tdsolve info`.
 
 This is a port of io/info.cpp (describe_result, describe_file,
-describe_hist, describe_triplet), check for check and in the same order, so
-that for any file `tdsolve.check(path).exit_code` is the exit status of
-`tdsolve info path`:
+describe_hist, describe_triplet, describe_fractal), check for check and in
+the same order, so that for any file `tdsolve.check(path).exit_code` is the
+exit status of `tdsolve info path`:
 
     0  complete
     3  incomplete, inconsistent (its records disagree), or not a tdsolve result
@@ -52,9 +52,10 @@ class Verdict:
     "unreadable"; exit_code: info's exit status (0, 3 or 1); message: one
     line; path: the path asked about; file: the file actually read (path, or
     path + ".partial" when only that exists); kind: "edm", "cross", "hist",
-    "triplet" or None; dataset: the dataset whose attributes describe the
-    result ("distances", "counts", or "energy" for triplets); chunks,
-    chunks_done: from /progress (None when not read)."""
+    "triplet", "fractal" or None; dataset: the dataset whose attributes
+    describe the result ("distances", "counts", "energy" for triplets,
+    "states" for fractals); chunks, chunks_done: from /progress (None when
+    not read; a fractal file's chunks are its snapshots)."""
 
     __slots__ = ("status", "message", "path", "file", "kind", "dataset", "chunks", "chunks_done", "_done",
                  "_offsets")
@@ -317,8 +318,102 @@ def _describe_triplet(f, name):
     return None, total
 
 
+def _check_fractal(f, path, file):
+    """The verdict on a `tdsolve fractal` file, as describe_fractal: the
+    records are checked in its order, stopping at the first that disagrees."""
+    if not _exists(f, "progress") or not _exists(f, "progress/done"):
+        return Verdict(NOT_A_RESULT, "not a tdsolve result (/states without /progress/done)", path, file)
+    states = _dataset(f, "states")
+    g = _group(f, "progress")
+    dims = _dims(states)
+    rows = 0
+
+    def records():
+        nonlocal rows
+        if _has_attr(g, "dataset"):
+            name = _attr_string(g, "dataset")
+            if name.startswith("/"):
+                name = name[1:]
+            if name != "states":
+                return "the `dataset` attribute of /progress does not name /states"
+        for a in ("k", "s", "level", "steps"):
+            if not _has_attr(states, a):
+                return f"/states has no `{a}` attribute"
+        k, s = _attr_u64(states, "k"), _attr_u64(states, "s")
+        level, steps = _attr_u64(states, "level"), _attr_u64(states, "steps")
+        if not 2 <= s <= 16:
+            return "the `s` attribute of /states is not in 2..16"
+        if not 1 <= k <= s * s:
+            return "the `k` attribute of /states is not in 1..s^2"
+        n = cells = 1
+        for _ in range(level):
+            n, cells = n * s, cells * k
+            if n > 1 << 31:
+                return "the embedding s^level is larger than 2^31"
+        if _has_attr(states, "n") and _attr_u64(states, "n") != n:
+            return "the `n` attribute of /states is not s^level"
+        if _has_attr(states, "cells") and _attr_u64(states, "cells") != cells:
+            return "the `cells` attribute of /states is not k^level"
+        for a in ("shape", "table", "rule", "init", "layout", "map"):  # read as info prints them
+            if _has_attr(states, a):
+                _attr_string(states, a)
+        if _has_attr(states, "rho"):
+            _attr_u64(states, "rho")
+        if len(dims) != 2:
+            return "/states is not 2-D"
+        if dims[1] != cells:
+            return "/states does not hold k^level cells per row"
+        rows = dims[0]
+        if rows == 0:
+            return "/states has no rows"
+        if not _exists(f, "steps"):
+            return "no /steps"
+        steps_ds = _dataset(f, "steps")
+        if _dims(steps_ds) != (rows,):
+            return "/steps does not hold one value per row of /states"
+        at = _read_all(steps_ds, h5t.NATIVE_INT64, np.int64)
+        if at[0] != 0 or np.any(at[1:] <= at[:-1]) or int(at[-1]) % _M64 != steps:
+            return "/steps does not run from 0 to the `steps` attribute, increasing"
+        if not _exists(f, "live"):
+            return "no /live"
+        if _dims(_dataset(f, "live")) != ((steps + 1) % _M64,):
+            return "/live does not hold steps+1 values"
+        if not _exists(f, "replicas"):
+            return "no /replicas"
+        if _dims(_dataset(f, "replicas")) != (k, 2):
+            return "/replicas is not k x 2"
+        for a in ("chunks", "elements"):
+            if _has_attr(g, a) and _attr_u64(g, a) != rows:
+                return f"the `{a}` attribute of /progress is not the rows of /states"
+        return None
+
+    problem = records()
+    done_ds = _dataset(f, "progress/done")
+    ddims = _dims(done_ds)
+    if len(ddims) == 0:
+        raise _Unreadable("/progress/done is a scalar")
+    if _elements(ddims) != ddims[0]:
+        raise _Inconsistent("/progress/done is not 1-D")
+    done = _read_all(done_ds, h5t.NATIVE_UINT8, np.uint8).reshape(-1)
+    if problem is None and len(done) != rows:
+        problem = "/progress/done does not hold one flag per row of /states"
+
+    def verdict(status, message):
+        return Verdict(status, message, path, file, "fractal", "states", done, None)
+
+    if problem is not None:
+        return verdict(INCONSISTENT, f"inconsistent: {problem}")
+    complete = int(np.count_nonzero(done == 1))
+    if complete == len(done):
+        return verdict(COMPLETE, f"complete ({complete} of {len(done)} snapshots)")
+    return verdict(INCOMPLETE, f"INCOMPLETE: {complete} of {len(done)} snapshots written; missing snapshots "
+                               f"{_missing_ranges(done)}")
+
+
 def _check_open(f, path, file):
     """The verdict on an open file, as describe_file."""
+    if _exists(f, "states"):  # tdsolve fractal: its own records (no /progress/offsets)
+        return _check_fractal(f, path, file)
     has_progress = _exists(f, "progress") and _exists(f, "progress/done") and _exists(f, "progress/offsets")
     name = "distances"
     if has_progress:

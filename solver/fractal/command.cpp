@@ -490,7 +490,19 @@ int run_root(const FractalOptions& o, MPI_Comm comm) {
   const double file_bytes = double(j.steps.size()) * double(f.cells) + 8.0 * double(o.steps);
   check_output_space(out, file_bytes);
   if (!o.run.quiet) describe_run(o, j, *engine);
-  if (!resuming) create_file(o, j, partial, engine->describe());
+  // The start is read (and checked) before the file exists: a bad state
+  // leaves nothing behind.
+  const auto start = [&] {
+    if (o.input.empty()) {
+      engine->set_random(parse_random_init(o.init));
+    } else {
+      load_input_state(o.input, f, *engine);
+    }
+  };
+  if (!resuming) {
+    start();
+    create_file(o, j, partial, engine->describe());
+  }
 
   // From here on the file exists: a failure ends the job at once with one
   // line (and MPI_Abort, so HDF5 never closes a failed file in MPI_Finalize).
@@ -524,11 +536,7 @@ int run_root(const FractalOptions& o, MPI_Comm comm) {
       }
     }
     if (next_row == 0) {
-      if (o.input.empty()) {
-        engine->set_random(parse_random_init(o.init));
-      } else {
-        load_input_state(o.input, f, *engine);
-      }
+      if (resuming) start();
       live[0] = std::int64_t(engine->live());
       w.snapshot(0, *engine, f.cells, std::vector<std::int64_t>(live.begin(), live.begin() + 1));
       next_row = 1;
