@@ -725,7 +725,8 @@ bool parse_fractal(int argc, char** argv, fractal::FractalOptions& o) {
   if (o.shape.empty()) throw UsageError("--shape is required (see tdsolve fractal --help)");
   if (!vm.count("level")) throw UsageError("--level R is required");
   if (!vm.count("steps")) throw UsageError("--steps T is required");
-  if (o.steps < 0 || o.steps > (1L << 40)) throw UsageError("--steps must be 0 or more");
+  if (o.steps < 0 || o.steps > 100'000'000)
+    throw UsageError("--steps must be from 0 to 100000000 (/live holds a count per step)");
   if (o.snapshot_every < 0) throw UsageError("--snapshot-every must be 0 or more");
   if (o.snapshot_every > 0 && o.steps / o.snapshot_every > 1000000)
     throw UsageError("--snapshot-every: more than a million snapshots; take fewer");

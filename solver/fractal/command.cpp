@@ -267,9 +267,9 @@ class Writer {
         done_(io::dataset_handle(H5Dopen2(file_, "progress/done", H5P_DEFAULT),
                                  "H5Dopen /progress/done")) {}
 
-  // Row `row` of /states from the engine, /live[0..=step], then the flag.
+  // Row `row` of /states from the engine, live[from, to) into /live, then the flag.
   void snapshot(hsize_t row, Engine& engine, std::uint64_t cells,
-                const std::vector<std::int64_t>& live) {
+                const std::vector<std::int64_t>& live, hsize_t from, hsize_t to) {
     std::vector<std::uint8_t> buf(std::min<std::uint64_t>(cells, kSlab));
     Hid space(H5Dget_space(states_), H5Sclose);
     for (std::uint64_t c0 = 0; c0 < cells; c0 += buf.size()) {
@@ -282,10 +282,10 @@ class Writer {
       io::check_status(H5Dwrite(states_, H5T_NATIVE_UINT8, mem, space, H5P_DEFAULT, buf.data()),
                        "H5Dwrite /states");
     }
-    write_prefix(live_, H5T_NATIVE_INT64, live.data(), live.size(), "/live");
+    write_range(live_, H5T_NATIVE_INT64, live.data() + from, from, to - from, "/live");
     flush();
     const std::uint8_t one = 1;
-    write_at(done_, H5T_NATIVE_UINT8, &one, row, "/progress/done");
+    write_range(done_, H5T_NATIVE_UINT8, &one, row, 1, "/progress/done");
     flush();
   }
 
@@ -334,19 +334,11 @@ class Writer {
     if (handle && ::fsync(*static_cast<int*>(handle)) != 0)
       throw InputError("cannot sync '" + path_ + "' to storage: " + std::strerror(errno));
   }
-  static void write_at(hid_t d, hid_t type, const void* v, hsize_t at, const char* what) {
+  static void write_range(hid_t d, hid_t type, const void* v, hsize_t at, hsize_t count,
+                          const char* what) {
+    if (count == 0) return;
     Hid space(H5Dget_space(d), H5Sclose);
-    const hsize_t one = 1;
-    io::check_status(H5Sselect_hyperslab(space, H5S_SELECT_SET, &at, nullptr, &one, nullptr),
-                     "H5Sselect_hyperslab");
-    Hid mem(H5Screate_simple(1, &one, nullptr), H5Sclose);
-    io::check_status(H5Dwrite(d, type, mem, space, H5P_DEFAULT, v),
-                     std::string("H5Dwrite ") + what);
-  }
-  static void write_prefix(hid_t d, hid_t type, const void* v, hsize_t count, const char* what) {
-    Hid space(H5Dget_space(d), H5Sclose);
-    const hsize_t zero = 0;
-    io::check_status(H5Sselect_hyperslab(space, H5S_SELECT_SET, &zero, nullptr, &count, nullptr),
+    io::check_status(H5Sselect_hyperslab(space, H5S_SELECT_SET, &at, nullptr, &count, nullptr),
                      "H5Sselect_hyperslab");
     Hid mem(H5Screate_simple(1, &count, nullptr), H5Sclose);
     io::check_status(H5Dwrite(d, type, mem, space, H5P_DEFAULT, v),
@@ -538,7 +530,7 @@ int run_root(const FractalOptions& o, MPI_Comm comm) {
     if (next_row == 0) {
       if (resuming) start();
       live[0] = std::int64_t(engine->live());
-      w.snapshot(0, *engine, f.cells, std::vector<std::int64_t>(live.begin(), live.begin() + 1));
+      w.snapshot(0, *engine, f.cells, live, 0, 1);
       next_row = 1;
     }
 
@@ -562,8 +554,7 @@ int run_root(const FractalOptions& o, MPI_Comm comm) {
         lock.heartbeat();
       }
       if (stopped || out_of_time) break;
-      w.snapshot(row, *engine, f.cells,
-                 std::vector<std::int64_t>(live.begin(), live.begin() + step + 1));
+      w.snapshot(row, *engine, f.cells, live, hsize_t(j.steps[row - 1]) + 1, hsize_t(step) + 1);
       if (!o.run.quiet && o.run.progress != ProgressMode::none)
         std::printf(
             "tdsolve fractal: step %ld of %ld, %lld live cells, snapshot %zu of %zu written\n",
