@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "core/error.hpp"
@@ -98,6 +99,15 @@ PointSet read_hdf5(const std::string& path, const std::string& dataset, const st
   p.d = dims[1];
   p.source = spec;
   check_shape(p.n, p.d, p.source);
+  // A chunked dataset can claim any shape and hold nothing: HDF5 reads the
+  // chunks never written as the fill value. Refuse it before allocating.
+  H5D_space_status_t status = H5D_SPACE_STATUS_ERROR;
+  check_status(H5Dget_space_status(dset, &status), "H5Dget_space_status");
+  if (status != H5D_SPACE_STATUS_ALLOCATED)
+    throw InputError(
+        "dataset '" + dataset + "' in '" + path + "' claims " + shape_text(dims) + " values, but " +
+        (status == H5D_SPACE_STATUS_NOT_ALLOCATED ? "none of them was" : "only part of them was") +
+        " ever written (HDF5 would read the unwritten values as its fill value)");
   p.values.resize(p.n * p.d);
   check_status(H5Dread(dset, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, p.values.data()),
                "reading '" + dataset + "' from '" + path + "'");
@@ -382,6 +392,70 @@ void check_finite(const PointSet& p) {
       << first % p.d << " (0-based)";
     throw InputError(s.str());
   }
+}
+
+std::vector<index_t> parse_columns(const std::string& text) {
+  const std::string what = "--columns '" + text + "': ";
+  const auto number = [&](const std::string& t) {
+    if (t.empty() || t.size() > 9 || t.find_first_not_of("0123456789") != std::string::npos)
+      throw UsageError(
+          what + "'" + t +
+          "' is not a column number (0-based indices and ranges A:B, comma-separated)");
+    return index_t(std::stoull(t));
+  };
+  std::vector<index_t> cols;
+  std::set<index_t> seen;
+  std::string item;
+  std::istringstream in(text);
+  bool any = false;
+  while (std::getline(in, item, ',')) {
+    any = true;
+    const size_t colon = item.find(':');
+    index_t a = 0, b = 0;
+    if (colon == std::string::npos) {
+      a = number(item);
+      b = a + 1;
+    } else {
+      a = number(item.substr(0, colon));
+      b = number(item.substr(colon + 1));
+      if (b <= a) throw UsageError(what + "the range " + item + " is empty (A:B takes A..B-1)");
+    }
+    for (index_t c = a; c < b; ++c) {
+      if (!seen.insert(c).second)
+        throw UsageError(what + "column " + std::to_string(c) + " is selected twice");
+      cols.push_back(c);
+    }
+  }
+  if (!any || text.back() == ',') throw UsageError(what + "name at least one column, e.g. 1:4");
+  return cols;
+}
+
+void arrange_points(PointSet& p, bool transpose, const std::vector<index_t>& columns) {
+  if (transpose) {
+    std::vector<double> t(p.values.size());
+    for (index_t i = 0; i < p.n; ++i)
+      for (index_t k = 0; k < p.d; ++k)
+        t[k * p.n + i] = p.values[i * p.d + k];
+    p.values.swap(t);
+    std::swap(p.n, p.d);
+    p.source += " (transposed)";
+  }
+  if (columns.empty()) return;
+  for (index_t c : columns)
+    if (c >= p.d)
+      throw InputError("--columns: the input '" + p.source + "' has " + std::to_string(p.d) +
+                       " columns (0 to " + std::to_string(p.d - 1) + "), no column " +
+                       std::to_string(c));
+  std::vector<double> v(p.n * columns.size());
+  for (index_t i = 0; i < p.n; ++i)
+    for (size_t k = 0; k < columns.size(); ++k)
+      v[i * columns.size() + k] = p.values[i * p.d + columns[k]];
+  p.values.swap(v);
+  p.d = columns.size();
+  std::string list;
+  for (size_t k = 0; k < columns.size(); ++k)
+    list += (k ? "," : "") + std::to_string(columns[k]);
+  p.source += " (columns " + list + ")";
 }
 
 InputSpec split_input_spec(const std::string& spec) {

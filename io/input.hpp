@@ -38,6 +38,15 @@ struct GeneratorSpec {
 GeneratorSpec parse_generator(const std::string& spec);  // throws UsageError
 PointSet generate_points(const GeneratorSpec& g);
 
+// --columns LIST: 0-based column indices and ranges A:B (B excluded, as in
+// Python), comma-separated, in the order to use, e.g. "1:4" or "0,2,5:7".
+// Throws UsageError for bad syntax, an empty range or a repeated column.
+std::vector<index_t> parse_columns(const std::string& text);
+// --transpose (the stored array is d × n: one point per column, as
+// column-major writers such as MATLAB and Julia store an n × d array),
+// then --columns (empty: all). InputError for a column past the input's d.
+void arrange_points(PointSet& p, bool transpose, const std::vector<index_t>& columns);
+
 // Shape checks shared by every source: n >= 1, d >= 1.
 void check_shape(index_t n, index_t d, const std::string& source);
 // Pairs of one set need n >= 2.

@@ -209,7 +209,8 @@ index_t checked_total(CommandKind kind, index_t rows, index_t cols, index_t valu
 // Reads or generates a point set; `check(n, d, source)` vets its size
 // before a generator allocates anything.
 template <typename Check>
-io::PointSet load_points(const InputOptions& in, double host_bytes, Check&& check) {
+io::PointSet load_points(const InputOptions& in, double host_bytes, std::vector<std::string>* notes,
+                         Check&& check) {
   if (!in.generate.empty()) {
     const io::GeneratorSpec g = io::parse_generator(in.generate);
     check(g.n, g.d, in.generate);
@@ -217,9 +218,15 @@ io::PointSet load_points(const InputOptions& in, double host_bytes, Check&& chec
     return io::generate_points(g);  // finite by construction
   }
   io::PointSet pts = io::read_points(in.input);
+  io::arrange_points(pts, in.transpose, in.columns);
   check(pts.n, pts.d, pts.source);
   check_points_fit(pts.n, pts.d, pts.source, host_bytes);
   io::check_finite(pts);
+  if (pts.d > pts.n)
+    notes->push_back("'" + pts.source + "' has more features than points (n = " +
+                     std::to_string(pts.n) + " rows of d = " + std::to_string(pts.d) +
+                     " columns); if it stores one point per column (as MATLAB and Julia write an "
+                     "n × d array), add --transpose");
   return pts;
 }
 
@@ -318,6 +325,7 @@ Problem<T> load_problem(const CommandOptions& o, MPI_Comm comm, Sources* src) {
     p.atm.cutoff_triple = o.triplet.cutoff_triple;
   }
   const bool bench = o.out.output.empty();
+  std::vector<std::string> notes;  // printed once the problem has passed every check
   on_root(comm, [&] {
     const double host = static_cast<double>(cpu::available_host_bytes(1));
     const auto pair_sizes = [&](index_t n, index_t d, const std::string& source) {
@@ -340,13 +348,14 @@ Problem<T> load_problem(const CommandOptions& o, MPI_Comm comm, Sources* src) {
         checked_total(o.kind, n, n, sizeof(T), source);
       }
     };
-    io::PointSet a = load_points(o.in, host, pair_sizes);
+    io::PointSet a = load_points(o.in, host, &notes, pair_sizes);
     src->a = a.source;
     if (!bench) src->a_hash = content_hash(a);
     p.d = a.d;
     p.rows = a.n;
     if (p.domain == DomainKind::rect) {
-      io::PointSet b = load_points(o.with, host, [](index_t, index_t, const std::string&) {});
+      io::PointSet b =
+          load_points(o.with, host, &notes, [](index_t, index_t, const std::string&) {});
       src->b = b.source;
       if (!bench) src->b_hash = content_hash(b);
       if (b.d != a.d)
@@ -389,6 +398,9 @@ Problem<T> load_problem(const CommandOptions& o, MPI_Comm comm, Sources* src) {
   all_agree(comm, [&] { fault_point(Stage::read, 0); });
   complete_problem(&p);
   on_root(comm, [&] { check_norms(p, src->a, src->b); });
+  if (!o.run.quiet)
+    for (const std::string& note : notes)
+      std::fprintf(stderr, "tdsolve: note: %s\n", note.c_str());
   if (o.kind == CommandKind::hist) {
     p.hist = make_hist_spec(o.hist.lo, o.hist.hi, o.hist.bins);
     p.box_dims = o.hist.box_dims;

@@ -115,11 +115,20 @@ po::options_description input_group(InputOptions& in, InputOptions* with) {
       "FILE.npy, or FILE.csv (one point per line; a non-numeric first line is a header)")(
       "generate", po::value(&in.generate)->value_name("SPEC"),
       "synthetic points uniform in [0,1)^D: uniform:N:D[:SEED] (SEED defaults to 0)");
+  g.add_options()("transpose", po::bool_switch(&in.transpose),
+                  "the input stores one point per column (d rows × n columns, as MATLAB and Julia "
+                  "write an n × d array): read it transposed")(
+      "columns", po::value<std::string>()->value_name("LIST"),
+      "use only these columns of the input (after --transpose), 0-based, e.g. 1:4 (columns "
+      "1, 2, 3) or 0,2,5:7: leaves out id or label columns");
   if (with) {
     g.add_options()("with", po::value(&with->input)->value_name("SRC"),
                     "the second set, K rows × d features, in any --input format")(
         "with-generate", po::value(&with->generate)->value_name("SPEC"),
-        "a synthetic second set: uniform:K:D[:SEED]");
+        "a synthetic second set: uniform:K:D[:SEED]")(
+        "with-transpose", po::bool_switch(&with->transpose), "--transpose for the --with input")(
+        "with-columns", po::value<std::string>()->value_name("LIST"),
+        "--columns for the --with input");
   }
   return g;
 }
@@ -153,7 +162,9 @@ po::options_description compute_group(ComputeOptions& o, Choices& c, int flags) 
   if (!(flags & kTriplets))
     g.add_options()(
         "metric", po::value(&c.metric)->default_value("euclidean")->value_name("NAME"),
-        "euclidean, sqeuclidean, cityblock, chebyshev or cosine (as scipy.spatial.distance)");
+        "euclidean, sqeuclidean, cityblock, chebyshev or cosine (as scipy.spatial.distance); "
+        "also SciPy's aliases and l2, l1, manhattan, linf, in any case (the file records the "
+        "name above)");
   g.add_options()("precision", po::value(&c.precision)->default_value("float32")->value_name("P"),
                   (flags & kTriplets)
                       ? "float32 or float64: the arithmetic of each triplet (and the stored "
@@ -424,10 +435,17 @@ std::string effective_options(const po::options_description& desc, const po::var
   return text;
 }
 
-void finish_input(const InputOptions& in, const char* a, const char* b, bool pairs) {
+void finish_input(InputOptions& in, const char* a, const char* b, bool pairs,
+                  const po::variables_map& vm) {
   if (in.input.empty() == in.generate.empty())
     throw UsageError(std::string("give exactly one of --") + a + " SRC or --" + b +
                      " uniform:N:D[:SEED]");
+  const std::string prefix = std::string(a) == "with" ? "with-" : "";
+  if (vm.count(prefix + "columns"))
+    in.columns = io::parse_columns(vm[prefix + "columns"].as<std::string>());
+  if (!in.generate.empty() && (in.transpose || !in.columns.empty()))
+    throw UsageError("--" + prefix + "transpose and --" + prefix + "columns apply to --" + a +
+                     " (a file), not to --" + b);
   if (!in.generate.empty()) {
     // Report a bad spec before MPI starts.
     const io::GeneratorSpec g = io::parse_generator(in.generate);
@@ -440,7 +458,8 @@ void finish_compute(ComputeOptions& o, const Choices& c, int flags) {
     o.metric = Metric::euclidean;  // triplets
   } else if (!parse_metric(c.metric, &o.metric))
     throw UsageError("unknown --metric '" + c.metric +
-                     "'; choose euclidean, sqeuclidean, cityblock, chebyshev or cosine");
+                     "'; choose euclidean (l2), sqeuclidean, cityblock (l1, manhattan), "
+                     "chebyshev (linf) or cosine; SciPy's aliases and any case also work");
   check_choice("--precision", c.precision, {"float32", "float64"});
   o.fp64 = c.precision == "float64";
   check_choice("--backend", c.backend, {"auto", "cpu", "cuda"});
@@ -588,8 +607,8 @@ bool parse_command(CommandKind kind, int argc, char** argv, CommandOptions& o) {
                       : triplet                ? kTripletUsage
                                                : kCrossUsage;
   if (!parse(argc, argv, all, usage, name, vm)) return false;
-  finish_input(o.in, "input", "generate", !cross);
-  if (cross) finish_input(o.with, "with", "with-generate", false);
+  finish_input(o.in, "input", "generate", !cross, vm);
+  if (cross) finish_input(o.with, "with", "with-generate", false, vm);
   if (o.out.output.empty()) throw UsageError("--output FILE.h5 is required");
   if (o.out.resume && o.out.overwrite)
     throw UsageError(
@@ -637,8 +656,8 @@ bool parse_bench(int argc, char** argv, BenchOptions& b) {
            : cross ? CommandKind::cross
            : hist  ? CommandKind::hist
                    : CommandKind::edm;
-  finish_input(o.in, "input", "generate", !cross);
-  if (cross) finish_input(o.with, "with", "with-generate", false);
+  finish_input(o.in, "input", "generate", !cross, vm);
+  if (cross) finish_input(o.with, "with", "with-generate", false, vm);
   if (triplet) {
     if (!vm["metric"].defaulted())
       throw UsageError("bench: --metric does not apply to --problem " + problem);
@@ -855,6 +874,9 @@ int main(int argc, char** argv) {
     throw UsageError(
         "unknown command '" + cmd +
         "' (commands: edm, hist, cross, triplet, fractal, info, bench; see tdsolve --help)");
+  } catch (const std::bad_alloc&) {
+    if (launcher_rank0()) std::fprintf(stderr, "tdsolve: error: out of memory\n");
+    return 1;
   } catch (const std::exception& e) {
     if (launcher_rank0()) std::fprintf(stderr, "tdsolve: error: %s\n", one_line(e.what()).c_str());
     return exit_code_of(e);

@@ -34,11 +34,34 @@ inline const char* metric_name(Metric m) {
   return "?";
 }
 
+// A metric by any of its names, case-insensitive: the canonical one, SciPy's
+// aliases (scipy.spatial.distance: "e", "eu", "euclid", "c", "cb",
+// "cblock", "ch", "cheb", "cheby", "chebychev", "sqe", "sqeuclid", "cos")
+// and scikit-learn's ("l2", "l1", "manhattan", "linf", "infinity").
 inline bool parse_metric(const std::string& s, Metric* m) {
-  for (Metric c : {Metric::euclidean, Metric::sqeuclidean, Metric::cityblock, Metric::chebyshev,
-                   Metric::cosine}) {
-    if (s == metric_name(c)) {
-      *m = c;
+  std::string t;
+  for (char ch : s)
+    t += char(ch >= 'A' && ch <= 'Z' ? ch - 'A' + 'a' : ch);
+  static const struct {
+    const char* name;
+    Metric metric;
+  } kNames[] = {
+      {"euclidean", Metric::euclidean}, {"e", Metric::euclidean},
+      {"eu", Metric::euclidean},        {"euclid", Metric::euclidean},
+      {"l2", Metric::euclidean},        {"sqeuclidean", Metric::sqeuclidean},
+      {"sqe", Metric::sqeuclidean},     {"sqeuclid", Metric::sqeuclidean},
+      {"cityblock", Metric::cityblock}, {"c", Metric::cityblock},
+      {"cb", Metric::cityblock},        {"cblock", Metric::cityblock},
+      {"l1", Metric::cityblock},        {"manhattan", Metric::cityblock},
+      {"chebyshev", Metric::chebyshev}, {"ch", Metric::chebyshev},
+      {"cheb", Metric::chebyshev},      {"cheby", Metric::chebyshev},
+      {"chebychev", Metric::chebyshev}, {"linf", Metric::chebyshev},
+      {"infinity", Metric::chebyshev},  {"cosine", Metric::cosine},
+      {"cos", Metric::cosine},
+  };
+  for (const auto& n : kNames) {
+    if (t == n.name) {
+      *m = n.metric;
       return true;
     }
   }

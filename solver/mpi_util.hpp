@@ -8,6 +8,7 @@
 
 #include <cstring>
 #include <exception>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,11 @@ void all_agree(MPI_Comm c, F&& f) {
     f();
   } catch (const CollectiveError&) {
     throw;
+  } catch (const std::bad_alloc&) {
+    code = 1;
+    message =
+        "out of memory: an allocation failed (the input, or the buffers the run needs, do not "
+        "fit in this rank's memory; give each rank more memory, or run fewer ranks per node)";
   } catch (const std::exception& e) {
     code = exit_code_of(e);
     message = e.what();

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "solver/problem.hpp"
 #include "solver/progress.hpp"
@@ -14,6 +15,8 @@ enum class BackendKind { automatic, cpu, cuda };
 // --input SRC | --generate SPEC (and for cross, --with | --with-generate).
 struct InputOptions {
   std::string input, generate;
+  bool transpose = false;        // the stored array is d × n
+  std::vector<index_t> columns;  // the columns to use (empty: all)
   const std::string& spec() const { return input.empty() ? generate : input; }
 };
 

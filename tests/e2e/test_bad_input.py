@@ -103,7 +103,7 @@ class BadInputTest(TempDirTest):
             self.assertEqual(r.n, 10)
 
     def test_unknown_metric(self):
-        self.run_bad(["--generate", "uniform:10:2", "--metric", "manhattan"], "manhattan")
+        self.run_bad(["--generate", "uniform:10:2", "--metric", "l3"], "l3")
 
     def test_bad_options(self):
         self.run_bad(["--generate", "uniform:10"], "uniform:N:D")
@@ -178,12 +178,121 @@ class BadInputTest(TempDirTest):
         self.assertTrue(np.all(np.isfinite(d)))
         self.assertEqual(d[0], float(2**64 - 2))
 
+    def test_hdf5_datasets_claiming_more_than_they_hold(self):
+        # A chunked dataset can claim any shape without a byte of data (HDF5
+        # reads unwritten chunks as the fill value): refused before anything
+        # is allocated, as is a partly written one and an unwritten contiguous one.
+        src = self.path("claims.h5")
+        with h5py.File(src, "w") as f:
+            f.create_dataset("huge", shape=(10**9, 3), dtype="f8", chunks=(4096, 3))
+            part = f.create_dataset("part", shape=(8192, 3), dtype="f8", chunks=(4096, 3))
+            part[:4096] = 1.0
+            f.create_dataset("empty", shape=(100, 3), dtype="f8")
+        for name, words in (("huge", "none of them"), ("part", "only part of them"), ("empty", "none of them")):
+            with self.subTest(name=name):
+                line = self.run_bad(["--input", f"{src}:/{name}"], words)
+                self.assertIn("fill value", line)
+
+    def test_out_of_memory_is_a_message(self):
+        # 60e6 points (960 MB as float64) under a 900 MB address-space limit:
+        # the allocation fails; the error says so in words, not "std::bad_alloc".
+        import resource
+
+        def limit():
+            resource.setrlimit(resource.RLIMIT_AS, (900 << 20, 900 << 20))
+
+        out = self.path("oom.h5")
+        r = subprocess.run([BIN, "hist", "--generate", "uniform:60000000:2", "--bins", "10", "--range", "0:2",
+                            "--output", out, "--backend", "cpu", "--quiet"], capture_output=True, text=True,
+                           timeout=120, preexec_fn=limit)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        ours = [l for l in r.stderr.splitlines() if l.startswith("tdsolve:")]
+        self.assertEqual(len(ours), 1, r.stderr)
+        self.assertIn("out of memory", ours[0])
+        self.assertNotIn("bad_alloc", r.stderr)
+        self.assertFalse(os.path.exists(out))
+
+    def test_bad_columns(self):
+        src = self.save_npy("ids.npy", np.arange(20.0).reshape(5, 4))
+        self.run_bad(["--input", src, "--columns", "1:9"], "no column 4")
+        self.run_bad(["--input", src, "--columns", "2:2"], "is empty")
+        self.run_bad(["--input", src, "--columns", "1,1"], "selected twice")
+        self.run_bad(["--input", src, "--columns", "a"], "not a column number")
+        self.run_bad(["--generate", "uniform:10:2", "--transpose"], "not to --generate")
+
     def test_cuda_without_gpu_or_cuda_build(self):
         probe = tdsolve("edm", "--generate", "uniform:10:2", "--output", self.path("p.h5"), "--backend", "cuda",
                         "--quiet")
         if probe.returncode == 0:
             self.skipTest("a GPU is visible here")
         self.run_bad(["--generate", "uniform:10:2", "--backend", "cuda"], "--backend cuda")
+
+
+
+class InputLayoutTest(TempDirTest):
+    """--transpose and --columns read the same points from other layouts;
+    metric names as SciPy and scikit-learn spell them."""
+
+    def setUp(self):
+        super().setUp()
+        self.x = np.random.default_rng(5).random((40, 3))
+        self.ref = self.path("ref.h5")
+        tdsolve("edm", "--input", self.save_npy("x.npy", self.x), "--output", self.ref, "--quiet",
+                "--backend", "cpu", check=True)
+
+    def same_as_reference(self, *args):
+        out = self.path("o.h5")
+        if os.path.exists(out):
+            os.remove(out)
+        r = tdsolve("edm", *args, "--output", out, "--quiet", "--backend", "cpu", check=True)
+        with h5py.File(out, "r") as a, h5py.File(self.ref, "r") as b:
+            self.assertEqual(a["distances"][:].tobytes(), b["distances"][:].tobytes(), args)
+        return r
+
+    def test_transposed_input(self):
+        # d x n, as h5py sees what MATLAB or Julia wrote for an n x d array.
+        src = self.path("t.h5")
+        with h5py.File(src, "w") as f:
+            f["x"] = self.x.T.copy()
+        r = self.same_as_reference("--input", f"{src}:/x", "--transpose")
+        self.assertNotIn("note", r.stderr)
+        with h5py.File(self.path("o.h5"), "r") as f:
+            self.assertIn("transposed", f.attrs["input"])
+        # Without --transpose: 3 points of 40 features, and a note that says why.
+        out = self.path("wrong.h5")
+        r = tdsolve("edm", "--input", f"{src}:/x", "--output", out, "--progress", "none", check=True)
+        self.assertIn("tdsolve: note:", r.stderr)
+        self.assertIn("more features than points", r.stderr)
+        self.assertIn("--transpose", r.stderr)
+        r = tdsolve("edm", "--input", f"{src}:/x", "--output", out, "--quiet", "--overwrite", check=True)
+        self.assertEqual(r.stderr, "", "--quiet prints nothing but errors")
+
+    def test_id_columns(self):
+        ids = np.c_[np.arange(40), self.x, 7 * np.arange(40)]
+        self.same_as_reference("--input", self.save_npy("ids.npy", ids), "--columns", "1:4")
+        self.same_as_reference("--input", self.save_npy("ids2.npy", ids), "--columns", "1,2,3")
+        # After --transpose, columns are the features of each point.
+        self.same_as_reference("--input", self.save_npy("idsT.npy", ids.T.copy()), "--transpose",
+                               "--columns", "1:4")
+
+    def test_metric_aliases(self):
+        for name in ("l2", "L2", "Euclidean", "EUCLID", "eu", "e"):
+            with self.subTest(name=name):
+                self.same_as_reference("--input", self.path("x.npy"), "--metric", name)
+        src = self.path("x.npy")
+        outs = {}
+        for name in ("cityblock", "manhattan", "L1", "cb", "Chebyshev", "linf", "chebychev", "COS", "sqe"):
+            out = self.path(f"{name}.h5")
+            tdsolve("edm", "--input", src, "--output", out, "--quiet", "--metric", name, check=True)
+            with h5py.File(out, "r") as f:
+                outs[name] = (f["distances"].attrs["metric"], f["distances"][:])
+        self.assertEqual(outs["manhattan"][0], "cityblock")
+        self.assertEqual(outs["linf"][0], "chebyshev")
+        self.assertEqual(outs["COS"][0], "cosine")
+        self.assertEqual(outs["sqe"][0], "sqeuclidean")
+        for a, b in (("cityblock", "manhattan"), ("cityblock", "L1"), ("cityblock", "cb"),
+                     ("Chebyshev", "linf"), ("Chebyshev", "chebychev")):
+            self.assertEqual(outs[a][1].tobytes(), outs[b][1].tobytes(), (a, b))
 
 
 if __name__ == "__main__":
