@@ -69,7 +69,8 @@ Job make_job(const FractalOptions& o) {
   j.shape = parse_shape(o.shape);
   j.f = make_fractal(j.shape, o.level);
   j.rule = parse_rule(o.rule);
-  for (long t = 0; t<o.steps; t += o.snapshot_every> 0 ? o.snapshot_every : o.steps)
+  const long every = o.snapshot_every > 0 ? o.snapshot_every : o.steps;
+  for (long t = 0; t < o.steps; t += every)
     j.steps.push_back(t);
   j.steps.push_back(o.steps);
   j.identity = "table=" + shape_table(j.shape) + "\nlevel=" + std::to_string(o.level) +
@@ -118,6 +119,13 @@ void load_input_state(const std::string& spec, const Fractal& f, Engine& engine)
   if (shape.empty() || shape.size() > 2)
     throw InputError(what + "the state must be 1-D (cells) or 2-D (snapshots × cells)");
   const hsize_t cells = shape.back();
+  H5D_space_status_t status = H5D_SPACE_STATUS_ERROR;
+  io::check_status(H5Dget_space_status(d, &status), "H5Dget_space_status");
+  if (status != H5D_SPACE_STATUS_ALLOCATED &&
+      !(shape.size() == 2 && H5Lexists(file, "progress", H5P_DEFAULT) > 0))
+    throw InputError(what +
+                     "the state was never (or only partly) written; HDF5 would read the "
+                     "missing cells as its fill value");
   if (cells != f.cells)
     throw InputError(what + "the state has " + std::to_string(cells) +
                      " cells, but the fractal at this level has k^r = " + std::to_string(f.cells));

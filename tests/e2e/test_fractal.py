@@ -491,7 +491,9 @@ class BadInputTest(TempDirTest):
             f["neg"] = np.full(k, -1, np.int32)
             f["wide"] = np.zeros((3, k + 1), np.uint8)
             f["cube"] = np.zeros((2, 2, k), np.uint8)
-        for dset in ("long", "short", "two", "neg", "wide", "cube", "missing"):
+            # The right length, but never written: HDF5 would read all zeros.
+            f.create_dataset("unwritten", shape=(k,), dtype=np.uint8, chunks=(8,))
+        for dset in ("long", "short", "two", "neg", "wide", "cube", "missing", "unwritten"):
             with self.subTest(dset=dset):
                 self.bad(["--shape", "vicsek", "--level", 2, "--steps", 3, "--input", f"{src}:/{dset}"], 1)
         with self.subTest("no such file"):
