@@ -132,4 +132,12 @@ std::vector<hsize_t> dataset_shape(hid_t dset) {
   return dims;
 }
 
+Written written(hid_t dset) {
+  H5D_space_status_t status = H5D_SPACE_STATUS_ERROR;
+  check_status(H5Dget_space_status(dset, &status), "H5Dget_space_status");
+  return status == H5D_SPACE_STATUS_ALLOCATED       ? Written::all
+         : status == H5D_SPACE_STATUS_NOT_ALLOCATED ? Written::none
+                                                    : Written::part;
+}
+
 }  // namespace tdsolve::io

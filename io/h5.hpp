@@ -104,4 +104,10 @@ hssize_t attr_values(hid_t attr);
 // Shape of a dataset.
 std::vector<hsize_t> dataset_shape(hid_t dset);
 
+// How much of what a dataset's shape claims was ever written: HDF5 reads
+// the rest as the fill value, so a chunked dataset can claim any shape and
+// hold nothing. Inputs are refused unless `all`.
+enum class Written { all, part, none };
+Written written(hid_t dset);
+
 }  // namespace tdsolve::io

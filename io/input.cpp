@@ -99,15 +99,13 @@ PointSet read_hdf5(const std::string& path, const std::string& dataset, const st
   p.d = dims[1];
   p.source = spec;
   check_shape(p.n, p.d, p.source);
-  // A chunked dataset can claim any shape and hold nothing: HDF5 reads the
-  // chunks never written as the fill value. Refuse it before allocating.
-  H5D_space_status_t status = H5D_SPACE_STATUS_ERROR;
-  check_status(H5Dget_space_status(dset, &status), "H5Dget_space_status");
-  if (status != H5D_SPACE_STATUS_ALLOCATED)
-    throw InputError(
-        "dataset '" + dataset + "' in '" + path + "' claims " + shape_text(dims) + " values, but " +
-        (status == H5D_SPACE_STATUS_NOT_ALLOCATED ? "none of them was" : "only part of them was") +
-        " ever written (HDF5 would read the unwritten values as its fill value)");
+  // Refused before anything is allocated for it.
+  const Written w = written(dset);
+  if (w != Written::all)
+    throw InputError("dataset '" + dataset + "' in '" + path + "' claims " + shape_text(dims) +
+                     " values, but " +
+                     (w == Written::none ? "none of them was" : "only part of them was") +
+                     " ever written (HDF5 would read the unwritten values as its fill value)");
   p.values.resize(p.n * p.d);
   check_status(H5Dread(dset, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, p.values.data()),
                "reading '" + dataset + "' from '" + path + "'");

@@ -160,8 +160,6 @@ void build_structure(hid_t file, const ResultLayout& L) {
   }
 }
 
-}  // namespace
-
 // Writes the whole of `data` to a new file at `path` and syncs it; on any
 // failure removes what it wrote and throws naming the cause.
 void write_new_file(const std::string& path, const std::vector<char>& data) {
@@ -188,20 +186,18 @@ void write_new_file(const std::string& path, const std::vector<char>& data) {
   }
 }
 
-void create_result_file(const ResultLayout& L) {
-  // The structure is built in memory (HDF5's core driver, no backing store)
-  // and written out as one image with plain POSIX calls: a full disk, a
-  // device or a file system that refuses is then an ordinary error that
-  // leaves nothing behind, and never a half-closed HDF5 file that HDF5
-  // would try to close again inside MPI_Finalize (it crashed there).
+}  // namespace
+
+void create_file_image(const std::string& path, const std::function<void(hid_t)>& build,
+                       bool aligned) {
   std::vector<char> image;
   {
     Hid fapl = plist_handle(H5Pcreate(H5P_FILE_ACCESS), "H5Pcreate(file access)");
     check_status(H5Pset_fapl_core(fapl, 1 << 16, false), "H5Pset_fapl_core");
-    set_alignment(fapl);
-    Hid file = file_handle(H5Fcreate(L.path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl),
-                           "cannot build the structure of '" + L.path + "' in memory");
-    build_structure(file, L);
+    if (aligned) set_alignment(fapl);
+    Hid file = file_handle(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl),
+                           "cannot build the structure of '" + path + "' in memory");
+    build(file);
     check_status(H5Fflush(file, H5F_SCOPE_GLOBAL), "H5Fflush (in memory)");
     const ssize_t size = H5Fget_file_image(file, nullptr, 0);
     if (size <= 0) check(H5I_INVALID_HID, "H5Fget_file_image");
@@ -210,7 +206,12 @@ void create_result_file(const ResultLayout& L) {
       check(H5I_INVALID_HID, "H5Fget_file_image");
     file.close("H5Fclose (in memory)");
   }
-  write_new_file(L.path, image);
+  write_new_file(path, image);
+}
+
+void create_result_file(const ResultLayout& L) {
+  create_file_image(
+      L.path, [&](hid_t file) { build_structure(file, L); }, true);
 }
 
 ResultWriter::ResultWriter(MPI_Comm comm, const ResultLayout& L) : layout_(L) {

@@ -29,6 +29,7 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <variant>
@@ -69,11 +70,14 @@ struct ResultLayout {
 // removes what it wrote and throws H5Error. Refuses to replace a file.
 void create_result_file(const ResultLayout& layout);
 
-// Writes the whole of `data` to a new file at `path` (which must not exist)
-// and syncs it; on any failure removes what it wrote and throws H5Error
-// naming the cause. With an image built by HDF5's core driver, a full disk
-// or a refusing file system is then an ordinary error that leaves nothing.
-void write_new_file(const std::string& path, const std::vector<char>& data);
+// Builds a new HDF5 file in memory (HDF5's core driver, no backing store)
+// with build(file), then writes it to `path` (which must not exist) as one
+// image with plain POSIX calls and syncs it. A full disk or a refusing file
+// system is then an ordinary H5Error that leaves nothing behind, never a
+// half-closed HDF5 file (HDF5 would close it again inside MPI_Finalize and
+// crash there). aligned: the result files' alignment for parallel writes.
+void create_file_image(const std::string& path, const std::function<void(hid_t file)>& build,
+                       bool aligned);
 
 // What an existing result (or a stopped run's .partial) records: enough to
 // tell whether a new run is the same job, and where it stopped. Throws

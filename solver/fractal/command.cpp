@@ -97,6 +97,24 @@ std::unique_ptr<Engine> make_engine(const FractalOptions& o, const Fractal& f, c
   return make_cpu_engine(f, rule, e);
 }
 
+// Calls f(c0, count, mem, space) for each slab [c0, c0 + count) of at most
+// kSlab cells of row `row` of a 2-D dataset (of the whole of a 1-D one),
+// `space` selecting the slab in the dataset and `mem` a buffer of count cells.
+template <typename F>
+void for_each_slab(hid_t dset, hsize_t row, std::uint64_t cells, F&& f) {
+  Hid space(H5Dget_space(dset), H5Sclose);
+  const int off = H5Sget_simple_extent_ndims(space) == 2 ? 0 : 1;
+  for (std::uint64_t c0 = 0; c0 < cells; c0 += kSlab) {
+    const hsize_t count = std::min<std::uint64_t>(kSlab, cells - c0);
+    const hsize_t start[2] = {row, c0}, cnt[2] = {1, count};
+    io::check_status(
+        H5Sselect_hyperslab(space, H5S_SELECT_SET, start + off, nullptr, cnt + off, nullptr),
+        "H5Sselect_hyperslab");
+    Hid mem(H5Screate_simple(1, &count, nullptr), H5Sclose);
+    f(c0, count, mem.get(), space.get());
+  }
+}
+
 // The initial state from --input FILE.h5:/DATASET: a 1-D integer dataset of
 // the fractal's cells, or a 2-D one (a run's /states) whose last row, or last
 // snapshot marked done in that file's /progress/done, is taken.
@@ -119,9 +137,8 @@ void load_input_state(const std::string& spec, const Fractal& f, Engine& engine)
   if (shape.empty() || shape.size() > 2)
     throw InputError(what + "the state must be 1-D (cells) or 2-D (snapshots × cells)");
   const hsize_t cells = shape.back();
-  H5D_space_status_t status = H5D_SPACE_STATUS_ERROR;
-  io::check_status(H5Dget_space_status(d, &status), "H5Dget_space_status");
-  if (status != H5D_SPACE_STATUS_ALLOCATED &&
+  // A run's own /states has unwritten rows; /progress/done rules those out.
+  if (io::written(d) != io::Written::all &&
       !(shape.size() == 2 && H5Lexists(file, "progress", H5P_DEFAULT) > 0))
     throw InputError(what +
                      "the state was never (or only partly) written; HDF5 would read the "
@@ -153,15 +170,7 @@ void load_input_state(const std::string& spec, const Fractal& f, Engine& engine)
   }
   std::vector<std::int16_t> buf(std::min<std::uint64_t>(kSlab, f.cells));
   std::vector<std::uint8_t> bytes(buf.size());
-  Hid space(H5Dget_space(d), H5Sclose);
-  for (std::uint64_t c0 = 0; c0 < f.cells; c0 += buf.size()) {
-    const hsize_t count = std::min<std::uint64_t>(buf.size(), f.cells - c0);
-    hsize_t start[2] = {row, c0}, cnt[2] = {1, count};
-    const int off = shape.size() == 2 ? 0 : 1;
-    io::check_status(
-        H5Sselect_hyperslab(space, H5S_SELECT_SET, start + off, nullptr, cnt + off, nullptr),
-        "H5Sselect_hyperslab");
-    Hid mem(H5Screate_simple(1, &count, nullptr), H5Sclose);
+  for_each_slab(d, row, f.cells, [&](std::uint64_t c0, hsize_t count, hid_t mem, hid_t space) {
     // int16 holds 0 and 1 exactly; anything else (also values that clip) is refused.
     io::check_status(H5Dread(d, H5T_NATIVE_INT16, mem, space, H5P_DEFAULT, buf.data()),
                      "H5Dread " + in.dataset);
@@ -172,7 +181,7 @@ void load_input_state(const std::string& spec, const Fractal& f, Engine& engine)
       bytes[i] = std::uint8_t(buf[i]);
     }
     engine.set_state(c0, count, bytes.data());
-  }
+  });
 }
 
 void write_dataset(hid_t file, const char* name, hid_t mem_type, hid_t file_type,
@@ -186,18 +195,8 @@ void write_dataset(hid_t file, const char* name, hid_t mem_type, hid_t file_type
                      std::string("H5Dwrite ") + name);
 }
 
-// The new file's whole structure, written as FILE.h5.creating and renamed to
-// FILE.h5.partial once it is whole.
-void create_file(const FractalOptions& o, const Job& j, const std::string& partial,
-                 const std::string& backend) {
-  // Built in memory (HDF5's core driver) and written as one image, as the
-  // other commands do: a full disk then leaves nothing behind.
-  const std::string creating = io::creating_path(o.out.output);
-  std::remove(creating.c_str());
-  Hid fapl = io::plist_handle(H5Pcreate(H5P_FILE_ACCESS), "H5Pcreate(file access)");
-  io::check_status(H5Pset_fapl_core(fapl, 1 << 16, false), "H5Pset_fapl_core");
-  Hid file = io::file_handle(H5Fcreate(creating.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl),
-                             "cannot build the structure of '" + creating + "' in memory");
+// The new file's whole structure (docs/output.md, "tdsolve fractal").
+void build_file(hid_t file, const FractalOptions& o, const Job& j, const std::string& backend) {
   const Fractal& f = j.f;
   const hsize_t S = j.steps.size();
   io::write_attr(file, "software", std::string("tdsolve"));
@@ -253,15 +252,18 @@ void create_file(const FractalOptions& o, const Job& j, const std::string& parti
   io::write_attr(g, "elements", std::uint64_t(S));
   std::vector<std::uint8_t> done(S, 0);
   write_dataset(g, "done", H5T_NATIVE_UINT8, H5T_STD_U8LE, {S}, done.data());
-  g.reset();
-  io::check_status(H5Fflush(file, H5F_SCOPE_GLOBAL), "H5Fflush (in memory)");
-  const ssize_t size = H5Fget_file_image(file, nullptr, 0);
-  if (size <= 0) io::check(H5I_INVALID_HID, "H5Fget_file_image");
-  std::vector<char> image(static_cast<std::size_t>(size));
-  if (H5Fget_file_image(file, image.data(), image.size()) != size)
-    io::check(H5I_INVALID_HID, "H5Fget_file_image");
-  file.close("H5Fclose (in memory)");
-  io::write_new_file(creating, image);
+}
+
+// The new file, written as FILE.h5.creating and renamed to FILE.h5.partial
+// once it is whole.
+void create_file(const FractalOptions& o, const Job& j, const std::string& partial,
+                 const std::string& backend) {
+  // Built in memory and written as one image, as the other commands do: a
+  // full disk then leaves nothing behind.
+  const std::string creating = io::creating_path(o.out.output);
+  std::remove(creating.c_str());
+  io::create_file_image(
+      creating, [&](hid_t file) { build_file(file, o, j, backend); }, false);
   io::rename_durably(creating, partial);
 }
 
@@ -279,17 +281,12 @@ class Writer {
   void snapshot(hsize_t row, Engine& engine, std::uint64_t cells,
                 const std::vector<std::int64_t>& live, hsize_t from, hsize_t to) {
     std::vector<std::uint8_t> buf(std::min<std::uint64_t>(cells, kSlab));
-    Hid space(H5Dget_space(states_), H5Sclose);
-    for (std::uint64_t c0 = 0; c0 < cells; c0 += buf.size()) {
-      const hsize_t count = std::min<std::uint64_t>(buf.size(), cells - c0);
-      engine.get_state(c0, count, buf.data());
-      const hsize_t start[2] = {row, c0}, cnt[2] = {1, count};
-      io::check_status(H5Sselect_hyperslab(space, H5S_SELECT_SET, start, nullptr, cnt, nullptr),
-                       "H5Sselect_hyperslab");
-      Hid mem(H5Screate_simple(1, &count, nullptr), H5Sclose);
-      io::check_status(H5Dwrite(states_, H5T_NATIVE_UINT8, mem, space, H5P_DEFAULT, buf.data()),
-                       "H5Dwrite /states");
-    }
+    for_each_slab(
+        states_, row, cells, [&](std::uint64_t c0, hsize_t count, hid_t mem, hid_t space) {
+          engine.get_state(c0, count, buf.data());
+          io::check_status(H5Dwrite(states_, H5T_NATIVE_UINT8, mem, space, H5P_DEFAULT, buf.data()),
+                           "H5Dwrite /states");
+        });
     write_range(live_, H5T_NATIVE_INT64, live.data() + from, from, to - from, "/live");
     flush();
     const std::uint8_t one = 1;
@@ -313,17 +310,12 @@ class Writer {
   }
   void load(hsize_t row, std::uint64_t cells, Engine& engine) {
     std::vector<std::uint8_t> buf(std::min<std::uint64_t>(cells, kSlab));
-    Hid space(H5Dget_space(states_), H5Sclose);
-    for (std::uint64_t c0 = 0; c0 < cells; c0 += buf.size()) {
-      const hsize_t count = std::min<std::uint64_t>(buf.size(), cells - c0);
-      const hsize_t start[2] = {row, c0}, cnt[2] = {1, count};
-      io::check_status(H5Sselect_hyperslab(space, H5S_SELECT_SET, start, nullptr, cnt, nullptr),
-                       "H5Sselect_hyperslab");
-      Hid mem(H5Screate_simple(1, &count, nullptr), H5Sclose);
-      io::check_status(H5Dread(states_, H5T_NATIVE_UINT8, mem, space, H5P_DEFAULT, buf.data()),
-                       "H5Dread /states");
-      engine.set_state(c0, count, buf.data());
-    }
+    for_each_slab(
+        states_, row, cells, [&](std::uint64_t c0, hsize_t count, hid_t mem, hid_t space) {
+          io::check_status(H5Dread(states_, H5T_NATIVE_UINT8, mem, space, H5P_DEFAULT, buf.data()),
+                           "H5Dread /states");
+          engine.set_state(c0, count, buf.data());
+        });
   }
   void close() {
     done_.reset();
