@@ -501,7 +501,7 @@ int run_root(const FractalOptions& o, MPI_Comm comm) {
   const std::string resume_cmd =
       o.run.command + (o.run.command.find(" --resume") == std::string::npos ? " --resume" : "");
   set_abort_hint(
-      "the snapshots written so far are kept in '" + partial +
+      "the finished chunks (the snapshots written so far) are kept in '" + partial +
       "'; to continue from the last one, run the same job again with --resume: " + resume_cmd);
   const double deadline = o.run.max_hours > 0 ? o.run.max_hours * 3600.0 : 0;
   const auto elapsed = [&] {

@@ -395,6 +395,23 @@ class FullDiskTest(FaultTestBase):
     def test_full_mid_data_2_ranks(self):
         self.check_full(2, 3000000)
 
+    def test_fractal_full_disk(self):
+        # From the first byte (the file image cannot be written: nothing is
+        # left) and mid-run (a snapshot's write fails: one line, the .partial
+        # reads as incomplete).
+        for after in (0, 2000, 300000):
+            with self.subTest(after=after):
+                out = self.path(f"fractal-{after}.h5")
+                run = run_job(["fractal", "--shape", "sierpinski-triangle", "--level", 11, "--steps", 40,
+                               "--snapshot-every", 10, "--output", out, "--progress", "none"],
+                              env=self.shim_env(out, after))
+                what = f"fractal, ENOSPC after {after} bytes"
+                self.assert_one_error(run, what)
+                self.assert_not_complete(out, what, strict=after > 2000, reader=False)
+                if after <= 2000:
+                    for left in (out, out + ".creating", out + ".partial"):
+                        self.assertFalse(os.path.exists(left), f"{what}: left {left}\n{run}")
+
 
 class TinyTmpfsTest(FaultTestBase):
     """A real file system that is too small: data that fits the up-front

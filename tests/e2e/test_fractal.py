@@ -30,6 +30,7 @@ import functools
 import os
 import shutil
 import subprocess
+import time
 import sys
 import unittest
 
@@ -383,6 +384,43 @@ class LifeTest(TempDirTest):
         np.testing.assert_array_equal(h["states"][0], first)
         self.check_file(out, "sierpinski-triangle", 7, 100, 20)
         self.assertFalse(os.path.exists(out + ".partial"))
+
+    def test_killed_run_resumes_and_a_second_writer_is_refused(self):
+        # SIGKILL mid-run: the .partial keeps the snapshots written, reads as
+        # incomplete, and --resume finishes the same bytes as an unbroken run.
+        # While a run holds the output, a second run on it is refused.
+        out, full = self.path("k.h5"), self.path("kfull.h5")
+        args = ["--shape", "sierpinski-triangle", "--level", 11, "--steps", 400, "--snapshot-every", 40,
+                "--threads", 1]
+        cmd = [BIN, "fractal", "--output", out, "--quiet", *map(str, args)]
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            deadline = time.time() + 60
+            while time.time() < deadline:  # until at least one snapshot past step 0 is on disk
+                if os.path.exists(out + ".partial"):
+                    try:
+                        with h5py.File(out + ".partial", "r") as f:
+                            if f["progress/done"][:].sum() >= 2:
+                                break
+                    except (OSError, KeyError):
+                        pass
+                time.sleep(0.05)
+            second = run_fractal(out, *args, check=False)
+            self.assertEqual(second.returncode, 1, second.stderr)
+            self.assertIn("being written by another tdsolve run", second.stderr)
+        finally:
+            p.kill()
+            p.wait()
+        if p.returncode == 0:
+            self.skipTest("the run finished before it could be killed")
+        self.assertFalse(os.path.exists(out))
+        info = subprocess.run([BIN, "info", out], capture_output=True, text=True, timeout=60)
+        self.assertEqual(info.returncode, 3, info.stdout + info.stderr)
+        run_fractal(out, *args, "--resume")
+        run_fractal(full, *args)
+        h, want = read(out), read(full)
+        self.assertEqual(h["states"].tobytes(), want["states"].tobytes())
+        self.assertEqual(h["live"].tobytes(), want["live"].tobytes())
 
     def test_threads_and_snapshot_layout(self):
         args = ["--shape", "sierpinski-carpet", "--level", 5, "--steps", 30, "--snapshot-every", 7,
