@@ -78,6 +78,26 @@ Hid create_dataset(hid_t loc, const std::string& name, hid_t type, const std::ve
                         "H5Dcreate " + name);
 }
 
+// A dataset of 0 rows that grows: chunked, first dimension unlimited, no
+// fill (write_list writes every row it adds).
+Hid create_list(hid_t loc, const std::string& name, hid_t type, const std::vector<index_t>& dims) {
+  std::vector<hsize_t> now(dims.begin(), dims.end()), most(dims.begin(), dims.end()),
+      chunk(dims.begin(), dims.end());
+  now[0] = 0;
+  most[0] = H5S_UNLIMITED;
+  chunk[0] = dims.size() > 1 ? (1 << 16) : (1 << 17);
+  Hid space = space_handle(H5Screate_simple(static_cast<int>(now.size()), now.data(), most.data()),
+                           "H5Screate_simple for " + name);
+  Hid dcpl = plist_handle(H5Pcreate(H5P_DATASET_CREATE), "H5Pcreate(dataset create)");
+  check_status(H5Pset_chunk(dcpl, static_cast<int>(chunk.size()), chunk.data()), "H5Pset_chunk");
+  check_status(H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER), "H5Pset_fill_time");
+  // Parallel HDF5 writes only chunks that exist: allocated when the extent
+  // grows (collectively), never lazily inside a write.
+  check_status(H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_EARLY), "H5Pset_alloc_time");
+  return dataset_handle(H5Dcreate2(loc, name.c_str(), type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT),
+                        "H5Dcreate " + name);
+}
+
 void write_attrs(hid_t obj, const std::vector<Attr>& attrs) {
   for (const Attr& a : attrs)
     std::visit([&](const auto& v) { write_attr(obj, a.name.c_str(), v); }, a.value);
@@ -133,6 +153,15 @@ void build_structure(hid_t file, const ResultLayout& L) {
     Hid values =
         create_dataset(file, L.result.name, file_type(L.result.type), L.result.dims, false);
     write_attrs(values, L.result.attrs);
+  }
+  if (!L.companion.name.empty()) {
+    Hid c = create_dataset(file, L.companion.name, file_type(L.companion.type), L.companion.dims,
+                           false);
+    write_attrs(c, L.companion.attrs);
+  }
+  for (const DatasetSpec& x : L.lists) {
+    Hid d = create_list(file, x.name, file_type(x.type), x.dims);
+    write_attrs(d, x.attrs);
   }
   Hid progress = group_handle(H5Gcreate2(file, "progress", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
                               "H5Gcreate /progress");
@@ -225,6 +254,9 @@ ResultWriter::ResultWriter(MPI_Comm comm, const ResultLayout& L) : layout_(L) {
   if (!L.result.name.empty())
     values_ = dataset_handle(H5Dopen2(file_, L.result.name.c_str(), H5P_DEFAULT),
                              "H5Dopen /" + L.result.name);
+  if (!L.companion.name.empty())
+    companion_ = dataset_handle(H5Dopen2(file_, L.companion.name.c_str(), H5P_DEFAULT),
+                                "H5Dopen /" + L.companion.name);
   done_ = dataset_handle(H5Dopen2(file_, "progress/done", H5P_DEFAULT), "H5Dopen /progress/done");
   if (L.store_points)
     points_ = dataset_handle(H5Dopen2(file_, "points", H5P_DEFAULT), "H5Dopen /points");
@@ -232,6 +264,26 @@ ResultWriter::ResultWriter(MPI_Comm comm, const ResultLayout& L) : layout_(L) {
 
 void ResultWriter::write(index_t offset, index_t count, const void* data) {
   write_range(values_, mem_type_, xfer_, offset, count, data, "/" + layout_.result.name);
+}
+
+void ResultWriter::write_companion(index_t offset, index_t count, const void* data) {
+  write_range(companion_, memory_type(layout_.companion.type), xfer_, offset, count, data,
+              "/" + layout_.companion.name);
+}
+
+void ResultWriter::write_list(const std::string& name, index_t total, index_t at, index_t rows,
+                              const void* data) {
+  const DatasetSpec* spec = nullptr;
+  for (const DatasetSpec& x : layout_.lists)
+    if (x.name == name) spec = &x;
+  if (!spec) throw H5Error("no list dataset /" + name + " in the layout");
+  Hid d = dataset_handle(H5Dopen2(file_, name.c_str(), H5P_DEFAULT), "H5Dopen /" + name);
+  std::vector<hsize_t> dims(spec->dims.begin(), spec->dims.end());
+  dims[0] = total;
+  check_status(H5Dset_extent(d, dims.data()), "H5Dset_extent /" + name);
+  const index_t width = dims.size() > 1 ? dims[1] : 1;
+  write_range(d, memory_type(spec->type), xfer_, at * width, rows * width, data, "/" + name);
+  d.close("H5Dclose /" + name);
 }
 
 void ResultWriter::flush() {
@@ -265,6 +317,7 @@ void ResultWriter::close() {
   points_.reset();
   done_.close("H5Dclose /progress/done");
   if (values_.valid()) values_.close("H5Dclose /" + layout_.result.name);
+  if (companion_.valid()) companion_.close("H5Dclose /" + layout_.companion.name);
   xfer_.reset();
   file_.close("H5Fclose (flushing the output file)");
 }

@@ -56,8 +56,15 @@ struct DatasetSpec {
 };
 
 struct ResultLayout {
-  std::string path;                    // where create_result_file writes and ResultWriter opens
-  DatasetSpec result;                  // the chunked result (name "": none, only extras)
+  std::string path;    // where create_result_file writes and ResultWriter opens
+  DatasetSpec result;  // the chunked result (name "": none, only extras)
+  // A second dataset of the result's shape, written with the same ranges
+  // (knn: /indices beside /distances); name "": none.
+  DatasetSpec companion;
+  // Results of a length known only at the end (knn --radius: /pairs,
+  // /distances): created chunked and extensible with 0 rows (dims[0] is
+  // ignored), grown and written once by write_list.
+  std::vector<DatasetSpec> lists;
   std::vector<DatasetSpec> extras;     // small datasets of the result
   std::vector<index_t> chunk_offsets;  // K+1 offsets into the flattened result
   std::vector<Attr> root_attrs;        // identical on every rank
@@ -106,6 +113,12 @@ class ResultWriter {
   // has nothing this round. offset and count are in flattened elements; for
   // a 2-D result they cover whole rows.
   void write(index_t offset, index_t count, const void* data);
+  // Collective: the same for the companion dataset.
+  void write_companion(index_t offset, index_t count, const void* data);
+  // Collective: list `name` grows to `total` rows and this rank writes
+  // `rows` of them at row `at` (rows = 0: none).
+  void write_list(const std::string& name, index_t total, index_t at, index_t rows,
+                  const void* data);
   // Collective: data written so far reaches the storage (MPI_File_sync).
   void flush();
   // Collective: record chunk `chunk` of this rank as complete (has = false: none).
@@ -122,7 +135,7 @@ class ResultWriter {
  private:
   ResultLayout layout_;
   int rank_ = 0;
-  Hid file_, values_, done_, points_, xfer_;
+  Hid file_, values_, companion_, done_, points_, xfer_;
   hid_t mem_type_;
 };
 

@@ -20,10 +20,12 @@ struct ChunkJob {
 // What a backend hands the sink for one chunk: the values in packed order
 // (store epilogue) or the histogram slots [underflow, bins..., overflow];
 // for triplets also the chunk's reductions, triplet_sum_slots(n) exact
-// accumulators of kExactLimbs int64 limbs each (solver/exact_sum.hpp).
+// accumulators of kExactLimbs int64 limbs each (solver/exact_sum.hpp); for
+// knn (topk) the chunk's rows of k distances (values) and indices.
 template <typename T>
 struct ChunkResult {
   const T* values = nullptr;
+  const std::int64_t* indices = nullptr;
   const std::uint64_t* counts = nullptr;
   const std::int64_t* sums = nullptr;
 };

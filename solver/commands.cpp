@@ -21,6 +21,7 @@
 #include "io/input.hpp"
 #include "io/output_files.hpp"
 #include "io/result_file.hpp"
+#include "mapping/simplex.hpp"
 #include "solver/cpu/cpu_backend.hpp"  // available_host_bytes
 #include "solver/driver.hpp"
 #include "solver/exact_sum.hpp"
@@ -69,6 +70,8 @@ const char* command_name(CommandKind k) {
       return "hist";
     case CommandKind::cross:
       return "cross";
+    case CommandKind::knn:
+      return "knn";
   }
   return "?";
 }
@@ -189,7 +192,7 @@ index_t checked_total(CommandKind kind, index_t rows, index_t cols, index_t valu
       throw InputError("n = " + std::to_string(rows) + " points (" + source +
                        ") give more triplets than tdsolve indexes (C(n,3) must stay below 2^62)");
     total = static_cast<index_t>(t);
-  } else if (kind == CommandKind::cross) {
+  } else if (kind == CommandKind::cross || (kind == CommandKind::knn && value_bytes == 0)) {
     if (__builtin_mul_overflow(rows, cols, &total) || total >= (index_t(1) << 62))
       throw InputError(std::to_string(rows) + " × " + std::to_string(cols) +
                        " distances are more than tdsolve indexes (2^62)");
@@ -197,7 +200,7 @@ index_t checked_total(CommandKind kind, index_t rows, index_t cols, index_t valu
     throw InputError("n = " + std::to_string(rows) + " points (" + source +
                      ") give more pairs than tdsolve indexes (C(n,2) must stay below 2^62)");
   }
-  if (kind != CommandKind::hist && kind != CommandKind::triplet &&
+  if (kind != CommandKind::hist && kind != CommandKind::triplet && kind != CommandKind::knn &&
       (__builtin_mul_overflow(total, value_bytes, &bytes) || bytes >= (index_t(1) << 63))) {
     throw InputError(source + " gives an output larger than a file can hold (" +
                      std::to_string(total) + " values of " + std::to_string(value_bytes) +
@@ -309,15 +312,18 @@ template <typename T>
 Problem<T> load_problem(const CommandOptions& o, MPI_Comm comm, Sources* src) {
   Problem<T> p;
   const bool triplet = o.kind == CommandKind::triplet;
-  p.domain = o.kind == CommandKind::cross ? DomainKind::rect
-             : triplet                    ? DomainKind::triplets
-                                          : DomainKind::pairs;
+  const bool knn = o.kind == CommandKind::knn && o.knn.k > 0;  // not --radius
+  p.domain = o.kind == CommandKind::cross || knn ? DomainKind::rect
+             : triplet                           ? DomainKind::triplets
+                                                 : DomainKind::pairs;
   p.metric = o.compute.metric;
   p.map = o.compute.map;
   p.rho = o.compute.block;
   p.epilogue = o.kind == CommandKind::hist            ? EpilogueKind::histogram
                : triplet && !o.triplet.store_triplets ? EpilogueKind::reduce
+               : knn                                  ? EpilogueKind::topk
                                                       : EpilogueKind::store;
+  p.k = knn ? o.knn.k : 0;
   if (triplet) {
     p.atm.kernel = o.triplet.kernel;
     p.atm.nu = o.triplet.nu;
@@ -343,6 +349,15 @@ Problem<T> load_problem(const CommandOptions& o, MPI_Comm comm, Sources* src) {
                            " (beyond, one chunk's exact sums could overflow their carry room)");
         checked_total(o.kind, n, n, sizeof(T), source);
         triplet_store_fits<T>(o, n, source);
+      } else if (knn) {
+        if (o.knn.k >= n)
+          throw InputError("--k " + std::to_string(o.knn.k) + " needs more than K points, but '" +
+                           source + "' has " + std::to_string(n) +
+                           " (each point's neighbours are " + "the other n - 1)");
+        if (n >= (index_t(1) << 31))
+          throw InputError("'" + source + "' has " + std::to_string(n) +
+                           " points; tdsolve knn takes fewer than 2^31");
+        checked_total(o.kind, n, n, 0, source);
       } else if (p.domain == DomainKind::pairs) {
         io::check_pairs(n, source);
         checked_total(o.kind, n, n, sizeof(T), source);
@@ -353,7 +368,9 @@ Problem<T> load_problem(const CommandOptions& o, MPI_Comm comm, Sources* src) {
     if (!bench) src->a_hash = content_hash(a);
     p.d = a.d;
     p.rows = a.n;
-    if (p.domain == DomainKind::rect) {
+    if (p.domain == DomainKind::rect && knn) {
+      p.cols = a.n;  // the points against themselves
+    } else if (p.domain == DomainKind::rect) {
       io::PointSet b =
           load_points(o.with, host, &notes, [](index_t, index_t, const std::string&) {});
       src->b = b.source;
@@ -368,8 +385,14 @@ Problem<T> load_problem(const CommandOptions& o, MPI_Comm comm, Sources* src) {
     } else {
       p.cols = a.n;
     }
-    const index_t total = checked_total(o.kind, p.rows, p.cols, sizeof(T), a.source);
-    if (o.kind == CommandKind::hist) {
+    const index_t total = checked_total(o.kind, p.rows, p.cols, knn ? 0 : sizeof(T), a.source);
+    if (o.kind == CommandKind::knn) {
+      // --radius: the pairs found are not known in advance; a few bytes a
+      // point at least.
+      if (!bench)
+        check_disk_space(o.out.output,
+                         knn ? double(p.rows) * double(o.knn.k) * (sizeof(T) + 8) : 1 << 20);
+    } else if (o.kind == CommandKind::hist) {
       if (o.hist.box_dims > 0 && static_cast<index_t>(o.hist.box_dims) != a.d)
         throw UsageError("--box gives " + std::to_string(o.hist.box_dims) + " lengths but '" +
                          a.source + "' has d = " + std::to_string(a.d) + " features");
@@ -382,8 +405,9 @@ Problem<T> load_problem(const CommandOptions& o, MPI_Comm comm, Sources* src) {
       check_disk_space(o.out.output, double(total) * sizeof(T));
     }
     p.a = convert_points<T>(a);
+    if (knn) p.b = p.a;
     if (triplet) check_distinct(p.a, p.rows, a.source);
-    if (sizeof(T) == 4 && !triplet && p.domain != DomainKind::rect)
+    if (sizeof(T) == 4 && !triplet && (p.domain != DomainKind::rect || knn))
       check_float32_range(a, nullptr, p.metric);
   });
   bcast_u64(comm, &p.rows);
@@ -437,6 +461,8 @@ const char* kSumsText =
     "exact sums of the flagged chunks (resume state): row p < n the energy of point p times 3, "
     "rows n+3p+x the force component x on point p, row 4n the total energy; each row the "
     "integer sum_i limb[i] 2^(32 i - 1074), limbs 0..67 in [0, 2^32), the last signed";
+const char* kKnnOrder =
+    "row i: the K nearest points j != i by distance, ties broken by the smaller j";
 const char* kBinning =
     "numpy.histogram: edges = numpy.linspace(range_lo, range_hi, bins + 1); bins half-open "
     "[edges[b], edges[b+1]), the last closed; distances below range_lo in /underflow, above "
@@ -473,6 +499,10 @@ std::string job_identity(const CommandOptions& o, const Problem<T>& p, const Sou
     add("box", o.hist.box_dims > 0 ? box_text(o.hist) : "none");
   }
   if (o.kind == CommandKind::edm) add("store_points", o.out.store_points ? "yes" : "no");
+  if (o.kind == CommandKind::knn) {
+    if (o.knn.k > 0) add("neighbors", std::to_string(o.knn.k));
+    if (o.knn.k == 0) add("radius", number_text(o.knn.radius));
+  }
   if (o.kind == CommandKind::triplet) {
     add("potential", "atm");
     add("nu", number_text(o.triplet.nu));
@@ -553,6 +583,40 @@ io::ResultLayout make_layout(const CommandOptions& o, const Problem<T>& p,
                    Attr{"precision", precision}, Attr{"features", std::uint64_t(p.d)},
                    Attr{"block", std::uint64_t(p.rho)}},
                   {}};
+      break;
+    case CommandKind::knn:
+      if (p.knn()) {
+        // Offsets count the values of /distances (n × K), not the n × n
+        // comparisons of the plan: every chunk is a band of whole rows.
+        for (index_t& off : L.chunk_offsets)
+          off = off / p.cols * p.k;
+        const std::vector<Attr> common = {Attr{"n", std::uint64_t(p.rows)},
+                                          Attr{"neighbors", std::uint64_t(p.k)},
+                                          Attr{"layout", std::string("knn")}};
+        std::vector<Attr> a = common;
+        for (Attr x : {Attr{"metric", metric}, Attr{"precision", precision},
+                       Attr{"features", std::uint64_t(p.d)}, Attr{"block", std::uint64_t(p.rho)},
+                       Attr{"order", std::string(kKnnOrder)}})
+          a.push_back(x);
+        L.result = {"distances", vt, {p.rows, p.k}, a, {}};
+        L.companion = {"indices", io::ValueType::i64, {p.rows, p.k}, common, {}};
+      } else {
+        L.result = {"", vt, {}, {}, {}};
+        L.lists.push_back({"pairs",
+                           io::ValueType::i64,
+                           {0, 2},
+                           {Attr{"n", std::uint64_t(p.rows)}, Attr{"radius", o.knn.radius},
+                            Attr{"layout", std::string("pairs")}, Attr{"metric", metric},
+                            Attr{"precision", precision}, Attr{"features", std::uint64_t(p.d)},
+                            Attr{"block", std::uint64_t(p.rho)}},
+                           {}});
+        L.lists.push_back({"distances",
+                           vt,
+                           {0},
+                           {Attr{"layout", std::string("pairs")}, Attr{"metric", metric},
+                            Attr{"precision", precision}},
+                           {}});
+      }
       break;
     case CommandKind::hist: {
       std::vector<Attr> a = {Attr{"n", std::uint64_t(p.rows)},
@@ -649,6 +713,88 @@ class ArraySink final : public Sink<T> {
 
  private:
   io::ResultWriter& w_;
+};
+
+// knn: each chunk's rows of K distances and indices, straight into the
+// file at their rows (a chunk's offset counts the n × n comparisons).
+template <typename T>
+class KnnSink final : public Sink<T> {
+ public:
+  KnnSink(io::ResultWriter& w, index_t n, index_t k) : w_(w), n_(n), k_(k) {}
+  void write(bool has, index_t, index_t offset, index_t count, const ChunkResult<T>& r) override {
+    const index_t at = has ? offset / n_ * k_ : 0, values = has ? count / n_ * k_ : 0;
+    w_.write(at, values, r.values);
+    w_.write_companion(at, values, r.indices);
+  }
+  void mark(bool has, index_t chunk) override {
+    w_.flush();
+    w_.mark_done(has, chunk);
+  }
+  void close(const std::vector<unsigned char>&) override { w_.close(); }
+
+ private:
+  io::ResultWriter& w_;
+  index_t n_, k_;
+};
+
+// knn --radius: the pairs of each chunk's packed values within the radius,
+// kept in this rank's memory (its chunks are contiguous and in order, and
+// the packed order is (i, j) order, so its pairs are sorted); at the end
+// the ranks agree on where each one's pairs go, write /pairs and
+// /distances at once and set every flag. A run stopped before that keeps
+// nothing (every flag stays 0).
+template <typename T>
+class RadiusSink final : public Sink<T> {
+ public:
+  RadiusSink(io::ResultWriter& w, MPI_Comm comm, index_t n, double radius)
+      : w_(w), comm_(comm), n_(n), radius_(static_cast<T>(radius)) {
+    // The largest T <= radius: d <= R in double is d <= that in T.
+    if (static_cast<double>(radius_) > radius)
+      radius_ = std::nextafter(radius_, -std::numeric_limits<T>::infinity());
+  }
+  void write(bool has, index_t, index_t offset, index_t count, const ChunkResult<T>& r) override {
+    if (!has) return;
+    const mapping::Pair first = mapping::pair_unrank(n_, offset);
+    index_t i = first.i, j = first.j;
+    for (index_t e = 0; e < count; ++e) {
+      if (r.values[e] <= radius_) {
+        pairs_.push_back(static_cast<std::int64_t>(i));
+        pairs_.push_back(static_cast<std::int64_t>(j));
+        dist_.push_back(r.values[e]);
+      }
+      if (++j == n_) {
+        ++i;
+        j = i + 1;
+      }
+    }
+  }
+  void mark(bool, index_t) override {}
+  void close(const std::vector<unsigned char>& done) override {
+    if (std::all_of(done.begin(), done.end(), [](unsigned char d) { return d; })) {
+      const std::uint64_t mine = dist_.size();
+      std::uint64_t before = 0, total = 0;
+      check_mpi(MPI_Exscan(&mine, &before, 1, MPI_UINT64_T, MPI_SUM, comm_), "MPI_Exscan");
+      if (comm_rank(comm_) == 0) before = 0;
+      check_mpi(MPI_Allreduce(&mine, &total, 1, MPI_UINT64_T, MPI_SUM, comm_), "MPI_Allreduce");
+      w_.write_list("pairs", total, before, mine, pairs_.data());
+      w_.write_list("distances", total, before, mine, dist_.data());
+      w_.flush();
+      w_.set_done(comm_rank(comm_) == 0 ? done.data() : nullptr);
+      w_.flush();
+      count_ = total;
+    }
+    w_.close();
+  }
+  std::uint64_t count() const { return count_; }
+
+ private:
+  io::ResultWriter& w_;
+  MPI_Comm comm_;
+  index_t n_;
+  T radius_;
+  std::vector<std::int64_t> pairs_;
+  std::vector<T> dist_;
+  std::uint64_t count_ = 0;
 };
 
 // Partial counts summed per rank (integers: the same sum in any order),
@@ -1037,7 +1183,15 @@ int run_typed(const CommandOptions& o, MPI_Comm comm) {
   if (resuming) {
     all_agree(comm, [&] {
       try {
-        plan = plan_from_offsets(p, ex.offsets);
+        std::vector<index_t> offsets = ex.offsets;
+        if (p.knn())  // the file counts values of /distances: rows × K
+          for (index_t& off : offsets) {
+            if (off % p.k != 0)
+              throw std::invalid_argument("an offset is not a multiple of K = " +
+                                          std::to_string(p.k));
+            off = off / p.k * p.cols;
+          }
+        plan = plan_from_offsets(p, offsets);
       } catch (const std::invalid_argument& e) {
         throw InputError("cannot resume '" + partial +
                          "': its chunk plan does not fit: " + e.what());
@@ -1045,9 +1199,15 @@ int run_typed(const CommandOptions& o, MPI_Comm comm) {
       reserve_for_plan(p, *backend, plan, comm);
     });
   } else {
-    const index_t bound = o.kind == CommandKind::hist ? hist_chunk_pairs(p.total())
-                          : p.epilogue == EpilogueKind::reduce
-                              ? triplet_chunk_elements(p.total())
+    // knn: --chunk-mb bounds the chunk's rows of K distances and indices.
+    const index_t knn_rows =
+        p.knn() ? std::max<index_t>(1, static_cast<index_t>(o.compute.chunk_mb * (1 << 20)) /
+                                           (p.k * (sizeof(T) + 8)))
+                : 0;
+    const index_t bound = o.kind == CommandKind::hist          ? hist_chunk_pairs(p.total())
+                          : p.epilogue == EpilogueKind::reduce ? triplet_chunk_elements(p.total())
+                          : p.knn()
+                              ? knn_rows * p.cols
                               : static_cast<index_t>(o.compute.chunk_mb * (1 << 20)) / sizeof(T);
     plan = agree_plan(p, *backend, bound, comm);
   }
@@ -1064,7 +1224,14 @@ int run_typed(const CommandOptions& o, MPI_Comm comm) {
 
   if (rank == 0 && !o.run.quiet) {
     const double bytes = p.stores_values() ? double(plan.total()) * sizeof(T) : 0;
-    if (p.triplets()) {
+    if (o.kind == CommandKind::knn) {
+      std::printf("tdsolve %s: %llu points, d = %llu, %s, %s %s, block %llu\n", name,
+                  (unsigned long long)p.rows, (unsigned long long)p.d,
+                  p.knn() ? ("the " + std::to_string(p.k) + " nearest of each").c_str()
+                          : ("every pair within " + number_text(o.knn.radius)).c_str(),
+                  metric_name(p.metric), sizeof(T) == 8 ? "float64" : "float32",
+                  (unsigned long long)p.rho);
+    } else if (p.triplets()) {
       std::printf(
           "tdsolve %s: %llu points in 3-D, %llu triplets%s, atm (nu %g, cutoff %s, "
           "cutoff-triple %s), %s, block %llu\n",
@@ -1106,9 +1273,16 @@ int run_typed(const CommandOptions& o, MPI_Comm comm) {
 
   // From here on the file exists: a failure on one rank ends the job at once.
   std::unique_ptr<Sink<T>> sink;
+  RadiusSink<T>* radius = nullptr;
   LoopResult res;
   contain(comm, [&] {
-    if (o.kind == CommandKind::hist) {
+    if (p.knn()) {
+      sink = std::make_unique<KnnSink<T>>(*writer, p.cols, p.k);
+    } else if (o.kind == CommandKind::knn) {
+      auto r = std::make_unique<RadiusSink<T>>(*writer, comm, p.rows, o.knn.radius);
+      radius = r.get();
+      sink = std::move(r);
+    } else if (o.kind == CommandKind::hist) {
       sink = std::make_unique<HistogramSink<T>>(*writer, comm, p, o.hist, ex.slots);
     } else if (p.triplets()) {
       sink = std::make_unique<TripletSink<T>>(*writer, comm, p, ex.sums);
@@ -1117,7 +1291,7 @@ int run_typed(const CommandOptions& o, MPI_Comm comm) {
     }
     if (o.out.store_points) writer->write_points(rank == 0 ? p.a.data() : nullptr);
     Progress progress(rank == 0 ? o.run.progress : ProgressMode::none, plan.total(),
-                      p.stores_values() ? sizeof(T) : 0, already,
+                      p.stores_values() && !radius ? sizeof(T) : 0, already,
                       p.domain == DomainKind::rect ? "distances"
                       : p.triplets()               ? "triplets"
                                                    : "pairs");
@@ -1130,6 +1304,9 @@ int run_typed(const CommandOptions& o, MPI_Comm comm) {
     sink->close(res.done);
     res.time.sink += MPI_Wtime() - w0;
   });
+  // A stopped --radius run kept no pairs: no chunk of it counts as done.
+  if (radius && !std::all_of(res.done.begin(), res.done.end(), [](unsigned char d) { return d; }))
+    std::fill(res.done.begin(), res.done.end(), 0);
   index_t chunks_done = 0, elements_done = 0;
   for (index_t c = 0; c < plan.chunks(); ++c)
     if (res.done[c]) {
@@ -1166,7 +1343,15 @@ int run_typed(const CommandOptions& o, MPI_Comm comm) {
                        : p.triplets()               ? "triplets"
                                                     : "pairs";
     const index_t now = plan.total() - already;
-    if (p.stores_values()) {
+    if (o.kind == CommandKind::knn) {
+      const std::string found =
+          p.knn() ? std::to_string(p.rows) + " × " + std::to_string(p.k) + " neighbours"
+                  : std::to_string(radius ? radius->count() : 0) + " pairs within " +
+                        number_text(o.knn.radius);
+      std::printf("tdsolve %s: found %s among %llu distances in %s (%.3g distances/s", name,
+                  found.c_str(), (unsigned long long)now, human_seconds(total).c_str(),
+                  double(now) / total);
+    } else if (p.stores_values()) {
       const double bytes = double(now) * sizeof(T);
       std::printf("tdsolve %s: wrote %s (%llu %s) in %s (%s/s, %.3g %s/s", name,
                   human_bytes(bytes).c_str(), (unsigned long long)now, what,

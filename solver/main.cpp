@@ -30,6 +30,7 @@
 #include "solver/driver.hpp"
 #include "solver/fault.hpp"
 #include "solver/fractal/command.hpp"
+#include "solver/knn.hpp"
 #include "solver/mpi_util.hpp"
 #include "solver/signals.hpp"
 #include "version.hpp"
@@ -59,6 +60,8 @@ const char* kTopHelp =
     "  edm    packed distance matrix of n points: C(n,2) values in SciPy condensed order\n"
     "  hist   histogram of all pair distances (and the RDF in a periodic box); no matrix\n"
     "  cross  distances between two point sets: the M x K matrix, as scipy cdist\n"
+    "  knn    the K nearest other points of every point (or all pairs within a radius),\n"
+    "         without the matrix; as scikit-learn NearestNeighbors / cKDTree.query_pairs\n"
     "  triplet three-body (Axilrod-Teller-Muto) energy, per-point energies and forces of\n"
     "         all triplets i<j<k of n points in 3-D, as LAMMPS pair_style atm\n"
     "  fractal Game of Life (any B/S rule) on an NBB fractal (Sierpinski, Vicsek, ...)\n"
@@ -277,6 +280,36 @@ po::options_description hist_group(HistOptions& h, Choices& c) {
   return g;
 }
 
+struct KnnChoices {
+  long long k = 0;
+  std::string radius;
+};
+
+po::options_description knn_group(KnnChoices& c) {
+  static const std::string k_text =
+      "the K nearest other points of each point, 1 <= K < n (--backend cuda: K <= " +
+      std::to_string(kMaxGpuNeighbors) +
+      "): /indices and /distances, n × K, by distance, ties by the smaller index";
+  po::options_description g("Neighbours (exactly one of --k and --radius)");
+  g.add_options()("k", po::value(&c.k)->value_name("K"), k_text.c_str())(
+      "radius", po::value(&c.radius)->value_name("R"),
+      "every pair i < j whose distance is <= R (R >= 0): /pairs (m × 2) and /distances (m), "
+      "sorted, as scipy cKDTree.query_pairs");
+  return g;
+}
+
+void finish_knn(KnnOptions& k, const KnnChoices& c, const po::variables_map& vm) {
+  const bool has_k = vm.count("k") > 0, has_r = !c.radius.empty();
+  if (has_k == has_r) throw UsageError("give exactly one of --k K and --radius R");
+  if (has_k) {
+    if (c.k < 1) throw UsageError("--k must be at least 1");
+    k.k = static_cast<index_t>(c.k);
+  } else {
+    k.radius = parse_finite(c.radius, "--radius");
+    if (!(k.radius >= 0)) throw UsageError("--radius must be >= 0, got '" + c.radius + "'");
+  }
+}
+
 // ---- parsing -----------------------------------------------------------------
 
 // The options whose values are paths: relative ones in a config file are
@@ -327,13 +360,13 @@ ConfigText read_config(const std::string& path, const std::string& name) {
       const std::string section = s.substr(1, s.size() - 2);
       if (section == name) {
         to = &t.own;
-      } else if (section == "edm" || section == "hist" || section == "cross" ||
+      } else if (section == "edm" || section == "hist" || section == "cross" || section == "knn" ||
                  section == "triplet" || section == "fractal" || section == "bench") {
         to = nullptr;
       } else {
         throw UsageError(
             "unknown section [" + section + "] in --config '" + path +
-            "' (sections name a command: edm, hist, cross, triplet, fractal or bench)");
+            "' (sections name a command: edm, hist, cross, knn, triplet, fractal or bench)");
       }
     } else if (to) {
       *to += line + "\n";
@@ -549,6 +582,20 @@ const char* kCrossUsage =
     "writes the M × K matrix to /distances, row-major, as scipy.spatial.distance.cdist.\n"
     "Ranks share it in bands of rows; the file is the same for any rank count.\n";
 
+const char* kKnnUsage =
+    "Usage: tdsolve knn (--input SRC | --generate SPEC) (--k K | --radius R) --output FILE.h5\n"
+    "                   [options]\n"
+    "\n"
+    "--k: for every point, its K nearest other points over all n, without storing the\n"
+    "matrix: /indices (n × K, int64) and /distances (n × K), sorted by distance, ties\n"
+    "broken by the smaller index (as scikit-learn's brute-force NearestNeighbors). Each\n"
+    "rank takes a band of rows and compares them with every point; the file is the same\n"
+    "for any rank count and backend.\n"
+    "--radius: every pair i < j within distance R (<= R), as scipy cKDTree.query_pairs:\n"
+    "/pairs (m × 2, int64, sorted) and /distances (m). m is not known in advance: each\n"
+    "rank keeps its pairs in memory (24 bytes a pair) and the file gets them all at the\n"
+    "end, so a stopped --radius run starts over on --resume.\n";
+
 const char* kTripletUsage =
     "Usage: tdsolve triplet (--input SRC | --generate SPEC) --output FILE.h5\n"
     "                       [--potential atm] [--nu NU] [--cutoff RC] [--cutoff-triple RT]\n"
@@ -580,20 +627,24 @@ bool parse_command(CommandKind kind, int argc, char** argv, CommandOptions& o) {
   po::variables_map vm;
   po::options_description all;
   const bool cross = kind == CommandKind::cross, hist = kind == CommandKind::hist;
-  const bool triplet = kind == CommandKind::triplet;
+  const bool triplet = kind == CommandKind::triplet, knn = kind == CommandKind::knn;
   const int flags = (hist ? 0 : kChunks) | (cross ? 0 : kMap) | (triplet ? kTriplets : 0);
   TripletChoices tc;
+  KnnChoices kc;
   all.add(input_group(o.in, cross ? &o.with : nullptr));
   all.add(output_group(o.out,
                        hist      ? "result file: /counts, /edges, /underflow, /overflow (and /rdf)"
                        : cross   ? "result file: /distances holds the M × K matrix"
                        : triplet ? "result file: /energy, /energy_per_point, /forces (and "
                                    "/triplet_energy)"
+                       : knn     ? "result file: /indices and /distances (n × K), or /pairs and "
+                                   "/distances (--radius)"
                                  : "result file: /distances holds C(n,2) values in SciPy "
                                    "condensed order",
                        kind == CommandKind::edm || triplet));
   if (hist) all.add(hist_group(o.hist, c));
   if (triplet) all.add(triplet_group(o.triplet, tc, false));
+  if (knn) all.add(knn_group(kc));
   all.add(compute_group(o.compute, c, flags));
   po::options_description misc = run_group(o.run, c);
   misc.add_options()("help,h", "show this help");
@@ -601,10 +652,12 @@ bool parse_command(CommandKind kind, int argc, char** argv, CommandOptions& o) {
   const char* name = kind == CommandKind::edm ? "edm"
                      : hist                   ? "hist"
                      : triplet                ? "triplet"
+                     : knn                    ? "knn"
                                               : "cross";
   const char* usage = kind == CommandKind::edm ? kEdmUsage
                       : hist                   ? kHistUsage
                       : triplet                ? kTripletUsage
+                      : knn                    ? kKnnUsage
                                                : kCrossUsage;
   if (!parse(argc, argv, all, usage, name, vm)) return false;
   finish_input(o.in, "input", "generate", !cross, vm);
@@ -617,6 +670,7 @@ bool parse_command(CommandKind kind, int argc, char** argv, CommandOptions& o) {
   finish_compute(o.compute, c, flags);
   if (hist) finish_hist(o.hist, c, vm, o.compute.metric);
   if (triplet) finish_triplet(o.triplet, tc);
+  if (knn) finish_knn(o.knn, kc, vm);
   finish_run(o.run, c, argc, argv);
   o.run.effective = effective_options(all, vm);
   return true;
@@ -862,6 +916,7 @@ int main(int argc, char** argv) {
     for (auto [name, kind] : {std::pair<const char*, CommandKind>{"edm", CommandKind::edm},
                               {"hist", CommandKind::hist},
                               {"cross", CommandKind::cross},
+                              {"knn", CommandKind::knn},
                               {"triplet", CommandKind::triplet}}) {
       if (cmd != name) continue;
       CommandOptions o;
@@ -873,7 +928,7 @@ int main(int argc, char** argv) {
     }
     throw UsageError(
         "unknown command '" + cmd +
-        "' (commands: edm, hist, cross, triplet, fractal, info, bench; see tdsolve --help)");
+        "' (commands: edm, hist, cross, knn, triplet, fractal, info, bench; see tdsolve --help)");
   } catch (const std::bad_alloc&) {
     if (launcher_rank0()) std::fprintf(stderr, "tdsolve: error: out of memory\n");
     return 1;

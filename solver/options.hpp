@@ -64,8 +64,15 @@ struct TripletOptions {
   TripletKernel kernel = TripletKernel::atm;  // bench: atm or dummy3
 };
 
+// knn: the k nearest other points of every point, or (radius > 0) every
+// pair within a distance.
+struct KnnOptions {
+  index_t k = 0;       // 0: --radius
+  double radius = -1;  // < 0: --k
+};
+
 // What one command asks for.
-enum class CommandKind { edm, hist, cross, triplet };
+enum class CommandKind { edm, hist, cross, triplet, knn };
 
 struct CommandOptions {
   CommandKind kind = CommandKind::edm;
@@ -75,6 +82,7 @@ struct CommandOptions {
   RunOptions run;
   HistOptions hist;        // hist only
   TripletOptions triplet;  // triplet only
+  KnnOptions knn;          // knn only
 };
 
 // bench: the problem of edm (pairs), cross (with --with), hist (with

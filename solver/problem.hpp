@@ -20,8 +20,9 @@ namespace tdsolve {
 enum class DomainKind { pairs, rect, triplets };
 enum class MapKind { lambda, bb };
 // store: every value in packed order (triplets: and the reductions);
-// reduce: triplets' reductions only.
-enum class EpilogueKind { store, histogram, reduce };
+// reduce: triplets' reductions only; topk: each row's k nearest columns
+// (solver/knn.hpp), the point itself excluded.
+enum class EpilogueKind { store, histogram, reduce, topk };
 
 inline const char* map_name(MapKind m) {
   return m == MapKind::bb ? "bb" : "lambda";
@@ -84,7 +85,8 @@ struct Problem {
   HistSpec hist;
   int box_dims = 0;  // 0: no box; else = d
   std::array<T, kMaxBoxDims> box{};
-  AtmSpec atm;  // triplets
+  AtmSpec atm;    // triplets
+  index_t k = 0;  // topk: neighbours per row
 
   bool triplets() const { return domain == DomainKind::triplets; }
   mapping::TripletDomain triplet_domain() const { return mapping::TripletDomain(rows, rho); }
@@ -100,6 +102,7 @@ struct Problem {
     return domain == DomainKind::pairs ? norms_a : norms_b;
   }
   bool stores_values() const { return epilogue == EpilogueKind::store; }
+  bool knn() const { return epilogue == EpilogueKind::topk; }
 };
 
 // The plan of a problem's domain with chunks of at most max_elements.

@@ -40,6 +40,8 @@ class CpuBackend final : public Backend<T> {
       : view_(view_of(p)),
         triplets_(p.triplets()),
         store_(p.stores_values()),
+        knn_(p.knn()),
+        k_(p.k),
         tview_(triplets_ ? triplet_view_of(p) : TripletView<T>{}),
         threads_(threads),
         local_ranks_(local_ranks),
@@ -61,9 +63,18 @@ class CpuBackend final : public Backend<T> {
   }
   index_t max_chunk_elements() const override {
     // Two buffers, half of what is available.
+    if (knn_) return available_host_bytes(local_ranks_) / (4 * k_ * (sizeof(T) + 8)) * view_.cols;
     return available_host_bytes(local_ranks_) / (4 * sizeof(T));
   }
   void reserve(index_t elements) override {
+    if (knn_) {
+      const index_t rows = (elements + view_.cols - 1) / view_.cols;
+      for (int s = 0; s < 2; ++s) {
+        buffers_[s].resize(rows * k_);
+        indices_[s].resize(rows * k_);
+      }
+      return;
+    }
     if (!store_) return;  // histograms and triplet reductions keep no values
     for (auto& b : buffers_)
       b.resize(elements);
@@ -73,10 +84,15 @@ class CpuBackend final : public Backend<T> {
     T* out = buffers_[slot].data();
     std::uint64_t* counts = counts_[slot].data();
     std::int64_t* sums = sums_[slot].data();
-    pending_[slot] = std::async(std::launch::async, [this, job, out, counts, sums] {
+    std::int64_t* idx = indices_[slot].data();
+    pending_[slot] = std::async(std::launch::async, [this, job, out, counts, sums, idx] {
       const auto t0 = std::chrono::steady_clock::now();
       fault_point(Stage::compute, job.chunk);
-      if (triplets_) {
+      if (knn_) {
+        const index_t r0 = job.row_begin * view_.rho;
+        const index_t r1 = std::min(job.row_end * view_.rho, view_.rows);
+        compute_knn_chunk<T>(view_, k_, r0, r1, out, idx, threads_);
+      } else if (triplets_) {
         compute_triplet_chunk<T>(tview_, job.row_begin, job.row_end, out, sums, threads_);
       } else {
         compute_chunk<T>(view_, job.row_begin, job.row_end, out, counts, threads_);
@@ -92,7 +108,8 @@ class CpuBackend final : public Backend<T> {
     fault_point(Stage::copy, chunk);
     ChunkResult<T> r;
     if (slots_ > 0) r.counts = counts_[slot].data();
-    if (store_) r.values = buffers_[slot].data();
+    if (store_ || knn_) r.values = buffers_[slot].data();
+    if (knn_) r.indices = indices_[slot].data();
     if (triplets_) r.sums = sums_[slot].data();
     return r;
   }
@@ -114,13 +131,15 @@ class CpuBackend final : public Backend<T> {
 
  private:
   CpuView<T> view_;
-  bool triplets_, store_;
+  bool triplets_, store_, knn_;
+  index_t k_;
   TripletView<T> tview_;
   int threads_, local_ranks_;
   index_t slots_;
   std::vector<T> buffers_[2];
   std::vector<std::uint64_t> counts_[2];
   std::vector<std::int64_t> sums_[2];
+  std::vector<std::int64_t> indices_[2];  // knn
   std::future<std::pair<index_t, double>> pending_[2];
   index_t submitted_ = 0, waited_ = 0;
   double seconds_ = 0;

@@ -5,12 +5,16 @@ namespace tdsolve::cpu {
 namespace generic {
 template <typename T>
 void compute(const CpuView<T>&, index_t, index_t, T*, std::uint64_t*, int);
-}
+template <typename T>
+void compute_knn(const CpuView<T>&, index_t, index_t, index_t, T*, std::int64_t*, int);
+}  // namespace generic
 #if defined(TDS_HAVE_AVX2_VARIANT)
 namespace avx2 {
 template <typename T>
 void compute(const CpuView<T>&, index_t, index_t, T*, std::uint64_t*, int);
-}
+template <typename T>
+void compute_knn(const CpuView<T>&, index_t, index_t, index_t, T*, std::int64_t*, int);
+}  // namespace avx2
 #endif
 
 namespace {
@@ -71,10 +75,25 @@ void compute_chunk(const CpuView<T>& v, index_t row_begin, index_t row_end, T* o
   generic::compute<T>(v, row_begin, row_end, out, counts, threads);
 }
 
+template <typename T>
+void compute_knn_chunk(const CpuView<T>& v, index_t k, index_t r0, index_t r1, T* out_d,
+                       std::int64_t* out_i, int threads, CpuVariant variant) {
+  if (variant == CpuVariant::best) variant = use_avx2() ? CpuVariant::avx2 : CpuVariant::generic;
+#if defined(TDS_HAVE_AVX2_VARIANT)
+  if (variant == CpuVariant::avx2 && use_avx2())
+    return avx2::compute_knn<T>(v, k, r0, r1, out_d, out_i, threads);
+#endif
+  generic::compute_knn<T>(v, k, r0, r1, out_d, out_i, threads);
+}
+
 template CpuView<float> view_of<float>(const Problem<float>&);
 template CpuView<double> view_of<double>(const Problem<double>&);
 template void compute_chunk<float>(const CpuView<float>&, index_t, index_t, float*, std::uint64_t*,
                                    int, CpuVariant);
+template void compute_knn_chunk<float>(const CpuView<float>&, index_t, index_t, index_t, float*,
+                                       std::int64_t*, int, CpuVariant);
+template void compute_knn_chunk<double>(const CpuView<double>&, index_t, index_t, index_t, double*,
+                                        std::int64_t*, int, CpuVariant);
 template void compute_chunk<double>(const CpuView<double>&, index_t, index_t, double*,
                                     std::uint64_t*, int, CpuVariant);
 

@@ -42,6 +42,13 @@ template <typename T>
 void compute_chunk(const CpuView<T>& v, index_t row_begin, index_t row_end, T* out,
                    std::uint64_t* counts, int threads, CpuVariant variant = CpuVariant::best);
 
+// k nearest neighbours (solver/knn.hpp) of points [r0, r1) among all
+// v.cols column points (v.b; for knn the same set, the point itself
+// excluded): rows of k distances and indices at out_d/out_i[(i - r0) * k].
+template <typename T>
+void compute_knn_chunk(const CpuView<T>& v, index_t k, index_t r0, index_t r1, T* out_d,
+                       std::int64_t* out_i, int threads, CpuVariant variant = CpuVariant::best);
+
 // Which variant `best` is on this CPU, and whether `v` can run here.
 const char* cpu_variant();
 bool cpu_variant_available(CpuVariant v);

@@ -5,3 +5,4 @@
 #include "solver/cpu/tiles.hpp"
 #define TDS_CPU_VARIANT avx2
 #include "solver/cpu/tiles.inc"
+#include "solver/cpu/knn.inc"

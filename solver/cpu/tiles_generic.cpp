@@ -2,3 +2,4 @@
 #include "solver/cpu/tiles.hpp"
 #define TDS_CPU_VARIANT generic
 #include "solver/cpu/tiles.inc"
+#include "solver/cpu/knn.inc"
