@@ -776,8 +776,22 @@ class RadiusSink final : public Sink<T> {
       check_mpi(MPI_Exscan(&mine, &before, 1, MPI_UINT64_T, MPI_SUM, comm_), "MPI_Exscan");
       if (comm_rank(comm_) == 0) before = 0;
       check_mpi(MPI_Allreduce(&mine, &total, 1, MPI_UINT64_T, MPI_SUM, comm_), "MPI_Allreduce");
-      w_.write_list("pairs", total, before, mine, pairs_.data());
-      w_.write_list("distances", total, before, mine, dist_.data());
+      // Every rank writes at once, so a full disk fails them all: the
+      // first that failed reports it (one line) and ends the job.
+      std::string why;
+      try {
+        w_.write_list("pairs", total, before, mine, pairs_.data());
+        w_.write_list("distances", total, before, mine, dist_.data());
+      } catch (const std::exception& e) {
+        why = e.what();
+      }
+      const int me = why.empty() ? comm_size(comm_) : comm_rank(comm_);
+      int first = 0;
+      check_mpi(MPI_Allreduce(&me, &first, 1, MPI_INT, MPI_MIN, comm_), "MPI_Allreduce");
+      if (first < comm_size(comm_)) {
+        if (me == first) abort_run(comm_, why);
+        MPI_Barrier(comm_);  // never returns: rank `first` aborts the job
+      }
       w_.flush();
       w_.set_done(comm_rank(comm_) == 0 ? done.data() : nullptr);
       w_.flush();
@@ -1279,6 +1293,10 @@ int run_typed(const CommandOptions& o, MPI_Comm comm) {
     if (p.knn()) {
       sink = std::make_unique<KnnSink<T>>(*writer, p.cols, p.k);
     } else if (o.kind == CommandKind::knn) {
+      set_abort_hint(
+          "the finished chunks of a --radius run are not kept (it writes its pairs at its end); "
+          "run the same job again with --resume to start it over: " +
+          resume_cmd);
       auto r = std::make_unique<RadiusSink<T>>(*writer, comm, p.rows, o.knn.radius);
       radius = r.get();
       sink = std::move(r);

@@ -593,7 +593,7 @@ const char* kKnnUsage =
     "for any rank count and backend.\n"
     "--radius: every pair i < j within distance R (<= R), as scipy cKDTree.query_pairs:\n"
     "/pairs (m × 2, int64, sorted) and /distances (m). m is not known in advance: each\n"
-    "rank keeps its pairs in memory (24 bytes a pair) and the file gets them all at the\n"
+    "rank keeps its pairs in memory (20 or 24 bytes a pair) and the file gets them all at the\n"
     "end, so a stopped --radius run starts over on --resume.\n";
 
 const char* kTripletUsage =

@@ -15,7 +15,9 @@
 #include "solver/cuda/cuda_backend.hpp"
 #include "solver/cuda/cuda_check.hpp"
 #include "solver/cuda/cuda_resources.cuh"
+#include "solver/cuda/knn_kernels.cuh"
 #include "solver/fault.hpp"
+#include "solver/knn.hpp"
 
 namespace tdsolve::cuda {
 // The kernel families are instantiated in kernels_*.cu (compiled in
@@ -81,8 +83,16 @@ bool masked_only_requested() {
 }
 
 template <typename T>
-// The kernels cut tiles into 128×128 sub-tiles.
+// The kernels cut tiles into 128×128 sub-tiles; the knn kernel keeps its
+// lists in local memory.
 void check_problem(const Problem<T>& p) {
+  if (p.knn()) {
+    if (p.k > kMaxGpuNeighbors)
+      throw UsageError("--backend cuda keeps at most " + std::to_string(kMaxGpuNeighbors) +
+                       " neighbours a point (--k " + std::to_string(p.k) +
+                       "); use --backend cpu for more");
+    return;
+  }
   if (p.rho % BlockPolicy::kTile != 0)
     throw UsageError("--backend cuda needs --block to be a multiple of " +
                      std::to_string(BlockPolicy::kTile) + " (got " + std::to_string(p.rho) + ")");
@@ -131,7 +141,7 @@ class CudaBackend final : public Backend<T> {
     name_ = prop.name;
     check_problem(p);
     a_.upload(p.a, "the points");
-    if (p.domain == DomainKind::rect) b_.upload(p.b, "the second set of points");
+    if (p.domain == DomainKind::rect && !p.knn()) b_.upload(p.b, "the second set of points");
     norms_a_.upload(p.norms_a, "the norms");
     norms_b_.upload(p.norms_b, "the norms");
     if (p.epilogue == EpilogueKind::histogram) {
@@ -157,11 +167,27 @@ class CudaBackend final : public Backend<T> {
   }
 
   index_t max_chunk_elements() const override {
+    if (p_.knn()) {  // rows of K distances and indices
+      const index_t rows = chunk_limit(o_, keep_on_device_, p_.k * (sizeof(T) + 8));
+      return rows > (index_t(1) << 62) / p_.cols ? (index_t(1) << 62) : rows * p_.cols;
+    }
     return chunk_limit(o_, keep_on_device_, sizeof(T));
   }
 
   void reserve(index_t elements) override {
     if (slots_ > 0) return;
+    if (p_.knn()) {
+      const index_t values = (elements + p_.cols - 1) / p_.cols * p_.k;
+      for (int s = 0; s < 2; ++s) {
+        device_out_[s].allocate(values, "a chunk buffer");
+        device_idx_[s].allocate(values, "a chunk buffer");
+        if (!keep_on_device_) {
+          host_out_[s].allocate(values, "a chunk buffer");
+          host_idx_[s].allocate(values, "a chunk buffer");
+        }
+      }
+      return;
+    }
     for (int s = 0; s < 2; ++s) {
       device_out_[s].allocate(elements, "a chunk buffer");
       if (!keep_on_device_) host_out_[s].allocate(elements, "a chunk buffer");
@@ -182,7 +208,11 @@ class CudaBackend final : public Backend<T> {
       check(cudaMemsetAsync(device_counts_[s].get(), 0, slots_ * sizeof(unsigned long long),
                             compute_.s),
             "cudaMemsetAsync (histogram)");
-    launch_chunk<T>(p_, k, compute_.s);
+    if (p_.knn()) {
+      launch_knn<T>(knn_params(job, s), p_.metric, compute_.s);
+    } else {
+      launch_chunk<T>(p_, k, compute_.s);
+    }
     check(cudaGetLastError(), "kernel launch");
     check(cudaEventRecord(kernel_stop_[s].e, compute_.s), "cudaEventRecord");
     check(cudaStreamWaitEvent(copy_.s, kernel_stop_[s].e, 0), "cudaStreamWaitEvent");
@@ -191,6 +221,14 @@ class CudaBackend final : public Backend<T> {
       check(cudaMemcpyAsync(host_counts_[s].get(), device_counts_[s].get(),
                             slots_ * sizeof(unsigned long long), cudaMemcpyDeviceToHost, copy_.s),
             "cudaMemcpyAsync (histogram to host)");
+    } else if (p_.knn() && !keep_on_device_) {
+      const index_t values = job.elements / p_.cols * p_.k;
+      check(cudaMemcpyAsync(host_out_[s].get(), device_out_[s].get(), values * sizeof(T),
+                            cudaMemcpyDeviceToHost, copy_.s),
+            "cudaMemcpyAsync (device to host)");
+      check(cudaMemcpyAsync(host_idx_[s].get(), device_idx_[s].get(), values * sizeof(std::int64_t),
+                            cudaMemcpyDeviceToHost, copy_.s),
+            "cudaMemcpyAsync (device to host)");
     } else if (!keep_on_device_) {
       check(cudaMemcpyAsync(host_out_[s].get(), device_out_[s].get(), job.elements * sizeof(T),
                             cudaMemcpyDeviceToHost, copy_.s),
@@ -215,6 +253,7 @@ class CudaBackend final : public Backend<T> {
       r.counts = reinterpret_cast<const std::uint64_t*>(host_counts_[s].get());
     } else {
       r.values = keep_on_device_ ? nullptr : host_out_[s].get();
+      if (p_.knn() && !keep_on_device_) r.indices = host_idx_[s].get();
     }
     return r;
   }
@@ -261,6 +300,20 @@ class CudaBackend final : public Backend<T> {
   }
 
  private:
+  KnnParams<T> knn_params(const ChunkJob& job, int s) const {
+    KnnParams<T> k{};
+    k.a = a_.get();
+    k.norms = norms_a_.get();
+    k.n = p_.rows;
+    k.d = p_.d;
+    k.r0 = job.row_begin * p_.rho;
+    k.rows = std::min(job.row_end * p_.rho, p_.rows) - k.r0;
+    k.k = static_cast<int>(p_.k);
+    k.out_d = device_out_[s].get();
+    k.out_i = device_idx_[s].get();
+    return k;
+  }
+
   KernelParams<T> params(const ChunkJob& job, int s) const {
     KernelParams<T> k{};
     k.a = a_.get();
@@ -319,6 +372,8 @@ class CudaBackend final : public Backend<T> {
   DeviceBuffer<double> norms_a_, norms_b_, edges_;
   DeviceBuffer<T> device_out_[2];
   PinnedBuffer<T> host_out_[2];
+  DeviceBuffer<std::int64_t> device_idx_[2];  // knn
+  PinnedBuffer<std::int64_t> host_idx_[2];
   DeviceBuffer<unsigned long long> device_counts_[2];
   PinnedBuffer<unsigned long long> host_counts_[2];
   Stream compute_, copy_;

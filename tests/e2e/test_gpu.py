@@ -18,6 +18,11 @@ def gpu_available():
 
 
 OK, WHY = gpu_available()
+try:
+    import sklearn  # noqa: F401
+    HAVE_SKLEARN = True
+except ImportError:
+    HAVE_SKLEARN = False
 if not OK and os.environ.get("TDSOLVE_REQUIRE_GPU") == "1":
     raise SystemExit(f"TDSOLVE_REQUIRE_GPU=1 but tdsolve cannot use a GPU: {WHY}")
 
@@ -88,6 +93,64 @@ class GpuTest(TempDirTest):
             self.assertEqual(len(lines), 1, r.stderr)
             self.assertIn(expect, lines[0])
             self.assertFalse(os.path.exists(self.path("x.h5")))
+
+    def knn_files(self, args, ranks_backends, name):
+        outs = []
+        for backend, ranks in ranks_backends:
+            p = self.path(f"{name}_{backend}{ranks}.h5")
+            tdsolve("knn", *args, "--output", p, "--backend", backend, "--overwrite", "--progress", "none",
+                    "--quiet", np_=ranks, check=True)
+            with h5py.File(p, "r") as f:
+                outs.append(tuple(f[d][:].tobytes() for d in ("indices", "distances", "progress/done")
+                                  if d in f) + tuple(f[d][:].tobytes() for d in ("pairs",) if d in f))
+        return outs
+
+    def test_knn_identical_to_cpu(self):
+        # Every metric, both precisions, K up to the kernel's limit (256),
+        # d spanning one and several staged feature blocks (64), n not a
+        # multiple of the 256 rows of a block nor of the 32 columns of a tile.
+        for metric, precision, n, d, k in [("euclidean", "float32", 5003, 3, 16), ("euclidean", "float64", 3001, 70, 9),
+                                           ("sqeuclidean", "float32", 2999, 8, 256), ("cosine", "float64", 2500, 5, 4),
+                                           ("cityblock", "float32", 4097, 32, 1), ("chebyshev", "float64", 1000, 2, 31),
+                                           ("cosine", "float32", 3000, 130, 12)]:
+            args = ["--generate", f"uniform:{n}:{d}:{n + d}", "--k", k, "--metric", metric, "--precision",
+                    precision, "--chunk-mb", 1]
+            outs = self.knn_files(args, [("cpu", 1), ("cuda", 1), ("cuda", 2)], "knn")
+            what = f"knn {metric} {precision} n={n} d={d} k={k}"
+            self.assertEqual(outs[1], outs[0], f"{what}: GPU != CPU")
+            self.assertEqual(outs[2], outs[0], f"{what}: 2 ranks on one GPU != CPU")
+
+    @unittest.skipUnless(HAVE_SKLEARN, "scikit-learn is not installed here (test_knn.py compares the CPU with it)")
+    def test_knn_equals_sklearn_at_n_20000(self):
+        import numpy as np
+        from sklearn.neighbors import NearestNeighbors
+        x = np.random.default_rng(9).random((20000, 3))
+        src = self.path("x.npy")
+        np.save(src, x)
+        p = self.path("sk.h5")
+        tdsolve("knn", "--input", src, "--k", 16, "--precision", "float64", "--backend", "cuda", "--output", p,
+                "--quiet", check=True)
+        sk_d, sk_i = NearestNeighbors(n_neighbors=16, algorithm="brute").fit(x).kneighbors()
+        with h5py.File(p, "r") as f:
+            np.testing.assert_array_equal(f["indices"][:], sk_i)
+            np.testing.assert_allclose(f["distances"][:], sk_d, rtol=1e-9, atol=1e-12)
+
+    def test_knn_radius_identical_to_cpu(self):
+        for precision in ("float32", "float64"):
+            args = ["--generate", "uniform:50000:3:4", "--radius", "0.01", "--precision", precision]
+            outs = self.knn_files(args, [("cpu", 1), ("cuda", 1), ("cuda", 3)], "radius")
+            self.assertGreater(len(outs[0][-1]), 16 * 2000, "too few pairs to compare")
+            self.assertEqual(outs[1], outs[0], f"radius {precision}: GPU != CPU")
+            self.assertEqual(outs[2], outs[0], f"radius {precision}: 3 ranks != CPU")
+
+    def test_knn_too_many_neighbours_for_the_gpu_is_one_line(self):
+        r = tdsolve("knn", "--generate", "uniform:1000:3", "--k", 257, "--output", self.path("x.h5"), "--backend",
+                    "cuda", np_=2)
+        self.assertNotEqual(r.returncode, 0)
+        lines = [l for l in r.stderr.splitlines() if l.startswith("tdsolve:")]
+        self.assertEqual(len(lines), 1, r.stderr)
+        self.assertIn("at most 256 neighbours", lines[0])
+        self.assertFalse(os.path.exists(self.path("x.h5")))
 
 
 if __name__ == "__main__":
