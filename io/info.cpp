@@ -51,6 +51,9 @@ herr_t attr_text(hid_t obj, const char* name, const H5A_info_t*, void* out) {
   Hid attr(H5Aopen(obj, name, H5P_DEFAULT), H5Aclose);
   if (!attr.valid()) return 0;
   Hid type(H5Aget_type(attr), H5Tclose);
+  // Dimension scale bookkeeping (DIMENSION_LIST: references) is no value to show.
+  const H5T_class_t cls = H5Tget_class(type);
+  if (cls != H5T_STRING && cls != H5T_INTEGER && cls != H5T_FLOAT) return 0;
   *s += std::string(" ") + name + "=";
   const hssize_t count = attr_values(attr);
   if (count != 1) {  // never read an array into one value

@@ -514,6 +514,20 @@ std::string job_differences(const std::string& file, const std::string& now) {
   return diff;
 }
 
+// The axis names of a result's datasets, as HDF5 dimension scales (xarray and
+// h5netcdf name the axes by them; docs/output.md lists them).
+std::vector<std::string> axis_names(CommandKind kind, const std::string& dataset) {
+  using V = std::vector<std::string>;
+  if (dataset == "distances") return kind == CommandKind::cross ? V{"row", "column"} : V{"pair"};
+  if (dataset == "counts" || dataset == "rdf") return {"bin"};
+  if (dataset == "edges") return {"edge"};
+  if (dataset == "triplet_energy") return {"triplet"};
+  if (dataset == "energy_per_point") return {"point"};
+  if (dataset == "forces") return {"point", "axis"};
+  if (dataset == "progress/sums") return {"progress/sum_row", "progress/limb"};
+  return {};  // scalars: /underflow, /overflow, /energy
+}
+
 template <typename T>
 io::ResultLayout make_layout(const CommandOptions& o, const Problem<T>& p,
                              const mapping::ChunkPlan& plan, const Sources& src,
@@ -629,6 +643,9 @@ io::ResultLayout make_layout(const CommandOptions& o, const Problem<T>& p,
     L.features = p.d;
     L.points_type = vt;
   }
+  L.dimensions[L.result.name] = axis_names(o.kind, L.result.name);
+  for (const io::DatasetSpec& x : L.extras)
+    L.dimensions[x.name] = axis_names(o.kind, x.name);
   return L;
 }
 

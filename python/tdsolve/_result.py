@@ -106,9 +106,15 @@ def _text(v):
     return v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)
 
 
+# HDF5 dimension scale bookkeeping (H5DS), not a property of the result.
+_SCALE_ATTRS = ("DIMENSION_LIST", "REFERENCE_LIST", "CLASS", "NAME", "DIMENSION_LABELS")
+
+
 def _attrs(obj):
     out = {}
     for k in obj.attrs:
+        if k in _SCALE_ATTRS:
+            continue
         try:
             v = obj.attrs[k]
         except Exception:  # a type h5py cannot read

@@ -2,7 +2,9 @@
 docs/output.md ("tdsolve knn --k" and "tdsolve knn --radius"), with the
 attribute set of the files tdsolve writes (root: software, version,
 command, options, created, input, job; the result dataset: n, layout,
-metric, precision, features, block, ...). The readers (python/tdsolve,
+metric, precision, features, block, ...) and their dimension scales
+(netCDF-4 "pure dimensions", as io/result_file.cpp attach_dimensions makes
+them; scales=False leaves them out, as in files of older versions). The readers (python/tdsolve,
 `tdsolve info`) are tested against these until `tdsolve knn` writes real
 ones. The reference values come from SciPy's cdist."""
 import h5py
@@ -22,6 +24,20 @@ def _root(f, command, x, metric, precision, k=None, radius=None):
            f"precision={precision}\nblock=16\n")
     job += f"neighbors={k}\n" if k is not None else f"radius={radius!r}\n"
     f.attrs["job"] = job
+
+
+def attach(f, ds, names):
+    """Names the axes of ds as attach_dimensions does: a float32 scale
+    dataset per name (a path from the root) that holds no values, of the
+    axis' length (0 and unlimited for an unlimited axis)."""
+    for axis, name in enumerate(names):
+        unlimited = ds.maxshape[axis] is None
+        length = 0 if unlimited else ds.shape[axis]
+        if name not in f:
+            kw = dict(maxshape=(None,), chunks=(1024,)) if unlimited else {}
+            scale = f.create_dataset(name, shape=(length,), dtype=">f4", **kw)
+            scale.make_scale(f"This is a netCDF dimension but not a netCDF variable.{length:10d}")
+        ds.dims[axis].attach_scale(f[name])
 
 
 def knn_reference(x, k, metric="euclidean", precision="float64"):
@@ -48,7 +64,7 @@ def row_offsets(n, chunks, per_row):
     return rows * np.uint64(per_row)
 
 
-def write_knn(path, x, k, chunks=4, metric="euclidean", precision="float64", done=None):
+def write_knn(path, x, k, chunks=4, metric="euclidean", precision="float64", done=None, scales=True):
     """A `tdsolve knn --k K` file of points x; done: the flags (all 1 by default)."""
     n, d = x.shape
     ind, dist = knn_reference(x, k, metric, precision)
@@ -67,10 +83,16 @@ def write_knn(path, x, k, chunks=4, metric="euclidean", precision="float64", don
         g.attrs["elements"] = np.uint64(n * k)
         g["done"] = np.ones(chunks, np.uint8) if done is None else np.asarray(done, np.uint8)
         g["offsets"] = row_offsets(n, chunks, k)
+        if scales:
+            attach(f, ds, ("point", "neighbor"))
+            attach(f, di, ("point", "neighbor"))
+            attach(f, g["done"], ("progress/chunk",))
+            attach(f, g["offsets"], ("progress/chunk_edge",))
     return ind, dist
 
 
-def write_radius(path, x, radius, chunks=3, metric="euclidean", precision="float64", finished=True):
+def write_radius(path, x, radius, chunks=3, metric="euclidean", precision="float64", finished=True,
+                 scales=True):
     """A `tdsolve knn --radius R` file of points x; finished=False: the file
     of a run stopped before its end (no pairs, every flag 0)."""
     n, d = x.shape
@@ -85,6 +107,9 @@ def write_radius(path, x, radius, chunks=3, metric="euclidean", precision="float
         for a, v in (("n", np.uint64(n)), ("radius", float(radius)), ("layout", "pairs"), ("metric", metric),
                      ("precision", precision), ("features", np.uint64(d)), ("block", np.uint64(16))):
             dp.attrs[a] = v
+        if scales:  # at creation, while /pairs has 0 rows
+            attach(f, dp, ("pair", "pair_end"))
+            attach(f, dd, ("pair",))
         dp.resize((m, 2))
         dd.resize((m,))
         if m:
@@ -97,4 +122,7 @@ def write_radius(path, x, radius, chunks=3, metric="euclidean", precision="float
         g["done"] = np.full(chunks, 1 if finished else 0, np.uint8)
         rows = np.linspace(0, n, chunks + 1).round().astype(np.int64)
         g["offsets"] = np.array([r * n - r * (r + 1) // 2 for r in rows], np.uint64)  # condensed row starts
+        if scales:
+            attach(f, g["done"], ("progress/chunk",))
+            attach(f, g["offsets"], ("progress/chunk_edge",))
     return pairs, dist

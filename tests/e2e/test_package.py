@@ -80,6 +80,10 @@ def setUpModule():
     write_radius(F["radius"], F["kx"], 0.15, chunks=4)
     F["radius_stopped"] = os.path.join(DIR, "radius_stopped.h5")
     write_radius(F["radius_stopped"], F["kx"], 0.15, chunks=4, finished=False)
+    F["knn_plain"] = os.path.join(DIR, "knn_plain.h5")  # without dimension scales
+    write_knn(F["knn_plain"], F["kx"], 5, chunks=2, scales=False)
+    F["radius_plain"] = os.path.join(DIR, "radius_plain.h5")
+    write_radius(F["radius_plain"], F["kx"], 0.1, chunks=2, scales=False)
     F["radius_none"] = os.path.join(DIR, "radius_none.h5")  # a radius no pair is within
     write_radius(F["radius_none"], F["kx"], 1e-6, chunks=2)
 
@@ -751,6 +755,7 @@ CASES = [
     # tdsolve knn --k K
     ("complete knn", "knn", None, "complete", False),
     ("complete knn (float32, cityblock)", "knn32", None, "complete", False),
+    ("complete knn without dimension scales", "knn_plain", None, "complete", False),
     ("knn: a done flag cleared", "knn", _set("progress/done", 2, 0), "incomplete", False),
     ("knn: every flag 0", "knn", lambda f: f["progress/done"].__setitem__(Ellipsis, 0), "incomplete", False),
     ("knn: no /indices", "knn", lambda f: f.__delitem__("indices"), "inconsistent", False),
@@ -801,6 +806,7 @@ CASES = [
     # tdsolve knn --radius R
     ("complete radius", "radius", None, "complete", False),
     ("complete radius, no pair within", "radius_none", None, "complete", False),
+    ("complete radius without dimension scales", "radius_plain", None, "complete", False),
     ("radius: stopped, flags 0 and no pairs", "radius_stopped", None, "incomplete", False),
     ("radius: pairs written, flags still 0", "radius", lambda f: f["progress/done"].__setitem__(Ellipsis, 0),
      "incomplete", False),
