@@ -51,6 +51,9 @@ herr_t attr_text(hid_t obj, const char* name, const H5A_info_t*, void* out) {
   Hid attr(H5Aopen(obj, name, H5P_DEFAULT), H5Aclose);
   if (!attr.valid()) return 0;
   Hid type(H5Aget_type(attr), H5Tclose);
+  // Dimension scale bookkeeping (DIMENSION_LIST: references) is no value to show.
+  const H5T_class_t cls = H5Tget_class(type);
+  if (cls != H5T_STRING && cls != H5T_INTEGER && cls != H5T_FLOAT) return 0;
   *s += std::string(" ") + name + "=";
   const hssize_t count = attr_values(attr);
   if (count != 1) {  // never read an array into one value
@@ -160,7 +163,7 @@ bool read_scalar_i64(hid_t file, const char* name, std::int64_t* v) {
   return true;
 }
 
-enum class Kind { edm, hist, cross, triplet };
+enum class Kind { edm, hist, cross, triplet, knn, radius };
 
 // What a hist file says beyond its /counts line; sets *problem when its
 // records disagree. *total is the number of pairs the chunks cover.
@@ -321,6 +324,105 @@ void describe_triplet(hid_t file, const std::string& name, std::ostream& out, st
     *problem = "/triplet_energy length is not C(n,3)";
   else if (has_attr(values, "n") && read_attr_u64(values, "n") != n)
     *problem = "the `n` attribute of /triplet_energy is not /energy's";
+}
+
+// Whether /distances is a kNN result: /indices beside it, or `layout` = "knn"
+// (read only when it is one string; the Python package decides alike).
+bool is_knn(hid_t file, hid_t values) {
+  if (exists(file, "indices")) return true;
+  if (!has_attr(values, "layout")) return false;
+  Hid attr(H5Aopen(values, "layout", H5P_DEFAULT), H5Aclose);
+  Hid type(attr.valid() ? H5Aget_type(attr) : H5I_INVALID_HID, H5Tclose);
+  H5Eclear2(H5E_DEFAULT);
+  if (!type.valid() || H5Tget_class(type) != H5T_STRING || attr_values(attr) != 1) return false;
+  return read_attr_string(values, "layout") == "knn";
+}
+
+// What a `tdsolve knn --k K` file says (/distances and /indices, n x K);
+// sets *problem when its records disagree. *total: n·K, the values the
+// chunks cover; *row: K (every offset is a whole row).
+void describe_knn(hid_t file, hid_t values, std::ostream& out, std::string* problem,
+                  std::uint64_t* total, std::uint64_t* row) {
+  const auto dims = dataset_shape(values);
+  if (dims.size() != 2) {
+    *problem = "/distances is not 2-D";
+    return;
+  }
+  for (const char* a : {"n", "neighbors"}) {
+    if (!has_attr(values, a)) {
+      *problem = std::string("/distances has no `") + a + "` attribute";
+      return;
+    }
+  }
+  const std::uint64_t n = read_attr_u64(values, "n"), k = read_attr_u64(values, "neighbors");
+  *total = n * k;
+  *row = k;
+  const auto text = [&](const char* a) {
+    return has_attr(values, a) ? read_attr_text(values, a) : std::string("(not recorded)");
+  };
+  const std::string metric = text("metric"), precision = text("precision");
+  out << "knn:       " << n << " points, the " << k << " nearest of each (metric " << metric
+      << ", precision " << precision << ")\n";
+  if (dims[0] != n || dims[1] != k) {
+    *problem = "/distances is not n x K";
+    return;
+  }
+  if (k < 1 || k >= n) {
+    *problem = "the `neighbors` attribute is not in 1..n-1";
+    return;
+  }
+  if (!exists(file, "indices")) {
+    *problem = "no /indices";
+    return;
+  }
+  Hid indices = dataset_handle(H5Dopen2(file, "indices", H5P_DEFAULT), "H5Dopen /indices");
+  out << "indices:   /indices " << type_name(indices) << shape_of(indices) << "\n";
+  if (dataset_shape(indices) != dims) {
+    *problem = "/indices is not n x K";
+    return;
+  }
+  if ((has_attr(indices, "n") && read_attr_u64(indices, "n") != n) ||
+      (has_attr(indices, "neighbors") && read_attr_u64(indices, "neighbors") != k))
+    *problem = "the `n` or `neighbors` attribute of /indices is not that of /distances";
+}
+
+// What a `tdsolve knn --radius R` file says (/pairs m x 2, /distances m);
+// sets *problem when its records disagree. *total: C(n,2), the pairs the
+// chunks cover.
+void describe_radius(hid_t file, hid_t pairs, std::ostream& out, std::string* problem,
+                     std::uint64_t* total) {
+  const auto dims = dataset_shape(pairs);
+  if (!has_attr(pairs, "n")) {
+    *problem = "/pairs has no `n` attribute";
+    return;
+  }
+  const std::uint64_t n = read_attr_u64(pairs, "n");
+  *total = mapping::pair_count(n);
+  const std::string radius =
+      has_attr(pairs, "radius") ? number(read_attr_f64(pairs, "radius")) : "(not recorded)";
+  const auto text = [&](const char* a) {
+    return has_attr(pairs, a) ? read_attr_text(pairs, a) : std::string("(not recorded)");
+  };
+  const std::string metric = text("metric"), precision = text("precision");
+  if (dims.size() != 2 || dims[1] != 2) {
+    *problem = "/pairs is not m x 2";
+    return;
+  }
+  const std::uint64_t m = dims[0];
+  out << "radius:    " << m << " pairs within " << radius << " of " << n << " points (of " << *total
+      << " pairs; metric " << metric << ", precision " << precision << ")\n";
+  if (m > *total) {
+    *problem = "/pairs holds more than C(n,2) pairs";
+    return;
+  }
+  if (!exists(file, "distances")) {
+    *problem = "no /distances";
+    return;
+  }
+  Hid distances = dataset_handle(H5Dopen2(file, "distances", H5P_DEFAULT), "H5Dopen /distances");
+  out << "distances: /distances " << type_name(distances) << shape_of(distances) << "\n";
+  if (dataset_shape(distances) != std::vector<hsize_t>{m})
+    *problem = "/distances does not hold one value per row of /pairs";
 }
 
 // The total energy of a complete triplet file, for show only: a value that
@@ -515,13 +617,19 @@ int describe_file(const std::string& path, std::ostream& out, std::string* comma
     if (!name.empty() && name[0] == '/') name.erase(0, 1);
   }
   H5Eclear2(H5E_DEFAULT);
-  const bool triplet = has_progress && (name.empty() || name == "triplet_energy");
+  // `tdsolve knn --radius`: /pairs, and /progress names nothing (no /energy).
+  const bool radius =
+      has_progress && name.empty() && exists(file, "pairs") && !exists(file, "energy");
+  const bool triplet = has_progress && !radius && (name.empty() || name == "triplet_energy");
   if (!has_progress ||
-      (triplet ? !exists(file, "energy")
-               : (name != "distances" && name != "counts") || !exists(file, name.c_str()))) {
-    out << "status:    not a tdsolve result (no /distances, /counts or /energy with /progress)\n";
+      (radius    ? false
+       : triplet ? !exists(file, "energy")
+                 : (name != "distances" && name != "counts") || !exists(file, name.c_str()))) {
+    out << "status:    not a tdsolve result (no /distances, /counts, /pairs or /energy with "
+           "/progress)\n";
     return kInfoIncomplete;
   }
+  if (radius) name = "pairs";
   const bool has_points = exists(file, "points");
   Hid values;
   std::vector<hsize_t> len;
@@ -529,7 +637,11 @@ int describe_file(const std::string& path, std::ostream& out, std::string* comma
   if (!triplet) {
     values = dataset_handle(H5Dopen2(file, name.c_str(), H5P_DEFAULT), "H5Dopen /" + name);
     len = dataset_shape(values);
-    kind = name == "counts" ? Kind::hist : len.size() == 2 ? Kind::cross : Kind::edm;
+    kind = radius                 ? Kind::radius
+           : name == "counts"     ? Kind::hist
+           : is_knn(file, values) ? Kind::knn
+           : len.size() == 2      ? Kind::cross
+                                  : Kind::edm;
     out << "dataset:   /" << name << " " << type_name(values) << shape_of(values)
         << attributes(values) << "\n";
   }
@@ -542,6 +654,7 @@ int describe_file(const std::string& path, std::ostream& out, std::string* comma
   std::string problem;
   // What the chunks cover: pairs (edm, hist) or matrix entries (cross).
   std::uint64_t total = 0, binned = 0;
+  std::uint64_t row = 0;  // kNN: K, the values of one row (every offset is a multiple)
   const char* unit = "pairs";
   // An attribute of the wrong shape (an array where one value belongs) makes
   // the records disagree: INCONSISTENT, as the Python package says too.
@@ -562,6 +675,11 @@ int describe_file(const std::string& path, std::ostream& out, std::string* comma
         problem = "/distances is not rows x cols";
     } else if (kind == Kind::hist) {
       describe_hist(file, values, out, &problem, &total, &binned);
+    } else if (kind == Kind::knn) {
+      unit = "values";
+      describe_knn(file, values, out, &problem, &total, &row);
+    } else if (kind == Kind::radius) {
+      describe_radius(file, values, out, &problem, &total);
     } else {
       unit = "triplets";
       describe_triplet(file, name, out, &problem, &total);
@@ -607,9 +725,12 @@ int describe_file(const std::string& path, std::ostream& out, std::string* comma
       (offsets.size() != done.size() + 1 || offsets.empty() || offsets.back() != total ||
        !std::is_sorted(offsets.begin(), offsets.end())))
     problem = std::string("/progress/offsets does not cover ") +
-              (kind == Kind::hist      ? "the C(n,2) pairs"
-               : kind == Kind::triplet ? "the C(n,3) triplets"
-                                       : "/distances");
+              (kind == Kind::hist || kind == Kind::radius ? "the C(n,2) pairs"
+               : kind == Kind::triplet                    ? "the C(n,3) triplets"
+                                                          : "/distances");
+  if (problem.empty() && kind == Kind::knn &&
+      std::any_of(offsets.begin(), offsets.end(), [&](std::uint64_t o) { return o % row != 0; }))
+    problem = "/progress/offsets are not whole rows of /distances (multiples of K)";
 
   const size_t complete = static_cast<size_t>(std::count(done.begin(), done.end(), 1));
   std::uint64_t pairs_done = 0;

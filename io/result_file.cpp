@@ -4,7 +4,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <hdf5_hl.h>
+
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "core/error.hpp"
@@ -147,12 +150,18 @@ void write_whole(hid_t dset, hid_t mem_type, hid_t xfer, const void* data,
                "H5Dwrite " + what);
 }
 
+std::vector<std::string> dimensions_of(const ResultLayout& L, const std::string& name) {
+  const auto it = L.dimensions.find(name);
+  return it == L.dimensions.end() ? std::vector<std::string>{} : it->second;
+}
+
 void build_structure(hid_t file, const ResultLayout& L) {
   write_attrs(file, L.root_attrs);
   if (!L.result.name.empty()) {
     Hid values =
         create_dataset(file, L.result.name, file_type(L.result.type), L.result.dims, false);
     write_attrs(values, L.result.attrs);
+    attach_dimensions(file, values, dimensions_of(L, L.result.name));
   }
   if (!L.companion.name.empty()) {
     Hid c = create_dataset(file, L.companion.name, file_type(L.companion.type), L.companion.dims,
@@ -169,8 +178,12 @@ void build_structure(hid_t file, const ResultLayout& L) {
   write_attr(progress, "chunks", static_cast<std::uint64_t>(chunks));
   write_attr(progress, "dataset", L.result.name.empty() ? std::string() : "/" + L.result.name);
   write_attr(progress, "elements", static_cast<std::uint64_t>(L.chunk_offsets.back()));
-  { Hid done = create_dataset(progress, "done", H5T_STD_U8LE, {chunks}, true); }
+  {
+    Hid done = create_dataset(progress, "done", H5T_STD_U8LE, {chunks}, true);
+    attach_dimensions(file, done, {"progress/chunk"});
+  }
   Hid offsets = create_dataset(progress, "offsets", H5T_STD_U64LE, {chunks + 1}, true);
+  attach_dimensions(file, offsets, {"progress/chunk_edge"});
   static_assert(sizeof(index_t) == sizeof(std::uint64_t), "64-bit offsets");
   check_status(
       H5Dwrite(offsets, H5T_NATIVE_UINT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, L.chunk_offsets.data()),
@@ -179,6 +192,7 @@ void build_structure(hid_t file, const ResultLayout& L) {
   for (const DatasetSpec& x : L.extras) {
     Hid d = create_dataset(file, x.name, file_type(x.type), x.dims, true);
     write_attrs(d, x.attrs);
+    attach_dimensions(file, d, dimensions_of(L, x.name));
     if (!x.initial.empty())
       check_status(H5Dwrite(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, x.initial.data()),
                    "H5Dwrite " + x.name);
@@ -186,6 +200,7 @@ void build_structure(hid_t file, const ResultLayout& L) {
   if (L.store_points) {
     Hid points =
         create_dataset(file, "points", file_type(L.points_type), {L.points, L.features}, false);
+    attach_dimensions(file, points, {"point", "feature"});
   }
 }
 
@@ -216,6 +231,50 @@ void write_new_file(const std::string& path, const std::vector<char>& data) {
 }
 
 }  // namespace
+
+void attach_dimensions(hid_t file, hid_t dset, const std::vector<std::string>& names) {
+  if (names.empty()) return;
+  Hid space = space_handle(H5Dget_space(dset), "H5Dget_space (dimension scales)");
+  const int rank = H5Sget_simple_extent_ndims(space);
+  std::vector<hsize_t> dims(rank > 0 ? rank : 0), maxdims(dims.size());
+  if (rank > 0) H5Sget_simple_extent_dims(space, dims.data(), maxdims.data());
+  if (names.size() != dims.size())
+    throw H5Error("dimension names for a " + std::to_string(dims.size()) +
+                  "-D dataset: " + std::to_string(names.size()));
+  for (size_t a = 0; a < names.size(); ++a) {
+    const std::string& name = names[a];
+    const bool unlimited = maxdims[a] == H5S_UNLIMITED;
+    const hsize_t length = unlimited ? 0 : dims[a];
+    Hid scale;
+    if (H5Lexists(file, name.c_str(), H5P_DEFAULT) > 0) {
+      scale = dataset_handle(H5Dopen2(file, name.c_str(), H5P_DEFAULT), "H5Dopen /" + name);
+      const auto have = dataset_shape(scale);
+      if (have != std::vector<hsize_t>{length})
+        throw H5Error("dimension /" + name + " has another length than an axis named after it");
+    } else {
+      // netCDF-4's pure dimension: a float32 scale that holds no values.
+      const hsize_t max = unlimited ? H5S_UNLIMITED : length;
+      Hid sp = space_handle(H5Screate_simple(1, &length, &max), "H5Screate_simple /" + name);
+      Hid dcpl = plist_handle(H5Pcreate(H5P_DATASET_CREATE), "H5Pcreate(dataset create)");
+      if (unlimited) {
+        const hsize_t chunk = 1024;
+        check_status(H5Pset_chunk(dcpl, 1, &chunk), "H5Pset_chunk /" + name);
+      }
+      check_status(H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_LATE), "H5Pset_alloc_time");
+      check_status(H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER), "H5Pset_fill_time");
+      scale = dataset_handle(
+          H5Dcreate2(file, name.c_str(), H5T_IEEE_F32BE, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT),
+          "H5Dcreate /" + name);
+      char text[96];
+      std::snprintf(text, sizeof text,
+                    "This is a netCDF dimension but not a netCDF variable.%10llu",
+                    static_cast<unsigned long long>(length));
+      check_status(H5DSset_scale(scale, text), "H5DSset_scale /" + name);
+    }
+    check_status(H5DSattach_scale(dset, scale, static_cast<unsigned>(a)),
+                 "H5DSattach_scale /" + name);
+  }
+}
 
 void create_file_image(const std::string& path, const std::function<void(hid_t)>& build,
                        bool aligned) {

@@ -30,6 +30,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <utility>
 #include <variant>
@@ -71,7 +72,24 @@ struct ResultLayout {
   bool store_points = false;           // create /points (points × features)
   index_t points = 0, features = 0;
   ValueType points_type = ValueType::f32;
+  // The axis names of the result and the extras (attach_dimensions), by
+  // dataset name; a dataset not named here gets none. /progress/done and
+  // /progress/offsets are "progress/chunk" and "progress/chunk_edge", /points
+  // ("point", "feature").
+  std::map<std::string, std::vector<std::string>> dimensions;
 };
+
+// Names the axes of dataset `dset` with HDF5 dimension scales, as netCDF-4
+// does for a dimension without coordinate values, so that xarray and
+// h5netcdf open the file without phony_dims: axis a gets the scale dataset
+// names[a] (a path from the root, e.g. "pair" or "progress/chunk"), created
+// on first use as a "pure dimension" (float32 of the axis' length, never
+// written, so it takes no storage; 0 long and unlimited where the axis is,
+// its length then being that of the datasets on it) and attached to the
+// axis. Only while building a file in memory (create_file_image): the
+// parallel writer never opens the scale datasets. Throws H5Error when a
+// scale of that name exists with another length.
+void attach_dimensions(hid_t file, hid_t dset, const std::vector<std::string>& names);
 
 // Creates the file and its structure (one process: rank 0). On failure it
 // removes what it wrote and throws H5Error. Refuses to replace a file.

@@ -544,6 +544,36 @@ std::string job_differences(const std::string& file, const std::string& now) {
   return diff;
 }
 
+// The axis names of a result's datasets, as HDF5 dimension scales (xarray and
+// h5netcdf name the axes by them; docs/output.md lists them). Unknown
+// datasets, and scalars, get none.
+std::vector<std::string> axis_names(CommandKind kind, const io::DatasetSpec& d) {
+  using V = std::vector<std::string>;
+  const std::string& name = d.name;
+  V v;
+  if (name == "distances")  // edm: 1-D; cross: M x K; knn --k: n x K; knn --radius: 1-D, m
+    v = d.dims.size() == 1           ? V{"pair"}
+        : kind == CommandKind::cross ? V{"row", "column"}
+                                     : V{"point", "neighbor"};
+  else if (name == "indices")
+    v = {"point", "neighbor"};
+  else if (name == "pairs")
+    v = {"pair", "pair_end"};
+  else if (name == "counts" || name == "rdf")
+    v = {"bin"};
+  else if (name == "edges")
+    v = {"edge"};
+  else if (name == "triplet_energy")
+    v = {"triplet"};
+  else if (name == "energy_per_point")
+    v = {"point"};
+  else if (name == "forces")
+    v = {"point", "axis"};
+  else if (name == "progress/sums")
+    v = {"progress/sum_row", "progress/limb"};
+  return v.size() == d.dims.size() ? v : V{};
+}
+
 template <typename T>
 io::ResultLayout make_layout(const CommandOptions& o, const Problem<T>& p,
                              const mapping::ChunkPlan& plan, const Sources& src,
@@ -693,6 +723,9 @@ io::ResultLayout make_layout(const CommandOptions& o, const Problem<T>& p,
     L.features = p.d;
     L.points_type = vt;
   }
+  L.dimensions[L.result.name] = axis_names(o.kind, L.result);
+  for (const io::DatasetSpec& x : L.extras)
+    L.dimensions[x.name] = axis_names(o.kind, x);
   return L;
 }
 

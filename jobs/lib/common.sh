@@ -9,6 +9,8 @@ TDSOLVE_PACKAGES=(
   libgtest-dev                                # unit tests
   python3 python3-h5py python3-numpy python3-scipy  # reader module and end-to-end tests
   python3-matplotlib                          # pictures of fractal runs, benchmark plots
+  python3-xarray python3-h5netcdf             # tests: result files open in xarray (dimension scales)
+  python3-sklearn                             # tests: kNN references (tdsolve knn)
 )
 # Only jobs/run-tests.sh installs these: a real one-node Slurm for the job
 # scripts' test (e2e.slurm); a user's setup does not need Slurm daemons.

@@ -1,4 +1,4 @@
-"""Result objects: EdmResult, CrossResult, HistResult, TripletResult."""
+"""Result objects: EdmResult, CrossResult, HistResult, TripletResult, KnnResult, PairsResult."""
 import numbers
 import os
 
@@ -106,9 +106,15 @@ def _text(v):
     return v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)
 
 
+# HDF5 dimension scale bookkeeping (H5DS), not a property of the result.
+_SCALE_ATTRS = ("DIMENSION_LIST", "REFERENCE_LIST", "CLASS", "NAME", "DIMENSION_LABELS")
+
+
 def _attrs(obj):
     out = {}
     for k in obj.attrs:
+        if k in _SCALE_ATTRS:
+            continue
         try:
             v = obj.attrs[k]
         except Exception:  # a type h5py cannot read
@@ -326,7 +332,9 @@ class Result:
               "hist": "counts, edges, underflow, overflow, rdf, r[...] (the counts)",
               "triplet": "energy, energy_per_point, forces; with --store-triplets also r[...], triplet(), "
                          "triplet_energies(), iter_chunks()",
-              "fractal": "state(i), steps, live, image(i), save_png(), lambda_map(), nu_map(), iter_chunks()"}
+              "fractal": "state(i), steps, live, image(i), save_png(), lambda_map(), nu_map(), iter_chunks()",
+              "knn": "indices, distances, rows(), row(), r[...], iter_chunks()",
+              "radius": "pairs, distances, count, r[...], to_sparse(), iter_chunks()"}
 
     def _wrong(self, what, kinds):
         raise TypeError(f"{self.path}: {what} is for tdsolve {' and '.join(kinds)} results; this is a {self.kind} "
@@ -342,16 +350,16 @@ class Result:
         self._wrong("pair()", ["edm"])
 
     def row(self, i):
-        self._wrong("row()", ["edm"])
+        self._wrong("row()", ["edm", "knn"])
 
     def rows(self, i0, i1):
-        self._wrong("rows()", ["edm", "cross"])
+        self._wrong("rows()", ["edm", "cross", "knn"])
 
     def block(self, I, J):  # noqa: E741
         self._wrong("block()", ["edm", "cross"])
 
     def iter_chunks(self, done_only=True):
-        self._wrong("iter_chunks()", ["edm", "cross"])
+        self._wrong("iter_chunks()", ["edm", "cross", "triplet", "fractal", "knn", "radius"])
 
     def matrix(self):
         self._wrong("matrix()", ["cross"])
@@ -516,32 +524,7 @@ class CrossResult(Result):
         return f"{self.shape[0]} x {self.shape[1]}, {self.metric} {self.precision}"
 
     def __getitem__(self, key):
-        kr, kc = _split_key(key, 2)
-        M, K = self.shape
-        ar, ac = _axis(kr, M), _axis(kc, K)
-        basic = all(a[0] == "int" or (a[0] == "slice" and a[3] > 0) for a in (ar, ac))
-        if basic:  # h5py hyperslabs (regular, with strides)
-            return self._d[_h5key(ar), _h5key(ac)]
-        rows, rshape = _positions(ar)
-        cols, cshape = _positions(ac)
-        out = np.empty((len(rows), len(cols)), dtype=self._d.dtype.newbyteorder("="))
-        if out.size:
-            u, inv = np.unique(rows, return_inverse=True)
-            c0, c1 = int(cols.min()), int(cols.max()) + 1
-            pick = cols - c0
-            whole = np.array_equal(pick, np.arange(len(cols)))
-            got = np.empty((len(u), len(cols)), dtype=out.dtype)
-            starts, lengths = _runs_of(u)
-            per = max(1, (64 << 20) // max(1, (c1 - c0) * out.itemsize))  # rows per read: ~64 MB bands
-            k = 0
-            for s, L in zip(starts.tolist(), lengths.tolist()):
-                for r0 in range(s, s + L, per):
-                    r1 = min(r0 + per, s + L)
-                    band = self._d[r0:r1, c0:c1]
-                    got[k:k + r1 - r0] = band if whole else band[:, pick]
-                    k += r1 - r0
-            out = got[inv]
-        return out.reshape(rshape + cshape)
+        return _getitem_2d(self._d, key)
 
     def rows(self, i0, i1):
         """Rows i0..i1-1: an (i1-i0) x K array."""
@@ -764,6 +747,215 @@ class TripletResult(Result):
             yield a, rr.contiguous(a, b)
 
 
+class KnnResult(Result):
+    """`tdsolve knn --k K`: the K nearest other points of each of n points.
+
+    n, k (K); shape == (n, K); indices (int64[n, K]) and distances ([n, K],
+    float32 or float64), whole: row i holds point i's K nearest other points,
+    nearest first (ties: the smaller index first). rows(i0, i1) reads
+    (indices, distances) of rows i0..i1-1, each as one contiguous read; row(i)
+    those of one point; r[key] is (indices[key], distances[key]) (NumPy
+    indexing of the n x K arrays: rows, and columns if given);
+    iter_chunks() yields (first_row, indices, distances) chunk by chunk."""
+
+    kind = "knn"
+
+    def __init__(self, f, verdict, access="auto"):
+        super().__init__(f, verdict, access)
+        n, k = _one(self.attrs.get("n")), _one(self.attrs.get("neighbors"))
+        if n is None or k is None or "indices" not in f:
+            raise IncompleteResult(f"{self.path}: not a readable kNN result (/distances needs single `n` and "
+                                   f"`neighbors` attributes, /indices beside it)", verdict)
+        self.n, self.k = int(n), int(k)
+        self._i = f["indices"]
+        self._ireader = None
+        if access == "mmap":
+            self._iruns()
+
+    def _describe(self):
+        return f"n={self.n}, K={self.k}, {self.metric} {self.precision}"
+
+    def _iruns(self):
+        if self._ireader is None:
+            self._ireader = RunReader(self._i, self.access)
+        return self._ireader
+
+    @property
+    def indices(self):
+        """int64[n, K]: the neighbours of each point, nearest first."""
+        return self._i[()]
+
+    @property
+    def distances(self):
+        """[n, K]: the distances to them, ascending along each row."""
+        return self._d[()]
+
+    def rows(self, i0, i1):
+        """(indices, distances) of rows i0..i1-1: two (i1-i0) x K arrays, one contiguous read each."""
+        a, b = _range(slice(i0, i1), self.n, "rows")
+        K = self.k
+        return (self._iruns().contiguous(a * K, b * K).reshape(-1, K),
+                self._runs().contiguous(a * K, b * K).reshape(-1, K))
+
+    def row(self, i):
+        """(indices, distances) of point i's K nearest neighbours."""
+        i = int(i)
+        if not -self.n <= i < self.n:
+            raise IndexError(f"point {i} is not one of {self.n}")
+        i %= self.n
+        ind, dist = self.rows(i, i + 1)
+        return ind[0], dist[0]
+
+    def __getitem__(self, key):
+        return _getitem_2d(self._i, key), _getitem_2d(self._d, key)
+
+    def iter_chunks(self, done_only=True):
+        """Yields (first_row, indices, distances) for each chunk of the file,
+        in order, whole rows. With done_only (the default) only chunks
+        flagged done (all, in a complete file)."""
+        K = self.k
+        ir, dr = self._iruns(), self._runs()
+        for a, b in _chunk_ranges(self.verdict, done_only):
+            yield a // K, ir.contiguous(a, b).reshape(-1, K), dr.contiguous(a, b).reshape(-1, K)
+
+    def close(self):
+        if self._ireader is not None:
+            self._ireader.close()
+            self._ireader = None
+        super().close()
+
+
+class PairsResult(Result):
+    """`tdsolve knn --radius R`: every pair of the n points within distance R.
+
+    n, radius, count (m, the pairs found); pairs (int64[m, 2]: (i, j), i < j,
+    sorted) and distances ([m], float32 or float64: each pair's distance,
+    <= radius), whole; len(r) == m, shape == (m,); r[key] is (pairs[key],
+    distances[key]) (NumPy indexing of the m pairs); to_sparse() the n x n
+    upper-triangular scipy.sparse.coo_matrix; iter_chunks(rows) yields
+    (first, pairs, distances) in slices of `rows` pairs. The pairs are
+    written when the run ends: a stopped run's file holds none."""
+
+    kind = "radius"
+
+    def __init__(self, f, verdict, access="auto"):
+        super().__init__(f, verdict, access)
+        n = _one(self.attrs.get("n"))
+        if n is None or "distances" not in f:
+            raise IncompleteResult(f"{self.path}: not a readable radius result (/pairs needs a single `n` "
+                                   f"attribute, /distances beside it)", verdict)
+        self.n = int(n)
+        radius = _one(self.attrs.get("radius"))
+        self.radius = float(radius) if radius is not None else None
+        self._dist = f["distances"]
+        self.dtype = self._dist.dtype
+
+    def _describe(self):
+        return f"n={self.n}, {self.count} pairs within {self.radius}, {self.metric} {self.precision}"
+
+    @property
+    def count(self):
+        """m: the number of pairs within the radius."""
+        return int(self._d.shape[0])
+
+    @property
+    def shape(self):
+        return (self.count,)
+
+    @property
+    def pairs(self):
+        """int64[m, 2]: the pairs (i, j), i < j, in lexicographic order."""
+        return self._d[()]
+
+    @property
+    def distances(self):
+        """[m]: the distance of each pair."""
+        return self._dist[()]
+
+    def __getitem__(self, key):
+        return _getitem_rows(self._d, key), _getitem_rows(self._dist, key)
+
+    def to_sparse(self):
+        """The pairs as an n x n scipy.sparse.coo_matrix: D[i, j] = distance for
+        each pair i < j (upper triangle only; D + D.T is the symmetric one).
+        Needs SciPy."""
+        try:
+            from scipy.sparse import coo_matrix
+        except ImportError as e:
+            raise ImportError("to_sparse() needs SciPy (Debian: python3-scipy); pairs and distances are "
+                              "NumPy arrays without it") from e
+        p, d = self.pairs, self.distances
+        return coo_matrix((d, (p[:, 0], p[:, 1])), shape=(self.n, self.n))
+
+    def iter_chunks(self, rows=1 << 20, done_only=True):
+        """Yields (first, pairs, distances) for slices of `rows` pairs, in
+        order. The pairs are written all at once when the run ends: with
+        done_only (the default) an incomplete file yields nothing."""
+        rows = _int(rows)
+        if rows < 1:
+            raise ValueError(f"rows must be at least 1, not {rows}")
+        if done_only and not self.verdict.complete:
+            return
+        m = self.count
+        for a in range(0, m, rows):
+            b = min(a + rows, m)
+            yield a, self._d[a:b], self._dist[a:b]
+
+
+def _getitem_rows(d, key):
+    """NumPy indexing of the first axis of dataset d (1-D or 2-D): h5py
+    hyperslabs for ints and positive-step slices, else runs of consecutive
+    rows, each read once."""
+    (k,) = _split_key(key, 1)
+    ax = _axis(k, int(d.shape[0]))
+    if ax[0] == "int" or (ax[0] == "slice" and ax[3] > 0):
+        return d[_h5key(ax)]
+    rows, shape = _positions(ax)
+    tail = tuple(int(x) for x in d.shape[1:])
+    out = np.empty((len(rows),) + tail, dtype=d.dtype.newbyteorder("="))
+    if len(rows):
+        u, inv = np.unique(rows, return_inverse=True)
+        got = np.empty((len(u),) + tail, dtype=out.dtype)
+        starts, lengths = _runs_of(u)
+        k = 0
+        for s, L in zip(starts.tolist(), lengths.tolist()):
+            got[k:k + L] = d[s:s + L]
+            k += L
+        out = got[inv]
+    return out.reshape(shape + tail)
+
+
+def _getitem_2d(d, key):
+    """NumPy indexing of a 2-D dataset d: h5py hyperslabs for ints and positive-step
+    slices, else bands of whole rows read once (integer arrays select per axis, as h5py)."""
+    kr, kc = _split_key(key, 2)
+    M, K = (int(x) for x in d.shape)
+    ar, ac = _axis(kr, M), _axis(kc, K)
+    basic = all(a[0] == "int" or (a[0] == "slice" and a[3] > 0) for a in (ar, ac))
+    if basic:  # h5py hyperslabs (regular, with strides)
+        return d[_h5key(ar), _h5key(ac)]
+    rows, rshape = _positions(ar)
+    cols, cshape = _positions(ac)
+    out = np.empty((len(rows), len(cols)), dtype=d.dtype.newbyteorder("="))
+    if out.size:
+        u, inv = np.unique(rows, return_inverse=True)
+        c0, c1 = int(cols.min()), int(cols.max()) + 1
+        pick = cols - c0
+        whole = np.array_equal(pick, np.arange(len(cols)))
+        got = np.empty((len(u), len(cols)), dtype=out.dtype)
+        starts, lengths = _runs_of(u)
+        per = max(1, (64 << 20) // max(1, (c1 - c0) * out.itemsize))  # rows per read: ~64 MB bands
+        k = 0
+        for s, L in zip(starts.tolist(), lengths.tolist()):
+            for r0 in range(s, s + L, per):
+                r1 = min(r0 + per, s + L)
+                band = d[r0:r1, c0:c1]
+                got[k:k + r1 - r0] = band if whole else band[:, pick]
+                k += r1 - r0
+        out = got[inv]
+    return out.reshape(rshape + cshape)
+
+
 def _positions(ax):
     """Per-axis positions (output order) and the output dims of that axis."""
     if ax[0] == "int":
@@ -814,7 +1006,8 @@ def _size(b):
         b /= 1024
 
 
-_CLASSES = {"edm": EdmResult, "cross": CrossResult, "hist": HistResult, "triplet": TripletResult}
+_CLASSES = {"edm": EdmResult, "cross": CrossResult, "hist": HistResult, "triplet": TripletResult,
+            "knn": KnnResult, "radius": PairsResult}
 
 from ._fractal import FractalResult  # noqa: E402 (it builds on Result, above)
 
@@ -822,7 +1015,7 @@ _CLASSES["fractal"] = FractalResult
 
 
 def open(path, require_complete=True, access="auto", _classes=None):  # noqa: A001
-    """Opens a tdsolve result (edm, cross, hist, triplet or fractal) for reading.
+    """Opens a tdsolve result (edm, cross, hist, triplet, fractal, knn or radius) for reading.
 
     Raises IncompleteResult unless the file is complete by the rules of
     `tdsolve info` (pass require_complete=False to read a partial file), and

@@ -1,7 +1,7 @@
 """Is a tdsolve result file complete? The rules of `tdsolve info`.
 
 This is a port of io/info.cpp (describe_result, describe_file,
-describe_hist, describe_triplet, describe_fractal), check for check and in
+describe_hist, describe_triplet, describe_knn, describe_radius, describe_fractal), check for check and in
 the same order, so that for any file `tdsolve.check(path).exit_code` is the
 exit status of `tdsolve info path`:
 
@@ -52,9 +52,9 @@ class Verdict:
     "unreadable"; exit_code: info's exit status (0, 3 or 1); message: one
     line; path: the path asked about; file: the file actually read (path, or
     path + ".partial" when only that exists); kind: "edm", "cross", "hist",
-    "triplet", "fractal" or None; dataset: the dataset whose attributes
-    describe the result ("distances", "counts", "energy" for triplets,
-    "states" for fractals); chunks, chunks_done: from /progress (None when
+    "triplet", "fractal", "knn", "radius" or None; dataset: the dataset whose
+    attributes describe the result ("distances", "counts", "energy" for
+    triplets, "states" for fractals, "pairs" for radius files); chunks, chunks_done: from /progress (None when
     not read; a fractal file's chunks are its snapshots)."""
 
     __slots__ = ("status", "message", "path", "file", "kind", "dataset", "chunks", "chunks_done", "_done",
@@ -318,6 +318,71 @@ def _describe_triplet(f, name):
     return None, total
 
 
+def _is_knn(f, values):
+    """is_knn: /indices beside /distances, or a `layout` attribute that is one string, "knn"."""
+    if _exists(f, "indices"):
+        return True
+    if not _has_attr(values, "layout"):
+        return False
+    try:
+        aid = h5a.open(values.id, b"layout")
+        if aid.get_type().get_class() != h5t.STRING or _elements(aid.shape) != 1:
+            return False
+    except Exception:
+        return False
+    return _attr_string(values, "layout") == "knn"
+
+
+def _describe_knn(f, values, dims):
+    """(problem, total, row) as describe_knn: total n*K, row K."""
+    if len(dims) != 2:
+        return "/distances is not 2-D", 0, 0
+    for a in ("n", "neighbors"):
+        if not _has_attr(values, a):
+            return f"/distances has no `{a}` attribute", 0, 0
+    n, k = _attr_u64(values, "n"), _attr_u64(values, "neighbors")
+    total = (n * k) % _M64
+    for a in ("metric", "precision"):
+        if _has_attr(values, a):
+            _attr_string(values, a)
+    if dims != (n, k):
+        return "/distances is not n x K", total, k
+    if k < 1 or k >= n:
+        return "the `neighbors` attribute is not in 1..n-1", total, k
+    if not _exists(f, "indices"):
+        return "no /indices", total, k
+    indices = _dataset(f, "indices")
+    if _dims(indices) != dims:
+        return "/indices is not n x K", total, k
+    if ((_has_attr(indices, "n") and _attr_u64(indices, "n") != n)
+            or (_has_attr(indices, "neighbors") and _attr_u64(indices, "neighbors") != k)):
+        return "the `n` or `neighbors` attribute of /indices is not that of /distances", total, k
+    return None, total, k
+
+
+def _describe_radius(f, pairs, dims):
+    """(problem, total) as describe_radius: total C(n,2)."""
+    if not _has_attr(pairs, "n"):
+        return "/pairs has no `n` attribute", 0
+    n = _attr_u64(pairs, "n")
+    total = pair_count(n)
+    if _has_attr(pairs, "radius"):
+        _attr_f64(pairs, "radius")
+    for a in ("metric", "precision"):
+        if _has_attr(pairs, a):
+            _attr_string(pairs, a)
+    if len(dims) != 2 or dims[1] != 2:
+        return "/pairs is not m x 2", total
+    m = dims[0]
+    if m > total:
+        return "/pairs holds more than C(n,2) pairs", total
+    if not _exists(f, "distances"):
+        return "no /distances", total
+    if _dims(_dataset(f, "distances")) != (m,):
+        return "/distances does not hold one value per row of /pairs", total
+    return None, total
+
+
 def _check_fractal(f, path, file):
     """The verdict on a `tdsolve fractal` file, as describe_fractal: the
     records are checked in its order, stopping at the first that disagrees."""
@@ -422,22 +487,26 @@ def _check_open(f, path, file):
             name = _attr_string(g, "dataset")
         if name.startswith("/"):
             name = name[1:]
-    triplet = has_progress and name in ("", "triplet_energy")
-    if not has_progress or (not _exists(f, "energy") if triplet
+    radius = has_progress and name == "" and _exists(f, "pairs") and not _exists(f, "energy")
+    triplet = has_progress and not radius and name in ("", "triplet_energy")
+    if not has_progress or (False if radius else not _exists(f, "energy") if triplet
                             else name not in ("distances", "counts") or not _exists(f, name)):
-        return Verdict(NOT_A_RESULT, "not a tdsolve result (no /distances, /counts or /energy with /progress)",
-                       path, file)
-    if _exists(f, "points"):
-        _dataset(f, "points")
+        return Verdict(NOT_A_RESULT, "not a tdsolve result (no /distances, /counts, /pairs or /energy with "
+                                     "/progress)", path, file)
+    if radius:
+        name = "pairs"
     if triplet:
         kind, values, dims = "triplet", None, ()
     else:
         values = _dataset(f, name)
         dims = _dims(values)
-        kind = "hist" if name == "counts" else "cross" if len(dims) == 2 else "edm"
+        kind = ("radius" if radius else "hist" if name == "counts" else "knn" if _is_knn(f, values)
+                else "cross" if len(dims) == 2 else "edm")
+    if _exists(f, "points"):
+        _dataset(f, "points")
 
     problem = None
-    total = binned = 0
+    total = binned = row = 0
     unit = "pairs"
     if kind == "edm":
         n = _attr_u64(values, "n") if _has_attr(values, "n") else 0
@@ -454,6 +523,11 @@ def _check_open(f, path, file):
             problem = "/distances is not rows x cols"
     elif kind == "hist":
         problem, total, binned = _describe_hist(f, values, dims)
+    elif kind == "knn":
+        unit = "values"
+        problem, total, row = _describe_knn(f, values, dims)
+    elif kind == "radius":
+        problem, total = _describe_radius(f, values, dims)
     else:
         unit = "triplets"
         problem, total = _describe_triplet(f, name)
@@ -471,8 +545,10 @@ def _check_open(f, path, file):
 
     if problem is None and (len(off) != len(done) + 1 or not off or off[-1] != total
                             or any(a > b for a, b in zip(off, off[1:]))):
-        problem = "/progress/offsets does not cover " + {"hist": "the C(n,2) pairs",
+        problem = "/progress/offsets does not cover " + {"hist": "the C(n,2) pairs", "radius": "the C(n,2) pairs",
                                                          "triplet": "the C(n,3) triplets"}.get(kind, "/distances")
+    if problem is None and kind == "knn" and any(o % row for o in off):
+        problem = "/progress/offsets are not whole rows of /distances (multiples of K)"
     complete = int(np.count_nonzero(done == 1))
     pairs_done = 0
     for c in range(min(len(done), len(off) - 1)):

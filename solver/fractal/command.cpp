@@ -252,6 +252,17 @@ void build_file(hid_t file, const FractalOptions& o, const Job& j, const std::st
   io::write_attr(g, "elements", std::uint64_t(S));
   std::vector<std::uint8_t> done(S, 0);
   write_dataset(g, "done", H5T_NATIVE_UINT8, H5T_STD_U8LE, {S}, done.data());
+  // The axes' names, as dimension scales (xarray, h5netcdf; docs/output.md).
+  const std::pair<const char*, std::vector<std::string>> axes[] = {
+      {"states", {"snapshot", "cell"}},
+      {"steps", {"snapshot"}},
+      {"live", {"step"}},
+      {"replicas", {"replica", "xy"}},
+      {"progress/done", {"progress/chunk"}}};
+  for (const auto& [name, dims] : axes) {
+    Hid d = io::dataset_handle(H5Dopen2(file, name, H5P_DEFAULT), std::string("H5Dopen /") + name);
+    io::attach_dimensions(file, d, dims);
+  }
 }
 
 // The new file, written as FILE.h5.creating and renamed to FILE.h5.partial

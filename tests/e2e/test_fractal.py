@@ -130,7 +130,8 @@ def read(path):
                     steps_dtype=f["steps"].dtype, live=f["live"][()], live_dtype=f["live"].dtype,
                     replicas=f["replicas"][()], done=f["progress/done"][()],
                     progress={k: _plain(v) for k, v in f["progress"].attrs.items()},
-                    names=sorted(f.keys()))
+                    names=sorted(k for k in f if f[k].attrs.get("CLASS") != b"DIMENSION_SCALE"),
+                    scales=sorted(k for k in f if f[k].attrs.get("CLASS") == b"DIMENSION_SCALE"))
 
 
 def _plain(v):
@@ -449,6 +450,7 @@ class LifeTest(TempDirTest):
             self.assertEqual(h["progress"]["elements"], S)
             self.assertEqual(h["progress"]["dataset"], "/states")
             self.assertEqual(h["names"], ["live", "progress", "replicas", "states", "steps"])
+            self.assertEqual(h["scales"], ["cell", "replica", "snapshot", "step", "xy"])  # dimension names
             a = h["attrs"]
             want = dict(shape="vicsek", table=PRESETS["vicsek"], k=5, s=3, level=2, n=9, cells=25, rule="B3/S23",
                         init="random:0.5:1", layout="compact", map="nu", order="compact", steps=T)

@@ -20,6 +20,7 @@ import numpy as np
 from scipy.spatial.distance import cdist, pdist, squareform
 
 from common import BIN, tdsolve, tdsolve_h5
+from knn_files import write_knn, write_radius
 
 PACKAGE_SRC = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../python"))
 if PACKAGE_SRC not in sys.path:
@@ -69,6 +70,22 @@ def setUpModule():
     F["trip_stopped"] = os.path.join(DIR, "trip_stopped.h5")
     r = tdsolve(*trip, "--output", F["trip_stopped"], "--max-hours", "0.0000001", env={"TDSOLVE_SLOW_MS": "200"})
     assert r.returncode != 0 and os.path.exists(F["trip_stopped"] + ".partial"), r.stdout + r.stderr
+    # kNN and radius files (`tdsolve knn`), synthetic: written with h5py in the documented layout.
+    F["kx"] = rng.random((300, 3))
+    F["knn"] = os.path.join(DIR, "knn.h5")
+    write_knn(F["knn"], F["kx"], 7, chunks=5)
+    F["knn32"] = os.path.join(DIR, "knn32.h5")
+    write_knn(F["knn32"], F["kx"], 4, chunks=3, metric="cityblock", precision="float32")
+    F["radius"] = os.path.join(DIR, "radius.h5")
+    write_radius(F["radius"], F["kx"], 0.15, chunks=4)
+    F["radius_stopped"] = os.path.join(DIR, "radius_stopped.h5")
+    write_radius(F["radius_stopped"], F["kx"], 0.15, chunks=4, finished=False)
+    F["knn_plain"] = os.path.join(DIR, "knn_plain.h5")  # without dimension scales
+    write_knn(F["knn_plain"], F["kx"], 5, chunks=2, scales=False)
+    F["radius_plain"] = os.path.join(DIR, "radius_plain.h5")
+    write_radius(F["radius_plain"], F["kx"], 0.1, chunks=2, scales=False)
+    F["radius_none"] = os.path.join(DIR, "radius_none.h5")  # a radius no pair is within
+    write_radius(F["radius_none"], F["kx"], 1e-6, chunks=2)
 
 
 def tearDownModule():
@@ -442,6 +459,130 @@ class TripletTest(unittest.TestCase):
             self.assertEqual(r.energy, self.raw("trip")[0]["energy"])
 
 
+# --- tdsolve knn: the K nearest, and all pairs within a radius ----------------------
+
+
+class KnnTest(unittest.TestCase):
+    def test_values_and_reads(self):
+        x = F["kx"]
+        n = len(x)
+        for key, k, metric, dt in (("knn", 7, "euclidean", np.float64), ("knn32", 4, "cityblock", np.float32)):
+            with h5py.File(F[key], "r") as f:
+                I, D, offsets = f["indices"][()], f["distances"][()], f["progress/offsets"][()]
+            # what the synthetic file holds is the definition: nearest first, ties by index
+            full = cdist(x, x, metric)
+            np.fill_diagonal(full, np.inf)
+            np.testing.assert_allclose(D, np.sort(full, axis=1)[:, :k], rtol=1e-6)
+            for access in ACCESSES:
+                with self.subTest(file=key, access=access), tdpkg.open(F[key], access=access) as r:
+                    self.assertIsInstance(r, tdpkg.KnnResult)
+                    self.assertEqual((r.kind, r.n, r.k, r.shape, len(r), r.metric, r.dtype, r.features),
+                                     ("knn", n, k, (n, k), n, metric, dt, 3))
+                    self.assertTrue(r.complete)
+                    np.testing.assert_array_equal(r.indices, I)
+                    np.testing.assert_array_equal(r.distances, D)
+                    self.assertEqual(r.indices.dtype, np.int64)
+                    for i0, i1 in [(0, 1), (0, n), (17, 93), (n - 1, n), (5, 5), (-10, None)]:
+                        gi, gd = r.rows(i0, i1)
+                        np.testing.assert_array_equal(gi, I[i0:i1], f"rows({i0}, {i1})")
+                        np.testing.assert_array_equal(gd, D[i0:i1], f"rows({i0}, {i1})")
+                    gi, gd = r.row(-1)
+                    np.testing.assert_array_equal(gi, I[-1])
+                    np.testing.assert_array_equal(gd, D[-1])
+                    for key_ in [3, -1, slice(10, 20), slice(None, None, -7), [9, 2, 9], np.array([[1], [0]]),
+                                 (slice(None), 0), (slice(5, 50, 3), slice(1, None)), (Ellipsis, -1)]:
+                        gi, gd = r[key_]
+                        np.testing.assert_array_equal(gi, I[key_], f"r[{key_!r}]")
+                        np.testing.assert_array_equal(gd, D[key_], f"r[{key_!r}]")
+                    parts = list(r.iter_chunks())
+                    self.assertEqual(len(parts), r.chunks)
+                    self.assertEqual([a for a, _, _ in parts], [int(o) // k for o in offsets[:-1]])
+                    np.testing.assert_array_equal(np.concatenate([i for _, i, _ in parts]), I)
+                    np.testing.assert_array_equal(np.concatenate([d for _, _, d in parts]), D)
+                    for call in (r.square, r.matrix, lambda: r.to_sparse()):
+                        with self.assertRaises((TypeError, AttributeError)):
+                            call()
+
+    def test_incomplete_knn_file(self):
+        path = os.path.join(DIR, "knn_partial.h5")
+        write_knn(path, F["kx"][:50], 3, chunks=4, done=[1, 0, 1, 0])
+        with self.assertRaises(tdpkg.IncompleteResult):
+            tdpkg.open(path)
+        with tdpkg.open(path, require_complete=False) as r:
+            self.assertEqual((r.complete, r.chunks, r.chunks_done), (False, 4, 2))
+            self.assertEqual(len(list(r.iter_chunks())), 2)
+            self.assertEqual(len(list(r.iter_chunks(done_only=False))), 4)
+        v = tdpkg.check(path)
+        self.assertEqual((v.status, v.kind), ("incomplete", "knn"))
+        info = subprocess.run([BIN, "info", path], capture_output=True, text=True, timeout=60)
+        self.assertEqual(info.returncode, 3, info.stdout + info.stderr)
+        self.assertIn("INCOMPLETE", info.stdout)
+
+    def test_info_describes_it(self):
+        info = subprocess.run([BIN, "info", F["knn"]], capture_output=True, text=True, timeout=60)
+        self.assertEqual(info.returncode, 0, info.stdout + info.stderr)
+        self.assertIn("knn:       300 points, the 7 nearest of each (metric euclidean, precision float64)",
+                      info.stdout)
+        self.assertIn("indices:   /indices int64[300 x 7]", info.stdout)
+        self.assertIn("complete (5 of 5 chunks)", info.stdout)
+
+
+class PairsTest(unittest.TestCase):
+    def test_values_and_reads(self):
+        x = F["kx"]
+        n = len(x)
+        full = cdist(x, x)
+        i, j = np.nonzero(np.triu(full <= 0.15, 1))
+        with tdpkg.open(F["radius"]) as r:
+            self.assertIsInstance(r, tdpkg.PairsResult)
+            m = len(i)
+            self.assertGreater(m, 100, "the test wants a few pairs")
+            self.assertEqual((r.kind, r.n, r.radius, r.count, len(r), r.shape, r.metric, r.precision, r.dtype),
+                             ("radius", n, 0.15, m, m, (m,), "euclidean", "float64", np.float64))
+            self.assertTrue(r.complete)
+            P, D = r.pairs, r.distances
+            self.assertEqual((P.dtype, P.shape, D.shape), (np.int64, (m, 2), (m,)))
+            np.testing.assert_array_equal(P, np.stack([i, j], axis=1))
+            np.testing.assert_allclose(D, full[i, j], rtol=1e-12)
+            for key in [0, -1, slice(5, 40), slice(None, None, -3), [7, 1, 7], np.arange(m) % 5 == 0]:
+                gp, gd = r[key]
+                np.testing.assert_array_equal(gp, P[key], f"r[{key!r}]")
+                np.testing.assert_array_equal(gd, D[key], f"r[{key!r}]")
+            S = r.to_sparse()
+            self.assertEqual((S.shape, S.nnz, S.format), ((n, n), m, "coo"))
+            dense = S.toarray()
+            np.testing.assert_allclose(dense, np.where(np.triu(full <= 0.15, 1), full, 0), rtol=1e-12)
+            for rows in (1, 37, m, 10 ** 6):
+                parts = list(r.iter_chunks(rows))
+                self.assertEqual([a for a, _, _ in parts], list(range(0, m, rows)))
+                np.testing.assert_array_equal(np.concatenate([p for _, p, _ in parts]), P)
+                np.testing.assert_array_equal(np.concatenate([d for _, _, d in parts]), D)
+            with self.assertRaises(TypeError):
+                r.rows(0, 1)
+        with tdpkg.open(F["radius_none"]) as r:
+            self.assertEqual((r.count, r.pairs.shape, r.distances.shape, r.to_sparse().nnz), (0, (0, 2), (0,), 0))
+            self.assertEqual(list(r.iter_chunks()), [])
+
+    def test_stopped_radius_file(self):
+        path = F["radius_stopped"]
+        with self.assertRaises(tdpkg.IncompleteResult):
+            tdpkg.open(path)
+        with tdpkg.open(path, require_complete=False) as r:
+            self.assertEqual((r.complete, r.count, r.chunks_done), (False, 0, 0))
+            self.assertEqual(list(r.iter_chunks()), [])
+        v = tdpkg.check(path)
+        self.assertEqual((v.status, v.kind), ("incomplete", "radius"))
+
+    def test_info_describes_it(self):
+        info = subprocess.run([BIN, "info", F["radius"]], capture_output=True, text=True, timeout=60)
+        self.assertEqual(info.returncode, 0, info.stdout + info.stderr)
+        with h5py.File(F["radius"], "r") as f:
+            m = f["pairs"].shape[0]
+        self.assertIn(f"radius:    {m} pairs within 0.15 of 300 points (of 44850 pairs; metric euclidean, "
+                      "precision float64)", info.stdout)
+        self.assertIn("complete (4 of 4 chunks)", info.stdout)
+
+
 # --- the verdict of tdsolve info, on damaged files -------------------------------
 
 
@@ -611,6 +752,93 @@ CASES = [
      "unreadable", False),
     ("triplet: /energy holds a string", "trip",
      lambda f: _replace(f, "energy", "not a number"), "complete", False),
+    # tdsolve knn --k K
+    ("complete knn", "knn", None, "complete", False),
+    ("complete knn (float32, cityblock)", "knn32", None, "complete", False),
+    ("complete knn without dimension scales", "knn_plain", None, "complete", False),
+    ("knn: a done flag cleared", "knn", _set("progress/done", 2, 0), "incomplete", False),
+    ("knn: every flag 0", "knn", lambda f: f["progress/done"].__setitem__(Ellipsis, 0), "incomplete", False),
+    ("knn: no /indices", "knn", lambda f: f.__delitem__("indices"), "inconsistent", False),
+    ("knn: /indices one row short", "knn", lambda f: _replace(f, "indices", f["indices"][:-1]), "inconsistent",
+     False),
+    ("knn: /indices K-1 columns", "knn", lambda f: _replace(f, "indices", f["indices"][:, :-1]), "inconsistent",
+     False),
+    ("knn: /indices flat", "knn32", lambda f: _replace(f, "indices", f["indices"][()].reshape(-1)), "inconsistent",
+     False),
+    ("knn: /distances one row short", "knn", lambda f: _replace(f, "distances", f["distances"][:-1]),
+     "inconsistent", False),
+    ("knn: /distances flat", "knn", lambda f: _replace(f, "distances", f["distances"][()].reshape(-1)),
+     "inconsistent", False),
+    ("knn: neighbors attribute wrong", "knn",
+     lambda f: f["distances"].attrs.__setitem__("neighbors", np.uint64(6)), "inconsistent", False),
+    ("knn: n attribute wrong", "knn", lambda f: f["distances"].attrs.__setitem__("n", np.uint64(301)),
+     "inconsistent", False),
+    ("knn: no neighbors attribute", "knn32", lambda f: f["distances"].attrs.__delitem__("neighbors"),
+     "inconsistent", False),
+    ("knn: no n attribute", "knn", lambda f: f["distances"].attrs.__delitem__("n"), "inconsistent", False),
+    ("knn: no layout attribute (/indices says it)", "knn", lambda f: f["distances"].attrs.__delitem__("layout"),
+     "complete", False),
+    ("knn: neighbors is n (0 x 0 is no kNN)", "knn",
+     lambda f: (_replace(f, "distances", np.zeros((300, 300))), _replace(f, "indices", np.zeros((300, 300), np.int64)),
+                f["distances"].attrs.__setitem__("neighbors", np.uint64(300)),
+                _replace(f, "progress/offsets", f["progress/offsets"][()] // 7 * 300),
+                f["progress"].attrs.__setitem__("elements", np.uint64(90000))), "inconsistent", False),
+    ("knn: /indices n attribute wrong", "knn", lambda f: f["indices"].attrs.__setitem__("n", np.uint64(3)),
+     "inconsistent", False),
+    ("knn: offsets not multiples of K", "knn", _set("progress/offsets", 1, 50), "inconsistent", False),
+    ("knn: offsets end short of n*K", "knn", _set("progress/offsets", -1, 2093), "inconsistent", False),
+    ("knn: offsets not sorted", "knn", _set("progress/offsets", 1, 1400), "inconsistent", False),
+    ("knn: one offset too few", "knn", lambda f: _replace(f, "progress/offsets", f["progress/offsets"][:-1]),
+     "inconsistent", False),
+    ("knn: elements attribute wrong", "knn", lambda f: f["progress"].attrs.__setitem__("elements", np.uint64(9)),
+     "inconsistent", False),
+    ("knn: 2-D /progress/done", "knn",
+     lambda f: _replace(f, "progress/done", np.stack([f["progress/done"][()]] * 2)), "inconsistent", False),
+    ("knn: neighbors attribute: 2 values", "knn", _grow_attr("distances", "neighbors", 2), "inconsistent", False),
+    ("knn: metric attribute: 2 strings", "knn", _grow_attr("distances", "metric", 2), "inconsistent", False),
+    ("knn: layout attribute: 2 strings (/indices says it)", "knn", _grow_attr("distances", "layout", 2), "complete",
+     False),
+    ("knn: neighbors is a string", "knn", lambda f: f["distances"].attrs.__setitem__("neighbors", "7"),
+     "unreadable", False),
+    ("knn: /indices is a group", "knn", lambda f: (f.__delitem__("indices"), f.create_group("indices")),
+     "unreadable", False),
+    ("knn: no /progress", "knn", lambda f: f.__delitem__("progress"), "not a result", False),
+    # tdsolve knn --radius R
+    ("complete radius", "radius", None, "complete", False),
+    ("complete radius, no pair within", "radius_none", None, "complete", False),
+    ("complete radius without dimension scales", "radius_plain", None, "complete", False),
+    ("radius: stopped, flags 0 and no pairs", "radius_stopped", None, "incomplete", False),
+    ("radius: pairs written, flags still 0", "radius", lambda f: f["progress/done"].__setitem__(Ellipsis, 0),
+     "incomplete", False),
+    ("radius: m mismatch (/distances one short)", "radius",
+     lambda f: f["distances"].resize((f["distances"].shape[0] - 1,)), "inconsistent", False),
+    ("radius: m mismatch (/pairs one short)", "radius", lambda f: f["pairs"].resize((f["pairs"].shape[0] - 1, 2)),
+     "inconsistent", False),
+    ("radius: /pairs m x 3", "radius", lambda f: _replace(f, "pairs", np.zeros((5, 3), np.int64)), "inconsistent",
+     False),
+    ("radius: /pairs flat", "radius", lambda f: _replace(f, "pairs", f["pairs"][()].reshape(-1)), "inconsistent",
+     False),
+    ("radius: no /distances", "radius", lambda f: f.__delitem__("distances"), "inconsistent", False),
+    ("radius: no n attribute", "radius", lambda f: f["pairs"].attrs.__delitem__("n"), "inconsistent", False),
+    ("radius: n too small for m", "radius", lambda f: f["pairs"].attrs.__setitem__("n", np.uint64(10)),
+     "inconsistent", False),
+    ("radius: offsets end short of C(n,2)", "radius", _set("progress/offsets", -1, 100), "inconsistent", False),
+    ("radius: one offset too few", "radius",
+     lambda f: _replace(f, "progress/offsets", f["progress/offsets"][:-1]), "inconsistent", False),
+    ("radius: elements attribute wrong", "radius",
+     lambda f: f["progress"].attrs.__setitem__("elements", np.uint64(9)), "inconsistent", False),
+    ("radius: 2-D /progress/done", "radius",
+     lambda f: _replace(f, "progress/done", np.stack([f["progress/done"][()]] * 2, axis=1)), "inconsistent", False),
+    ("radius: radius attribute: 2 values", "radius", _grow_attr("pairs", "radius", 2), "inconsistent", False),
+    ("radius: radius is a string", "radius", lambda f: f["pairs"].attrs.__setitem__("radius", "wide"),
+     "unreadable", False),
+    ("radius: /distances is a group", "radius", lambda f: (f.__delitem__("distances"), f.create_group("distances")),
+     "unreadable", False),
+    ("radius: /pairs is a group", "radius", lambda f: (f.__delitem__("pairs"), f.create_group("pairs")),
+     "unreadable", False),
+    ("radius: beside /energy it is a triplet file", "radius", lambda f: f.create_dataset("energy", data=0.0),
+     "inconsistent", False),
+    ("radius: no /pairs", "radius", lambda f: f.__delitem__("pairs"), "not a result", False),
 ]
 
 
