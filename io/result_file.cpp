@@ -167,10 +167,12 @@ void build_structure(hid_t file, const ResultLayout& L) {
     Hid c = create_dataset(file, L.companion.name, file_type(L.companion.type), L.companion.dims,
                            false);
     write_attrs(c, L.companion.attrs);
+    attach_dimensions(file, c, dimensions_of(L, L.companion.name));
   }
   for (const DatasetSpec& x : L.lists) {
     Hid d = create_list(file, x.name, file_type(x.type), x.dims);
     write_attrs(d, x.attrs);
+    attach_dimensions(file, d, dimensions_of(L, x.name));
   }
   Hid progress = group_handle(H5Gcreate2(file, "progress", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
                               "H5Gcreate /progress");

@@ -724,7 +724,10 @@ io::ResultLayout make_layout(const CommandOptions& o, const Problem<T>& p,
     L.points_type = vt;
   }
   L.dimensions[L.result.name] = axis_names(o.kind, L.result);
+  if (!L.companion.name.empty()) L.dimensions[L.companion.name] = axis_names(o.kind, L.companion);
   for (const io::DatasetSpec& x : L.extras)
+    L.dimensions[x.name] = axis_names(o.kind, x);
+  for (const io::DatasetSpec& x : L.lists)
     L.dimensions[x.name] = axis_names(o.kind, x);
   return L;
 }

@@ -208,6 +208,41 @@ class KnnTest(TempDirTest):
             first.communicate(timeout=300)
         self.assertEqual(first.returncode, 0, first.stderr)
         self.assertEqual(read_knn(out)[0].shape, (4000, 150))
+    def test_real_files_read_by_the_package_info_and_xarray(self):
+        import sys
+        pkg = os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../python")
+        if pkg not in sys.path:
+            sys.path.insert(0, pkg)
+        import tdsolve as tdpkg
+        import xarray as xr
+        x = np.random.default_rng(8).random((700, 4))
+        src = self.save_npy("pkg.npy", x)
+        k = self.run_knn("--input", src, "--k", 9, "--chunk-mb", 1, "--block", 16, np_=2)
+        r = self.run_knn("--input", src, "--radius", 0.15, "--precision", "float64", np_=2)
+        idx, dist, _, _ = read_knn(k)
+        pairs, pd, _, _ = read_pairs(r)
+        for path in (k, r):
+            info = tdsolve("info", path)
+            self.assertEqual(info.returncode, 0, info.stdout + info.stderr)
+            self.assertEqual(tdpkg.check(path).exit_code, 0)
+        with tdpkg.open(k) as res:
+            self.assertEqual((res.n, res.k), (700, 9))
+            i2, d2 = res.rows(100, 200)
+            np.testing.assert_array_equal(i2, idx[100:200])
+            np.testing.assert_array_equal(d2, dist[100:200])
+        with tdpkg.open(r) as res:
+            self.assertEqual(res.count, len(pairs))
+            np.testing.assert_array_equal(res.pairs, pairs)
+            m = res.to_sparse().tocsr()
+            self.assertAlmostEqual(m[pairs[0, 0], pairs[0, 1]], pd[0])
+        with xr.open_dataset(k, engine="h5netcdf") as ds:
+            self.assertEqual(ds["indices"].dims, ("point", "neighbor"))
+            self.assertEqual(ds["distances"].shape, (700, 9))
+        with xr.open_dataset(r, engine="h5netcdf") as ds:
+            self.assertEqual(ds["pairs"].dims, ("pair", "pair_end"))
+            self.assertEqual(ds["distances"].dims, ("pair",))
+            self.assertEqual(ds.sizes["pair"], len(pairs))
+
 
 if __name__ == "__main__":
     unittest.main()
