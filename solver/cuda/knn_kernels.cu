@@ -1,14 +1,14 @@
 // The k-nearest-neighbour kernel (solver/knn.hpp): each thread keeps the
 // lists of two query rows (t and t + 128 of its block's 256) and walks every
-// column point in order, 32 at a time (16 in float64). A tile's columns are staged in shared
-// memory (all lanes read the same column: a broadcast), the rows' features
-// come from global memory 8 at a time into registers, and each thread
-// accumulates a 2 × 32 (2 × 16) block of values, feature by feature in order, with
-// the metric functors: the bits of the CPU backend and of `tdsolve cross`
-// (this file is built with --fmad=false, as the other pair kernels).
-// Then every value is screened against its row's worst entry and, rarely,
-// inserted into the row's sorted list, which lives in local memory (K up to
-// kMaxGpuNeighbors).
+// column point in order, 32 at a time (16 in float64). A tile's columns and
+// the block's rows are staged in shared memory 32 features (16) at a time;
+// each thread accumulates a 2 × 32 (2 × 16) block of values in registers,
+// feature by feature in order, with the metric functors: the bits of the CPU
+// backend and of `tdsolve cross` (this file is built with --fmad=false, as
+// the other pair kernels). Then each value is screened against its row's
+// worst entry; the few that pass are recomputed (same order, same bits),
+// finalised and, if better, inserted into the row's sorted list, which
+// lives in local memory (K up to kMaxGpuNeighbors).
 #include <cuda_runtime.h>
 
 #include <limits>
@@ -21,37 +21,50 @@ namespace tdsolve::cuda {
 namespace {
 
 constexpr int kThreads = 128;  // per block
-constexpr int kRows = 2;       // query rows per thread
-// Columns per tile: the 2 × kCols accumulators stay in registers (float32:
-// 125 registers, no spills; float64 at 32 columns would spill).
+constexpr int kRows = 2;       // query rows per thread: t and t + kThreads
+constexpr int kBlockRows = kThreads * kRows;
+
+// Columns per tile: the kRows × kCols accumulators stay in registers.
 template <typename T>
 constexpr int kColsOf = sizeof(T) == 4 ? 32 : 16;
-constexpr int kStageD = 64;  // features of a tile staged at once
-constexpr int kChunkD = 8;   // row features held in registers at once
+// Features staged at once (rows and columns); the rows' strip is padded by
+// one so that thread t reading row t hits bank (t + f) mod 32.
+template <typename T>
+constexpr int kStageOf = sizeof(T) == 4 ? 32 : 16;
 
 template <typename T>
 __device__ __forceinline__ T infinity_of() {
   return std::numeric_limits<T>::infinity();
 }
 
+// The rare path, out of line and not unrolled: 64 inlined copies of the
+// insertion loop made the kernel too large for the instruction cache.
+template <typename T, typename A>
+__device__ __noinline__ void insert_out_of_line(T* dist, int* idx, A* accs, int k, T value, int j,
+                                                A a) {
+  knn_insert<T, A, int>(dist, idx, accs, k, value, j, a);
+}
+
 template <typename T, typename M>
 __global__ void __launch_bounds__(kThreads) knn_kernel(const KnnParams<T> p) {
   using A = typename M::acc_t;
   constexpr bool kScreen = KnnScreen<M>::value;
-  constexpr int kCols = kColsOf<T>;
-  __shared__ T cols[kCols * kStageD];
+  constexpr int kCols = kColsOf<T>, kStage = kStageOf<T>;
+  __shared__ T rows_s[kBlockRows][kStage + 1];
+  __shared__ T cols_s[kCols][kStage];
   __shared__ double col_norms[kCols];
 
   const index_t n = p.n, d = p.d;
   const int k = p.k;
+  const index_t base = p.r0 + static_cast<index_t>(blockIdx.x) * kBlockRows;
+  const index_t block_rows = p.r0 + p.rows - base < kBlockRows ? p.r0 + p.rows - base : kBlockRows;
   index_t row[kRows];
   bool valid[kRows];
   double row_norm[kRows];
   for (int q = 0; q < kRows; ++q) {
-    const index_t local =
-        static_cast<index_t>(blockIdx.x) * (kThreads * kRows) + threadIdx.x + q * kThreads;
-    row[q] = p.r0 + local;
-    valid[q] = local < p.rows;
+    const index_t local = threadIdx.x + q * kThreads;
+    row[q] = base + local;
+    valid[q] = local < block_rows;
     row_norm[q] = (M::needs_norms && valid[q]) ? p.norms[row[q]] : 0.0;
   }
 
@@ -70,57 +83,80 @@ __global__ void __launch_bounds__(kThreads) knn_kernel(const KnnParams<T> p) {
     worst_acc[q] = infinity_of<A>();
   }
 
+  // The block's rows, features [f0, f0 + dw), into rows_s (a warp reads
+  // kStage consecutive features of kThreads / kStage rows: coalesced).
+  const auto stage_rows = [&](index_t f0, int dw) {
+    const int f = threadIdx.x % kStage;
+    for (int r = threadIdx.x / kStage; r < kBlockRows; r += kThreads / kStage)
+      if (f < dw) rows_s[r][f] = r < block_rows ? p.a[(base + r) * d + f0 + f] : T(0);
+  };
+  const bool one_stage = d <= kStage;
+  if (one_stage) stage_rows(0, static_cast<int>(d));
+
   for (index_t col0 = 0; col0 < n; col0 += kCols) {
     const int width = static_cast<int>(n - col0 < kCols ? n - col0 : kCols);
     A acc[kRows][kCols];
     for (int q = 0; q < kRows; ++q)
       for (int c = 0; c < kCols; ++c)
         acc[q][c] = 0;
-    for (index_t f_stage = 0; f_stage < d; f_stage += kStageD) {
-      const int dw = static_cast<int>(d - f_stage < kStageD ? d - f_stage : kStageD);
-      __syncthreads();  // the previous tile is read
-      for (int e = threadIdx.x; e < width * dw; e += kThreads) {
-        const int c = e / dw, f = e - c * dw;
-        cols[c * dw + f] = p.a[(col0 + c) * d + f_stage + f];
+    for (index_t f0 = 0; f0 < d; f0 += kStage) {
+      const int dw = static_cast<int>(d - f0 < kStage ? d - f0 : kStage);
+      __syncthreads();  // the previous tile (or stage) is read
+      if (!one_stage) stage_rows(f0, dw);
+      {
+        const int f = threadIdx.x % kStage;
+        for (int c = threadIdx.x / kStage; c < width; c += kThreads / kStage)
+          if (f < dw) cols_s[c][f] = p.a[(col0 + c) * d + f0 + f];
       }
-      if (M::needs_norms && f_stage == 0 && threadIdx.x < width)
+      if (M::needs_norms && f0 == 0 && threadIdx.x < width)
         col_norms[threadIdx.x] = p.norms[col0 + threadIdx.x];
       __syncthreads();
-      for (int f0 = 0; f0 < dw; f0 += kChunkD) {
-        T x[kRows][kChunkD];
+      // Features in order, each fused as the CPU fuses it: the same bits.
+      for (int f = 0; f < dw; ++f) {
+        T x[kRows];
+#pragma unroll
         for (int q = 0; q < kRows; ++q)
+          x[q] = rows_s[threadIdx.x + q * kThreads][f];
 #pragma unroll
-          for (int ff = 0; ff < kChunkD; ++ff)
-            x[q][ff] = (valid[q] && f0 + ff < dw) ? p.a[row[q] * d + f_stage + f0 + ff] : T(0);
+        for (int c = 0; c < kCols; ++c) {
+          const T y = cols_s[c][f];
 #pragma unroll
-        for (int ff = 0; ff < kChunkD; ++ff) {
-          if (f0 + ff >= dw) break;  // the same for every thread
-#pragma unroll
-          for (int c = 0; c < kCols; ++c) {
-            const T y = cols[c * dw + f0 + ff];
-#pragma unroll
-            for (int q = 0; q < kRows; ++q)
-              acc[q][c] = M::accumulate(acc[q][c], x[q][ff], y);
-          }
+          for (int q = 0; q < kRows; ++q)
+            acc[q][c] = M::accumulate(acc[q][c], x[q], y);
         }
       }
     }
+    // Which values may enter a list: below the worst entry's accumulator
+    // (screened metrics) or value. Then the few that may, one by one, the
+    // distance recomputed from global memory in the same order (the same
+    // bits) and admitted exactly.
 #pragma unroll
-    for (int c = 0; c < kCols; ++c) {
-      if (c >= width) break;
-      const index_t j = col0 + c;
+    for (int q = 0; q < kRows; ++q) {
+      unsigned mask = 0;
 #pragma unroll
-      for (int q = 0; q < kRows; ++q) {
-        if (!valid[q]) continue;
+      for (int c = 0; c < kCols; ++c) {
+        bool may;
         if constexpr (kScreen) {
-          if (!(acc[q][c] < worst_acc[q])) continue;
+          may = acc[q][c] < worst_acc[q];
+        } else {
+          may = M::finalize(acc[q][c], row_norm[q], M::needs_norms ? col_norms[c] : 0.0) < worst[q];
         }
+        if (may && c < width) mask |= 1u << c;
+      }
+      if (!valid[q]) mask = 0;
+      while (mask) {
+        const int c = __ffs(mask) - 1;
+        mask &= mask - 1;
+        const index_t j = col0 + c;
         if (j == row[q]) continue;
-        const T v = M::finalize(acc[q][c], row_norm[q], M::needs_norms ? col_norms[c] : 0.0);
+        A a = 0;
+        for (index_t f = 0; f < d; ++f)
+          a = M::accumulate(a, p.a[row[q] * d + f], p.a[j * d + f]);
+        const T v = M::finalize(a, row_norm[q], M::needs_norms ? p.norms[j] : 0.0);
         if (!(v < worst[q])) continue;
         A* list_acc = nullptr;
         if constexpr (kScreen) list_acc = accs[q];
-        knn_insert<T, A, int>(dist[q], idx[q], list_acc, k, v, static_cast<int>(j), acc[q][c]);
+        insert_out_of_line<T, A>(dist[q], idx[q], list_acc, k, v, static_cast<int>(j), a);
         worst[q] = dist[q][k - 1];
         if constexpr (kScreen) worst_acc[q] = accs[q][k - 1];
       }
@@ -141,7 +177,7 @@ __global__ void __launch_bounds__(kThreads) knn_kernel(const KnnParams<T> p) {
 template <typename T>
 void launch_knn(const KnnParams<T>& p, Metric metric, cudaStream_t stream) {
   if (p.rows == 0) return;
-  const index_t blocks = (p.rows + kThreads * kRows - 1) / (kThreads * kRows);
+  const index_t blocks = (p.rows + kBlockRows - 1) / kBlockRows;
   dispatch_metric<T>(metric, [&](auto m) {
     using M = decltype(m);
     knn_kernel<T, M><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(p);
