@@ -5,4 +5,5 @@
 #include "solver/cpu/tiles.hpp"
 #define TDS_CPU_VARIANT avx2
 #include "solver/cpu/tiles.inc"
+// After the tile loops, whose per-feature step it uses:
 #include "solver/cpu/knn.inc"

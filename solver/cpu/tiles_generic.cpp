@@ -2,4 +2,5 @@
 #include "solver/cpu/tiles.hpp"
 #define TDS_CPU_VARIANT generic
 #include "solver/cpu/tiles.inc"
+// After the tile loops, whose per-feature step it uses:
 #include "solver/cpu/knn.inc"
