@@ -210,6 +210,15 @@ struct MetricParams {
   const double* weights = nullptr;  // canberra with weights: d of them (host or device memory)
 };
 
+// log_ and exp_ are called, not inlined, in device code: inlined into
+// every unrolled accumulator of every kernel they multiplied the kernels'
+// compile time by four (docs/design.md).
+#if defined(__CUDACC__)
+#define TDS_HD_CALL __host__ __device__ __noinline__
+#else
+#define TDS_HD_CALL inline
+#endif
+
 namespace metric {
 
 TDS_HD float fused(float a, float b, float c) {
@@ -236,7 +245,7 @@ TDS_HD double magnitude(double a) {
 // may differ by an ulp). x = 2^e m with m in [sqrt(1/2), sqrt(2)); log m =
 // 2 atanh(s), s = (m-1)/(m+1), |s| < 0.1716, by its series to s^25 (the
 // next term is below 2^-60 of the sum). Within a few ulp of the exact value.
-TDS_HD double log_(double x) {
+TDS_HD_CALL double log_(double x) {
   int e = 0;
   double m = frexp(x, &e);  // [0.5, 1)
   if (m < 0.70710678118654752440) {
@@ -271,7 +280,7 @@ TDS_HD double log_(double x) {
 // e^x with the same building blocks: x = k ln2 + r, |r| <= ln2/2, e^r by its
 // Taylor series to r^14 (the next term is below 2^-62), then 2^k by ldexp.
 // Overflows to inf above 709.78, underflows to 0 below -745.2.
-TDS_HD double exp_(double x) {
+TDS_HD_CALL double exp_(double x) {
   if (x > 709.782712893384) return HUGE_VAL;
   if (x < -745.2) return 0.0;
   const double kLog2e = 1.44269504088896338700;
@@ -316,6 +325,31 @@ TDS_HD double powi_(double x, int n) {
     b = b * b;
   }
   return r;
+}
+
+// A quiet NaN with the same bits on every backend (0/0 gives the x86
+// "default NaN", sign set, but the GPU's canonical NaN, sign clear).
+template <typename T>
+TDS_HD T quiet_nan() {
+  if constexpr (sizeof(T) == 4) {
+#if defined(__CUDA_ARCH__)
+    return __int_as_float(0x7fc00000);
+#else
+    const std::uint32_t u = 0x7fc00000u;
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+#endif
+  } else {
+#if defined(__CUDA_ARCH__)
+    return __longlong_as_double(0x7ff8000000000000ll);
+#else
+    const std::uint64_t u = 0x7ff8000000000000ull;
+    double f;
+    std::memcpy(&f, &u, 8);
+    return f;
+#endif
+  }
 }
 
 // Functors. The older ones hold no parameters (their members are static, so
@@ -420,7 +454,8 @@ struct Sums2 {
   TDS_HD Sums2(int v) : x(T(v)), y(T(v)) {}  // A(0): both zero
 };
 
-// sum |a-b| / sum |a+b| (0/0 is nan, as SciPy). Weights scale the points.
+// sum |a-b| / sum |a+b| (0/0 is nan, as SciPy: quiet_nan, so that both
+// backends write the same bits). Weights scale the points.
 template <typename T>
 struct BrayCurtis {
   using acc_t = Sums2<T>;
@@ -432,7 +467,9 @@ struct BrayCurtis {
     acc.y = acc.y + magnitude(a + b);
     return acc;
   }
-  TDS_HD static T finalize(Sums2<T> acc, double, double) { return acc.x / acc.y; }
+  TDS_HD static T finalize(Sums2<T> acc, double, double) {
+    return acc.x == T(0) && acc.y == T(0) ? quiet_nan<T>() : acc.x / acc.y;
+  }
 };
 
 // sum_k w_k |a-b| / (|a| + |b|), terms with 0/0 left out (SciPy's nansum),
@@ -525,7 +562,7 @@ struct BoolCounts {
 // run-time parameter, so the eight metrics are one functor. Counts are exact
 // integers, each formula one float64 division (as SciPy's), the result
 // rounded to T. 0/0 follows SciPy 1.10's pdist/cdist: jaccard 0, yule 0,
-// dice and sokalsneath nan.
+// dice and sokalsneath nan (quiet_nan: the same bits on both backends).
 template <typename T>
 struct Boolean {
   using acc_t = BoolCounts;
@@ -551,6 +588,7 @@ struct Boolean {
         v = tt + diff == 0.0 ? 0.0 : diff / (tt + diff);
         break;
       case Metric::dice:
+        if (2.0 * tt + diff == 0.0) return quiet_nan<T>();
         v = diff / (2.0 * tt + diff);
         break;
       case Metric::russellrao:
@@ -561,6 +599,7 @@ struct Boolean {
         v = (2.0 * diff) / (tt + ff + 2.0 * diff);
         break;
       case Metric::sokalsneath:
+        if (tt + 2.0 * diff == 0.0) return quiet_nan<T>();
         v = (2.0 * diff) / (tt + 2.0 * diff);
         break;
       case Metric::yule: {

@@ -356,6 +356,9 @@ __device__ __forceinline__ void subtile_general(const KernelParams<T>& p, index_
   constexpr int kStep = GeneralShared<T>::kStep;
   constexpr int kRowsPerPass = sizeof(A) == 4 ? 16 : 8;
   constexpr int kPasses = BlockPolicy::kRowsPerWarp / kRowsPerPass;
+  // Features unrolled 4 deep for the older metrics; the newer ones (longer
+  // per-feature code, general d only) not at all, to keep compile time down.
+  constexpr int kUnrollK = metric::traits<M>::small_d ? 4 : 1;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   if (M::needs_norms) {
     for (int r = threadIdx.x; r < BlockPolicy::kTile; r += BlockPolicy::kThreads)
@@ -385,7 +388,7 @@ __device__ __forceinline__ void subtile_general(const KernelParams<T>& p, index_
       }
       __syncthreads();
       const int kmax = p.d - kb < kStep ? static_cast<int>(p.d - kb) : kStep;
-#pragma unroll 4
+#pragma unroll kUnrollK
       for (int k = 0; k < kStep; ++k) {
         // Zero padding past d is harmless to every metric but a box's
         // (whose length there is 0): with a box it is skipped.
