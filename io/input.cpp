@@ -32,7 +32,9 @@ std::string shape_text(const std::vector<std::uint64_t>& dims) {
   return s + (dims.size() == 1 ? ",)" : ")");
 }
 
-void need_2d(const std::vector<std::uint64_t>& dims, const std::string& what) {
+// vector: a 1-D array is read as one row (--weights, --variance).
+void need_2d(std::vector<std::uint64_t>& dims, const std::string& what, bool vector) {
+  if (vector && dims.size() == 1) dims.insert(dims.begin(), 1);
   if (dims.size() != 2) {
     throw InputError(what + " is " + std::to_string(dims.size()) + "-D with shape " +
                      shape_text(dims) + "; tdsolve needs a 2-D array of n points × d features");
@@ -62,7 +64,8 @@ std::string dataset_hint(hid_t file) {
   return s + ")";
 }
 
-PointSet read_hdf5(const std::string& path, const std::string& dataset, const std::string& spec) {
+PointSet read_hdf5(const std::string& path, const std::string& dataset, const std::string& spec,
+                   bool vector) {
   if (H5Fis_hdf5(path.c_str()) <= 0) {
     H5Eclear2(H5E_DEFAULT);
     std::ifstream probe(path);
@@ -92,8 +95,8 @@ PointSet read_hdf5(const std::string& path, const std::string& dataset, const st
                      "' does not hold numbers (tdsolve reads float32/float64 or integers)");
   }
   const std::vector<hsize_t> h = dataset_shape(dset);
-  const std::vector<std::uint64_t> dims(h.begin(), h.end());
-  need_2d(dims, "dataset '" + dataset + "' in '" + path + "'");
+  std::vector<std::uint64_t> dims(h.begin(), h.end());
+  need_2d(dims, "dataset '" + dataset + "' in '" + path + "'", vector);
   PointSet p;
   p.n = dims[0];
   p.d = dims[1];
@@ -152,7 +155,7 @@ void convert(const char* raw, bool swap, index_t count, double* out) {
   }
 }
 
-PointSet read_npy(const std::string& path) {
+PointSet read_npy(const std::string& path, bool vector) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError("cannot open input '" + path + "': " + std::strerror(errno));
   char magic[8] = {};
@@ -200,7 +203,7 @@ PointSet read_npy(const std::string& path) {
       i = j + 1;
     }
   }
-  need_2d(dims, "array in '" + path + "'");
+  need_2d(dims, "array in '" + path + "'", vector);
 
   const char order = descr[0];
   const char kind = descr[1];
@@ -462,17 +465,17 @@ InputSpec split_input_spec(const std::string& spec) {
   return InputSpec{spec.substr(0, colon), spec.substr(colon + 1)};
 }
 
-PointSet read_points(const std::string& spec) {
+PointSet read_points(const std::string& spec, bool vector) {
   const InputSpec in = split_input_spec(spec);
   const std::string lspec = lower(spec);
-  if (!in.dataset.empty()) return read_hdf5(in.path, in.dataset, spec);
-  if (ends_with(lspec, ".npy")) return read_npy(spec);
+  if (!in.dataset.empty()) return read_hdf5(in.path, in.dataset, spec, vector);
+  if (ends_with(lspec, ".npy")) return read_npy(spec, vector);
   if (ends_with(lspec, ".csv") || ends_with(lspec, ".txt") || ends_with(lspec, ".tsv") ||
       ends_with(lspec, ".dat"))
     return read_text(spec);
   if (ends_with(lspec, ".h5") || ends_with(lspec, ".hdf5") || ends_with(lspec, ".hdf") ||
       ends_with(lspec, ".he5"))
-    return read_hdf5(spec, "", spec);
+    return read_hdf5(spec, "", spec, vector);
   std::ifstream probe(spec);
   if (!probe) throw InputError("cannot open input '" + spec + "': " + std::strerror(errno));
   throw InputError("cannot tell the format of input '" + spec +

@@ -19,7 +19,8 @@ struct PointSet {
 
 // Reads FILE.h5:/dataset, FILE.npy or FILE.csv (or .txt/.tsv). Throws
 // InputError naming the file and the problem.
-PointSet read_points(const std::string& spec);
+// vector: a 1-D array is read as one row (a vector option, not points).
+PointSet read_points(const std::string& spec, bool vector = false);
 
 // An --input spec split into its file and, for FILE.h5:/dataset, the dataset
 // ("" when there is none).

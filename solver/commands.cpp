@@ -306,6 +306,72 @@ void check_distinct(const std::vector<T>& x, index_t n, const std::string& sourc
     }
 }
 
+// A --weights or --variance vector: an inline list, or a file holding one
+// row or one column (any --input format). InputError for a file's problems.
+std::vector<double> read_vector(const std::string& spec, const std::string& what, index_t d) {
+  std::vector<double> v;
+  if (!parse_number_list(spec, &v)) {
+    const io::PointSet s = io::read_points(spec, true);
+    if (s.n != 1 && s.d != 1)
+      throw InputError(what + " '" + spec + "' is " + std::to_string(s.n) + " × " +
+                       std::to_string(s.d) + "; it needs one row or one column");
+    v = s.values;
+  }
+  if (v.size() != d)
+    throw InputError(what + " gives " + std::to_string(v.size()) + " value" +
+                     (v.size() == 1 ? "" : "s") + " but the points have d = " + std::to_string(d) +
+                     " features");
+  return v;
+}
+
+// The metric's weights and (seuclidean) variances; V defaults to the
+// variance of each feature over the points (ddof = 1; cross: both sets
+// stacked, as scipy's cdist).
+MetricVectors metric_vectors(const ComputeOptions& c, const io::PointSet& a,
+                             const io::PointSet* b) {
+  MetricVectors mv;
+  const index_t d = a.d;
+  if (!c.weights.empty()) {
+    mv.weights = read_vector(c.weights, "--weights", d);
+    check_weights(mv.weights, "--weights", false);
+  }
+  if (c.metric != Metric::seuclidean) return mv;
+  if (!c.variance.empty()) {
+    mv.variance = read_vector(c.variance, "--variance", d);
+    check_variance(mv.variance, "--variance", false);
+    return mv;
+  }
+  const index_t n = a.n + (b ? b->n : 0);
+  if (n < 2)
+    throw InputError(
+        "seuclidean needs at least 2 points to estimate the variances; give "
+        "--variance");
+  std::vector<double> mean(d, 0.0);
+  mv.variance.assign(d, 0.0);
+  for (const io::PointSet* s : {&a, b})
+    if (s)
+      for (index_t i = 0; i < s->n; ++i)
+        for (index_t k = 0; k < d; ++k)
+          mean[k] += s->values[i * d + k];
+  for (index_t k = 0; k < d; ++k)
+    mean[k] /= static_cast<double>(n);
+  for (const io::PointSet* s : {&a, b})
+    if (s)
+      for (index_t i = 0; i < s->n; ++i)
+        for (index_t k = 0; k < d; ++k) {
+          const double e = s->values[i * d + k] - mean[k];
+          mv.variance[k] += e * e;
+        }
+  for (index_t k = 0; k < d; ++k) {
+    mv.variance[k] /= static_cast<double>(n - 1);
+    if (!(mv.variance[k] > 0))
+      throw InputError("feature " + std::to_string(k) + " of '" + a.source +
+                       "' is constant (variance 0): seuclidean divides by its variance; give "
+                       "--variance");
+  }
+  return mv;
+}
+
 // Rank 0 reads or generates the points and checks everything that can be
 // checked before a file exists; all ranks then receive the same problem.
 template <typename T>
@@ -317,6 +383,7 @@ Problem<T> load_problem(const CommandOptions& o, MPI_Comm comm, Sources* src) {
              : triplet                           ? DomainKind::triplets
                                                  : DomainKind::pairs;
   p.metric = o.compute.metric;
+  p.mp = make_metric_params(p.metric, o.compute.p, o.compute.base, 0);  // bits: below
   p.map = o.compute.map;
   p.rho = o.compute.block;
   p.epilogue = o.kind == CommandKind::hist            ? EpilogueKind::histogram
@@ -368,11 +435,11 @@ Problem<T> load_problem(const CommandOptions& o, MPI_Comm comm, Sources* src) {
     if (!bench) src->a_hash = content_hash(a);
     p.d = a.d;
     p.rows = a.n;
-    if (p.domain == DomainKind::rect && knn) {
-      p.cols = a.n;  // the points against themselves
-    } else if (p.domain == DomainKind::rect) {
-      io::PointSet b =
-          load_points(o.with, host, &notes, [](index_t, index_t, const std::string&) {});
+    io::PointSet b;
+    // knn: the points against themselves (no second set, no transform of one).
+    const bool rect = p.domain == DomainKind::rect && !knn;
+    if (rect) {
+      b = load_points(o.with, host, &notes, [](index_t, index_t, const std::string&) {});
       src->b = b.source;
       if (!bench) src->b_hash = content_hash(b);
       if (b.d != a.d)
@@ -380,10 +447,25 @@ Problem<T> load_problem(const CommandOptions& o, MPI_Comm comm, Sources* src) {
                          " features but --with has d = " + std::to_string(b.d) +
                          "; both sets need the same d");
       p.cols = b.n;
-      p.b = convert_points<T>(b);
-      if (sizeof(T) == 4) check_float32_range(a, &b, p.metric);
     } else {
       p.cols = a.n;
+    }
+    // The metric's vectors, then its host-side transforms of the points.
+    if (!triplet) {
+      if (o.out.store_points) p.stored_points = convert_points<T>(a);  // as given
+      const MetricVectors mv = metric_vectors(o.compute, a, rect ? &b : nullptr);
+      p.weights = mv.weights;
+      p.variance = mv.variance;
+      prepare_points(&p, &a, rect ? &b : nullptr, mv);
+      if (is_boolean(p.metric)) {
+        p.a = pack_points<T>(a);
+        if (rect) p.b = pack_points<T>(b);
+      } else if (rect) {
+        p.b = convert_points<T>(b);
+        if (sizeof(T) == 4) check_float32_range(a, &b, p.metric);
+      }
+    } else {
+      p.features = a.d;
     }
     const index_t total = checked_total(o.kind, p.rows, p.cols, knn ? 0 : sizeof(T), a.source);
     if (o.kind == CommandKind::knn) {
@@ -404,15 +486,20 @@ Problem<T> load_problem(const CommandOptions& o, MPI_Comm comm, Sources* src) {
     } else if (!bench) {
       check_disk_space(o.out.output, double(total) * sizeof(T));
     }
-    p.a = convert_points<T>(a);
+    if (!is_boolean(p.metric)) p.a = convert_points<T>(a);
     if (knn) p.b = p.a;
     if (triplet) check_distinct(p.a, p.rows, a.source);
-    if (sizeof(T) == 4 && !triplet && (p.domain != DomainKind::rect || knn))
+    if (sizeof(T) == 4 && !triplet && !rect && !is_boolean(p.metric))
       check_float32_range(a, nullptr, p.metric);
   });
   bcast_u64(comm, &p.rows);
   bcast_u64(comm, &p.cols);
   bcast_u64(comm, &p.d);
+  bcast_u64(comm, &p.features);
+  bcast_vector(comm, &p.weights);
+  bcast_vector(comm, &p.variance);
+  bcast_vector(comm, &p.kernel_weights);
+  p.mp = make_metric_params(p.metric, o.compute.p, o.compute.base, p.features);
   bcast_string(comm, &src->a);
   bcast_string(comm, &src->b);
   bcast_string(comm, &src->a_hash);
@@ -474,6 +561,47 @@ std::string number_text(double v) {
   return buf;
 }
 
+std::string vector_hash(const std::vector<double>& v) {
+  io::PointSet s;
+  s.values = v;
+  return content_hash(s);
+}
+
+// The metric's parameters as (key, text): minkowski's p, jensenshannon's
+// base, the FNV-1a 64 hashes of the weights and variances used.
+template <typename T>
+std::vector<std::pair<std::string, std::string>> metric_parameters(const CommandOptions& o,
+                                                                   const Problem<T>& p) {
+  std::vector<std::pair<std::string, std::string>> kv;
+  if (p.metric == Metric::minkowski) kv.push_back({"p", number_text(o.compute.p)});
+  if (p.metric == Metric::jensenshannon)
+    kv.push_back({"base", o.compute.base > 0 ? number_text(o.compute.base) : "e"});
+  if (!p.weights.empty()) kv.push_back({"weights_fnv1a64", vector_hash(p.weights)});
+  if (!p.variance.empty()) kv.push_back({"variance_fnv1a64", vector_hash(p.variance)});
+  return kv;
+}
+
+// The result dataset's attributes for the metric's parameters, and the
+// datasets /weights and /variance (float64[d]) they name.
+template <typename T>
+void add_metric_attrs(const CommandOptions& o, const Problem<T>& p, io::ResultLayout* L) {
+  using io::Attr;
+  std::vector<Attr>& a = L->result.attrs;
+  if (p.metric == Metric::minkowski) a.push_back(Attr{"p", o.compute.p});
+  if (p.metric == Metric::jensenshannon && o.compute.base > 0)
+    a.push_back(Attr{"base", o.compute.base});
+  if (!p.weights.empty()) {
+    a.push_back(Attr{"weights", std::string("/weights")});
+    L->extras.push_back(
+        {"weights", io::ValueType::f64, {index_t(p.weights.size())}, {}, p.weights});
+  }
+  if (!p.variance.empty()) {
+    a.push_back(Attr{"variance", std::string("/variance")});
+    L->extras.push_back(
+        {"variance", io::ValueType::f64, {index_t(p.variance.size())}, {}, p.variance});
+  }
+}
+
 // What makes two runs the same job (--resume compares it key by key; the
 // version separately): the command, the input's content, every parameter
 // that changes a value or the chunk plan. Not the backend, map, rank count
@@ -488,8 +616,12 @@ std::string job_identity(const CommandOptions& o, const Problem<T>& p, const Sou
   if (o.kind == CommandKind::cross) add("with_fnv1a64", src.b_hash);
   add("rows", std::to_string(p.rows));
   add("cols", std::to_string(p.cols));
-  add("features", std::to_string(p.d));
+  add("features", std::to_string(p.features));
   add("metric", metric_name(p.metric));
+  // The metric's parameters, only where they apply (older files' jobs stay
+  // as they were).
+  for (const auto& [k, v] : metric_parameters(o, p))
+    add(k, v);
   add("precision", sizeof(T) == 8 ? "float64" : "float32");
   add("block", std::to_string(p.rho));
   if (o.kind == CommandKind::hist) {
@@ -600,7 +732,7 @@ io::ResultLayout make_layout(const CommandOptions& o, const Problem<T>& p,
                   {plan.total()},
                   {Attr{"n", std::uint64_t(p.rows)}, Attr{"k", std::uint64_t(2)},
                    Attr{"layout", std::string("combinations")}, Attr{"metric", metric},
-                   Attr{"precision", precision}, Attr{"features", std::uint64_t(p.d)},
+                   Attr{"precision", precision}, Attr{"features", std::uint64_t(p.features)},
                    Attr{"block", std::uint64_t(p.rho)}},
                   {}};
       break;
@@ -610,7 +742,7 @@ io::ResultLayout make_layout(const CommandOptions& o, const Problem<T>& p,
                   {p.rows, p.cols},
                   {Attr{"rows", std::uint64_t(p.rows)}, Attr{"cols", std::uint64_t(p.cols)},
                    Attr{"layout", std::string("matrix")}, Attr{"metric", metric},
-                   Attr{"precision", precision}, Attr{"features", std::uint64_t(p.d)},
+                   Attr{"precision", precision}, Attr{"features", std::uint64_t(p.features)},
                    Attr{"block", std::uint64_t(p.rho)}},
                   {}};
       break;
@@ -653,7 +785,7 @@ io::ResultLayout make_layout(const CommandOptions& o, const Problem<T>& p,
                              Attr{"k", std::uint64_t(2)},
                              Attr{"metric", metric},
                              Attr{"precision", precision},
-                             Attr{"features", std::uint64_t(p.d)},
+                             Attr{"features", std::uint64_t(p.features)},
                              Attr{"bins", std::uint64_t(p.hist.bins)},
                              Attr{"range_lo", p.hist.lo},
                              Attr{"range_hi", p.hist.hi},
@@ -717,10 +849,11 @@ io::ResultLayout make_layout(const CommandOptions& o, const Problem<T>& p,
       break;
     }
   }
+  if (o.kind != CommandKind::triplet) add_metric_attrs(o, p, &L);
   if (o.out.store_points) {
     L.store_points = true;
     L.points = p.rows;
-    L.features = p.d;
+    L.features = p.features;
     L.points_type = vt;
   }
   L.dimensions[L.result.name] = axis_names(o.kind, L.result);
@@ -1343,7 +1476,10 @@ int run_typed(const CommandOptions& o, MPI_Comm comm) {
     } else {
       sink = std::make_unique<ArraySink<T>>(*writer);
     }
-    if (o.out.store_points) writer->write_points(rank == 0 ? p.a.data() : nullptr);
+    if (o.out.store_points)
+      writer->write_points(rank != 0                 ? nullptr
+                           : p.stored_points.empty() ? p.a.data()
+                                                     : p.stored_points.data());
     Progress progress(rank == 0 ? o.run.progress : ProgressMode::none, plan.total(),
                       p.stores_values() && !radius ? sizeof(T) : 0, already,
                       p.domain == DomainKind::rect ? "distances"

@@ -108,6 +108,7 @@ void check_choice(const std::string& what, const std::string& v,
 // The strings of enum-valued options until they are checked.
 struct Choices {
   std::string metric, precision, backend, map, progress, range, box;
+  std::string p, base;  // the metric's parameters
 };
 
 po::options_description input_group(InputOptions& in, InputOptions* with) {
@@ -165,9 +166,23 @@ po::options_description compute_group(ComputeOptions& o, Choices& c, int flags) 
   if (!(flags & kTriplets))
     g.add_options()(
         "metric", po::value(&c.metric)->default_value("euclidean")->value_name("NAME"),
-        "euclidean, sqeuclidean, cityblock, chebyshev or cosine (as scipy.spatial.distance); "
-        "also SciPy's aliases and l2, l1, manhattan, linf, in any case (the file records the "
-        "name above)");
+        "euclidean, sqeuclidean, cityblock, chebyshev, cosine, minkowski, seuclidean, "
+        "correlation, braycurtis, canberra, jensenshannon; on 0/1 features (nonzero is 1): "
+        "hamming, jaccard, dice, russellrao, rogerstanimoto, sokalmichener, sokalsneath, yule "
+        "(as scipy.spatial.distance); also SciPy's aliases and l2, l1, manhattan, linf, in any "
+        "case (the file records the name above)");
+  if (!(flags & kTriplets))
+    g.add_options()("p", po::value(&c.p)->value_name("P"),
+                    "minkowski: the order p > 0, or inf (default 2)")(
+        "weights", po::value(&o.weights)->value_name("W"),
+        "one weight >= 0 a feature, as SciPy's w: an inline list 1,0.5,2 or a file "
+        "(FILE.npy, FILE.h5:/dataset, FILE.csv/.txt; one row or one column). Not for "
+        "seuclidean, jensenshannon or the boolean metrics")(
+        "variance", po::value(&o.variance)->value_name("V"),
+        "seuclidean: the variance of each feature, > 0, in the forms of --weights (default: "
+        "the points' variances, ddof=1; cross: of both sets together, as SciPy's cdist)")(
+        "base", po::value(&c.base)->value_name("B"),
+        "jensenshannon: the logarithm's base, > 0 and not 1 (default: e)");
   g.add_options()("precision", po::value(&c.precision)->default_value("float32")->value_name("P"),
                   (flags & kTriplets)
                       ? "float32 or float64: the arithmetic of each triplet (and the stored "
@@ -486,13 +501,58 @@ void finish_input(InputOptions& in, const char* a, const char* b, bool pairs,
   }
 }
 
+// --p, --base, --weights, --variance: which metric takes which, and the
+// values an inline list or a number can be checked for before any file is
+// read (a file's vector is checked when it is read, on rank 0).
+void finish_metric_params(ComputeOptions& o, const Choices& c) {
+  const std::string name = metric_name(o.metric);
+  if (!c.p.empty()) {
+    if (o.metric != Metric::minkowski)
+      throw UsageError("--p applies to --metric minkowski, not " + name);
+    char* end = nullptr;
+    const double v = std::strtod(c.p.c_str(), &end);
+    if (*end || !(v > 0)) throw UsageError("--p must be a number > 0 (or inf), got '" + c.p + "'");
+    o.p = v;
+  }
+  if (!c.base.empty()) {
+    if (o.metric != Metric::jensenshannon)
+      throw UsageError("--base applies to --metric jensenshannon, not " + name);
+    char* end = nullptr;
+    const double v = std::strtod(c.base.c_str(), &end);
+    if (*end || !std::isfinite(v) || !(v > 0) || v == 1)
+      throw UsageError("--base must be a finite number > 0 other than 1, got '" + c.base + "'");
+    o.base = v;
+  }
+  if (!o.weights.empty()) {
+    if (is_boolean(o.metric))
+      throw UsageError("--weights does not apply to --metric " + name +
+                       ": tdsolve computes the boolean metrics on bit-packed points, without "
+                       "weights");
+    if (!takes_weights(o.metric))
+      throw UsageError("--weights does not apply to --metric " + name +
+                       " (scipy.spatial.distance takes no weights for it)");
+    std::vector<double> w;
+    if (parse_number_list(o.weights, &w)) check_weights(w, "--weights", true);
+  }
+  if (!o.variance.empty()) {
+    if (o.metric != Metric::seuclidean)
+      throw UsageError("--variance applies to --metric seuclidean, not " + name);
+    std::vector<double> v;
+    if (parse_number_list(o.variance, &v)) check_variance(v, "--variance", true);
+  }
+}
+
 void finish_compute(ComputeOptions& o, const Choices& c, int flags) {
   if (c.metric.empty()) {
     o.metric = Metric::euclidean;  // triplets
   } else if (!parse_metric(c.metric, &o.metric))
     throw UsageError("unknown --metric '" + c.metric +
                      "'; choose euclidean (l2), sqeuclidean, cityblock (l1, manhattan), "
-                     "chebyshev (linf) or cosine; SciPy's aliases and any case also work");
+                     "chebyshev (linf), cosine, minkowski, seuclidean, correlation, braycurtis, "
+                     "canberra, jensenshannon, hamming, jaccard, dice, russellrao, "
+                     "rogerstanimoto, sokalmichener, sokalsneath or yule; SciPy's aliases and "
+                     "any case also work");
+  finish_metric_params(o, c);
   check_choice("--precision", c.precision, {"float32", "float64"});
   o.fp64 = c.precision == "float64";
   check_choice("--backend", c.backend, {"auto", "cpu", "cuda"});
@@ -531,7 +591,8 @@ double parse_finite(const std::string& s, const std::string& what) {
   return v;
 }
 
-void finish_hist(HistOptions& h, const Choices& c, const po::variables_map& vm, Metric metric) {
+void finish_hist(HistOptions& h, const Choices& c, const po::variables_map& vm, Metric metric,
+                 const std::string& weights) {
   if (!vm.count("bins")) throw UsageError("--bins B is required");
   if (h.bins < 1 || h.bins > 1000000) throw UsageError("--bins must be between 1 and 1000000");
   if (c.range.empty()) throw UsageError("--range LO:HI is required");
@@ -541,7 +602,11 @@ void finish_hist(HistOptions& h, const Choices& c, const po::variables_map& vm, 
   h.hi = parse_finite(c.range.substr(colon + 1), "--range HI");
   if (!(h.lo < h.hi)) throw UsageError("--range wants LO < HI, got '" + c.range + "'");
   if (!c.box.empty()) {
-    if (metric == Metric::cosine) throw UsageError("--box does not apply to --metric cosine");
+    if (metric != Metric::euclidean && metric != Metric::sqeuclidean &&
+        metric != Metric::cityblock && metric != Metric::chebyshev)
+      throw UsageError(std::string("--box does not apply to --metric ") + metric_name(metric) +
+                       " (only euclidean, sqeuclidean, cityblock, chebyshev)");
+    if (!weights.empty()) throw UsageError("--box and --weights do not go together");
     std::stringstream ss(c.box);
     h.box_dims = 0;
     for (std::string part; std::getline(ss, part, ',');) {
@@ -668,7 +733,7 @@ bool parse_command(CommandKind kind, int argc, char** argv, CommandOptions& o) {
         "--resume and --overwrite do not go together: --resume continues an unfinished run (or "
         "reports a finished one), --overwrite starts over");
   finish_compute(o.compute, c, flags);
-  if (hist) finish_hist(o.hist, c, vm, o.compute.metric);
+  if (hist) finish_hist(o.hist, c, vm, o.compute.metric, o.compute.weights);
   if (triplet) finish_triplet(o.triplet, tc);
   if (knn) finish_knn(o.knn, kc, vm);
   finish_run(o.run, c, argc, argv);
@@ -720,7 +785,7 @@ bool parse_bench(int argc, char** argv, BenchOptions& b) {
     o.triplet.kernel = problem == "dummy3" ? TripletKernel::dummy : TripletKernel::atm;
   }
   finish_compute(o.compute, c, kBenchChunks | kMap | (triplet ? kTriplets : 0));
-  if (hist) finish_hist(o.hist, c, vm, o.compute.metric);
+  if (hist) finish_hist(o.hist, c, vm, o.compute.metric, o.compute.weights);
   if (b.repeat < 1 || b.repeat > 1000) throw UsageError("--repeat must be between 1 and 1000");
   return true;
 }

@@ -2,8 +2,13 @@
 // structs and enums; the commands never see strings they must re-check.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <string>
 #include <vector>
+
+#include "core/error.hpp"
 
 #include "solver/problem.hpp"
 #include "solver/progress.hpp"
@@ -29,6 +34,11 @@ struct OutputOptions {
 
 struct ComputeOptions {
   Metric metric = Metric::euclidean;
+  // The metric's parameters (main.cpp checks which metric takes which).
+  double p = 2;          // --p: minkowski's order, > 0 (inf allowed)
+  double base = 0;       // --base: jensenshannon's logarithm base (0: natural)
+  std::string weights;   // --weights: a vector source or an inline list ("": none)
+  std::string variance;  // --variance: seuclidean's V, the same forms ("": computed)
   bool fp64 = false;
   BackendKind backend = BackendKind::automatic;
   MapKind map = MapKind::lambda;
@@ -70,6 +80,48 @@ struct KnnOptions {
   index_t k = 0;       // 0: --radius
   double radius = -1;  // < 0: --k
 };
+
+// "1,0.5,2": true and the numbers when every comma-separated part is a
+// number (an inline --weights or --variance); false for a file name.
+inline bool parse_number_list(const std::string& text, std::vector<double>* out) {
+  out->clear();
+  size_t at = 0;
+  while (at <= text.size()) {
+    const size_t end = std::min(text.find(',', at), text.size());
+    const std::string part = text.substr(at, end - at);
+    char* stop = nullptr;
+    const double v = std::strtod(part.c_str(), &stop);
+    if (part.empty() || *stop) return false;
+    out->push_back(v);
+    at = end + 1;
+  }
+  return true;
+}
+
+// Weights: finite, >= 0, not all 0; variances: finite and > 0. UsageError
+// (usage: an inline list) or InputError (a file's), naming `what`.
+inline void vector_error(const std::string& msg, bool usage) {
+  if (usage) throw UsageError(msg);
+  throw InputError(msg);
+}
+inline void check_weights(const std::vector<double>& w, const std::string& what, bool usage) {
+  bool any = false;
+  for (size_t k = 0; k < w.size(); ++k) {
+    if (!std::isfinite(w[k]) || w[k] < 0)
+      vector_error(what + ": weight " + std::to_string(k) + " is " + std::to_string(w[k]) +
+                       "; weights must be finite and >= 0",
+                   usage);
+    any = any || w[k] > 0;
+  }
+  if (!any) vector_error(what + ": every weight is 0", usage);
+}
+inline void check_variance(const std::vector<double>& v, const std::string& what, bool usage) {
+  for (size_t k = 0; k < v.size(); ++k)
+    if (!std::isfinite(v[k]) || !(v[k] > 0))
+      vector_error(what + ": variance " + std::to_string(k) + " is " + std::to_string(v[k]) +
+                       "; seuclidean divides by sqrt(V), so every V must be finite and > 0",
+                   usage);
+}
 
 // What one command asks for.
 enum class CommandKind { edm, hist, cross, triplet, knn };

@@ -4,7 +4,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
+#include <type_traits>
 
 #include "core/error.hpp"
 
@@ -92,6 +94,7 @@ void check_float32_range(const io::PointSet& a, const io::PointSet* b, Metric m)
     switch (m) {
       case Metric::euclidean:
       case Metric::sqeuclidean:
+      case Metric::seuclidean:   // on the scaled points
         bound += range * range;  // the sum of squared differences
         break;
       case Metric::cityblock:
@@ -100,8 +103,14 @@ void check_float32_range(const io::PointSet& a, const io::PointSet* b, Metric m)
       case Metric::chebyshev:
         bound = std::max(bound, range);
         break;
-      case Metric::cosine:
-        bound += big * big;  // the dot product
+      case Metric::braycurtis:
+        bound += 2 * big;  // sum |a + b|
+        break;
+      case Metric::minkowski:  // accumulated in float64; the result is below sum |a - b|
+        bound += range;
+        break;
+      default:  // cosine, correlation (float64 sums of products, norms: |x|^2 in float64),
+                // canberra, jensenshannon (float64, terms <= 1), boolean (counts)
         break;
     }
   }
@@ -138,11 +147,12 @@ std::vector<double> norms_of(const std::vector<T>& x, index_t n, index_t d) {
   return out;
 }
 
-void check_zero_norms(const std::vector<double>& norms, const std::string& source) {
+void check_zero_norms(const std::vector<double>& norms, const std::string& source,
+                      const std::string& metric, const std::string& what) {
   for (index_t i = 0; i < norms.size(); ++i)
     if (norms[i] == 0.0)
-      throw InputError("point " + std::to_string(i) + " of '" + source +
-                       "' is all zeros: its cosine distance is undefined");
+      throw InputError("point " + std::to_string(i) + " of '" + source + "' is all zeros" + what +
+                       ": its " + metric + " distance is undefined");
 }
 }  // namespace
 
@@ -150,7 +160,7 @@ template <typename T>
 void complete_problem(Problem<T>* p) {
   p->norms_a.clear();
   p->norms_b.clear();
-  if (dispatch_metric<T>(p->metric, [](auto m) { return decltype(m)::needs_norms; })) {
+  if (dispatch_metric<T>(p->metric_params(), [](auto m) { return decltype(m)::needs_norms; })) {
     p->norms_a = norms_of(p->a, p->rows, p->d);
     if (p->domain == DomainKind::rect) p->norms_b = norms_of(p->b, p->cols, p->d);
   }
@@ -158,8 +168,138 @@ void complete_problem(Problem<T>* p) {
 
 template <typename T>
 void check_norms(const Problem<T>& p, const std::string& source_a, const std::string& source_b) {
-  check_zero_norms(p.norms_a, source_a);
-  check_zero_norms(p.norms_b, source_b);
+  // Correlation runs cosine on centred points: a constant point centres to 0.
+  const std::string what =
+      p.metric == Metric::correlation ? " once centred (a constant point)" : "";
+  check_zero_norms(p.norms_a, source_a, metric_name(p.metric), what);
+  check_zero_norms(p.norms_b, source_b, metric_name(p.metric), what);
+}
+
+template <typename T>
+std::vector<T> pack_points(const io::PointSet& pts) {
+  using Word = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
+  constexpr index_t kBits = sizeof(T) * 8;
+  const index_t words = (pts.d + kBits - 1) / kBits;
+  std::vector<Word> w(pts.n * words, 0);
+  for (index_t i = 0; i < pts.n; ++i)
+    for (index_t k = 0; k < pts.d; ++k)
+      if (pts.values[i * pts.d + k] != 0.0) w[i * words + k / kBits] |= Word(1) << (k % kBits);
+  std::vector<T> out(w.size());
+  if (!w.empty()) std::memcpy(out.data(), w.data(), w.size() * sizeof(T));
+  return out;
+}
+
+template <typename T>
+void prepare_points(Problem<T>* p, io::PointSet* a, io::PointSet* b, const MetricVectors& v) {
+  const Metric m = p->metric;
+  const index_t d = a->d;
+  p->features = d;
+  std::vector<io::PointSet*> sets = {a};
+  if (b) sets.push_back(b);
+  // Feature k multiplied by scale[k] (empty: none).
+  std::vector<double> scale;
+  const std::vector<double>& w = v.weights;
+  if (m == Metric::seuclidean) {
+    for (io::PointSet* s : sets)
+      for (index_t i = 0; i < s->n; ++i)
+        for (index_t k = 0; k < d; ++k)
+          s->values[i * d + k] /= std::sqrt(v.variance[k]);
+  }
+  if (m == Metric::correlation) {
+    // u - average(u, weights=w), as scipy.spatial.distance.correlation.
+    for (io::PointSet* s : sets)
+      for (index_t i = 0; i < s->n; ++i) {
+        double* x = &s->values[i * d];
+        double sum = 0, wsum = 0;
+        for (index_t k = 0; k < d; ++k) {
+          sum += w.empty() ? x[k] : x[k] * w[k];
+          wsum += w.empty() ? 1.0 : w[k];
+        }
+        const double mean = sum / wsum;
+        for (index_t k = 0; k < d; ++k)
+          x[k] -= mean;
+      }
+  }
+  if (!w.empty()) {
+    switch (m) {
+      case Metric::euclidean:
+      case Metric::sqeuclidean:
+      case Metric::cosine:
+      case Metric::correlation:
+        scale.resize(d);
+        for (index_t k = 0; k < d; ++k)
+          scale[k] = std::sqrt(w[k]);
+        break;
+      case Metric::cityblock:
+      case Metric::braycurtis:
+        scale = w;
+        break;
+      case Metric::minkowski:
+        scale.resize(d);
+        for (index_t k = 0; k < d; ++k)
+          scale[k] = p->mp.p == HUGE_VAL ? (w[k] > 0 ? 1.0 : 0.0) : std::pow(w[k], 1.0 / p->mp.p);
+        if (p->mp.p != HUGE_VAL) break;
+        [[fallthrough]];
+      case Metric::chebyshev: {
+        // SciPy: the largest |u - v| over the features of positive weight.
+        std::vector<index_t> keep;
+        for (index_t k = 0; k < d; ++k)
+          if (w[k] > 0) keep.push_back(k);
+        for (io::PointSet* s : sets) {
+          std::vector<double> x(s->n * keep.size());
+          for (index_t i = 0; i < s->n; ++i)
+            for (index_t c = 0; c < keep.size(); ++c)
+              x[i * keep.size() + c] = s->values[i * d + keep[c]];
+          s->values.swap(x);
+          s->d = keep.size();
+        }
+        scale.clear();
+        break;
+      }
+      case Metric::canberra:
+        p->kernel_weights = w;
+        break;
+      default:
+        throw std::logic_error("weights for a metric that takes none");
+    }
+  }
+  if (!scale.empty())
+    for (io::PointSet* s : sets)
+      for (index_t i = 0; i < s->n; ++i)
+        for (index_t k = 0; k < d; ++k)
+          s->values[i * d + k] *= scale[k];
+  if (m == Metric::jensenshannon) {
+    for (io::PointSet* s : sets)
+      for (index_t i = 0; i < s->n; ++i) {
+        double* x = &s->values[i * d];
+        double sum = 0;
+        for (index_t k = 0; k < d; ++k) {
+          if (x[k] < 0)
+            throw InputError("input '" + s->source + "' has the negative value " +
+                             std::to_string(x[k]) + " at row " + std::to_string(i) + ", column " +
+                             std::to_string(k) +
+                             "; jensenshannon needs non-negative rows (probability vectors)");
+          sum += x[k];
+        }
+        if (!(sum > 0))
+          throw InputError("row " + std::to_string(i) + " of '" + s->source +
+                           "' sums to 0; jensenshannon divides each row by its sum");
+        for (index_t k = 0; k < d; ++k)
+          x[k] /= sum;
+      }
+  }
+  p->d = a->d;
+  if (is_boolean(m)) p->d = (d + sizeof(T) * 8 - 1) / (sizeof(T) * 8);
+}
+
+MetricParams make_metric_params(Metric m, double p, double base, index_t features) {
+  MetricParams mp;
+  mp.metric = m;
+  mp.p = p;
+  mp.int_p = (p >= 3 && p <= 64 && p == std::floor(p)) ? static_cast<int>(p) : 0;
+  mp.log_base = base > 0 ? metric::log_(base) : 1.0;
+  mp.bits = is_boolean(m) ? features : 0;
+  return mp;
 }
 
 #define TDS_INSTANTIATE(T)                                                       \
@@ -167,6 +307,9 @@ void check_norms(const Problem<T>& p, const std::string& source_a, const std::st
   template mapping::ChunkPlan plan_from_offsets<T>(const Problem<T>&,            \
                                                    const std::vector<index_t>&); \
   template std::vector<T> convert_points<T>(const io::PointSet&);                \
+  template std::vector<T> pack_points<T>(const io::PointSet&);                   \
+  template void prepare_points<T>(Problem<T>*, io::PointSet*, io::PointSet*,     \
+                                  const MetricVectors&);                         \
   template void complete_problem<T>(Problem<T>*);                                \
   template void check_norms<T>(const Problem<T>&, const std::string&, const std::string&);
 TDS_INSTANTIATE(float)

@@ -79,7 +79,14 @@ struct Problem {
   index_t rho = 128;
   std::vector<T> a, b;  // rows × d and (rect) cols × d, row-major
   std::vector<double> norms_a, norms_b;
-  Metric metric = Metric::euclidean;
+  Metric metric = Metric::euclidean;  // as named (the file's `metric`); mp.metric is the same
+  MetricParams mp;  // its parameters (metric_params(): with `metric`; weights set by a backend)
+  std::vector<double> weights,
+      variance;                        // --weights, seuclidean's V: as used (the file records them)
+  std::vector<double> kernel_weights;  // canberra's weights (other metrics' scale the points)
+  std::vector<T> stored_points;        // rank 0, --store-points: the points as given
+  index_t features = 0;  // d of the input: d differs for packed boolean points (words) and
+                         // weighted chebyshev (features of weight 0 left out)
   MapKind map = MapKind::lambda;
   EpilogueKind epilogue = EpilogueKind::store;
   HistSpec hist;
@@ -103,6 +110,13 @@ struct Problem {
   }
   bool stores_values() const { return epilogue == EpilogueKind::store; }
   bool knn() const { return epilogue == EpilogueKind::topk; }
+
+  // The functors' parameters: mp, for the metric `metric` (the one truth).
+  MetricParams metric_params() const {
+    MetricParams m = mp;
+    m.metric = metric;
+    return m;
+  }
 };
 
 // The plan of a problem's domain with chunks of at most max_elements.
@@ -112,6 +126,34 @@ mapping::ChunkPlan make_plan(const Problem<T>& p, index_t max_elements);
 // the offsets are not block-row boundaries of this problem's domain.
 template <typename T>
 mapping::ChunkPlan plan_from_offsets(const Problem<T>& p, const std::vector<index_t>& offsets);
+
+// The metric's vectors, resolved on rank 0: weights (empty: none) and
+// seuclidean's variances (computed when not given).
+struct MetricVectors {
+  std::vector<double> weights, variance;
+};
+
+// Rank 0, before convert_points: applies the host-side transforms of the
+// metric to the points in float64 (docs/design.md, "Metric parameters"):
+// seuclidean x/sqrt(V); correlation centring; weights as scalings (or,
+// chebyshev, leaving out features of weight 0; canberra keeps them for the
+// kernel); jensenshannon rows divided by their sums. Reads p->metric and
+// p->mp.p; sets p->kernel_weights, p->features and p->d (boolean: words a
+// point); InputError for points the metric cannot take (jensenshannon:
+// negative values or a zero row sum).
+template <typename T>
+void prepare_points(Problem<T>* p, io::PointSet* a, io::PointSet* b, const MetricVectors& v);
+
+// The functors' parameters: metric, minkowski's p (and whether it is a
+// small integer), ln(base) for jensenshannon (base 0: natural), the boolean
+// metrics' feature count. The same on every rank (metric::log_).
+MetricParams make_metric_params(Metric m, double p, double base, index_t features);
+
+// Boolean metrics: the points as bits (nonzero is 1), packed 32 (float) or
+// 64 (double) to a word, feature k of a point in bit k % W of word k / W;
+// the words travel as T, bit for bit. Sets p->d to the words per point.
+template <typename T>
+std::vector<T> pack_points(const io::PointSet& pts);
 
 // Points in compute precision; InputError if a value overflows float32.
 template <typename T>

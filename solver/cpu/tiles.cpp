@@ -50,7 +50,8 @@ CpuView<T> view_of(const Problem<T>& p) {
   v.domain = p.domain;
   v.map = p.map;
   v.epilogue = p.epilogue;
-  v.metric = p.metric;
+  v.mp = p.metric_params();
+  v.mp.weights = p.kernel_weights.empty() ? nullptr : p.kernel_weights.data();
   v.box_dims = p.box_dims;
   for (int k = 0; k < kMaxBoxDims; ++k)
     v.box[k] = p.box[k];

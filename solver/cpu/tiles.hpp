@@ -18,7 +18,7 @@ struct CpuView {
   DomainKind domain = DomainKind::pairs;
   MapKind map = MapKind::lambda;
   EpilogueKind epilogue = EpilogueKind::store;
-  Metric metric = Metric::euclidean;
+  MetricParams mp;  // the metric and its parameters (mp.weights: host memory)
   int box_dims = 0;
   T box[kMaxBoxDims] = {};
   index_t bins = 0;

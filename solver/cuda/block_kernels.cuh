@@ -112,13 +112,14 @@ struct KernelParams {
   unsigned int hist_copies;     // histograms in shared memory: 1, 2, 4, 8 (one a warp), 0 (global)
   unsigned int hist_stride;     // slots of one copy: bins + 2
   T box[kMaxBoxDims];
+  MetricParams mp;   // the metric and its parameters (mp.weights: device memory)
   bool masked_only;  // benchmark/test: every sub-tile on the masked path
 };
 
 // Host launcher for one family of kernels, instantiated per precision in
 // the kernels_*.cu files; `launch_chunk` (cuda_backend.cu) picks the family.
 template <typename T, typename Map, bool kHist, bool kPeriodic>
-void launch_family(const KernelParams<T>& p, Metric metric, cudaStream_t stream);
+void launch_family(const KernelParams<T>& p, cudaStream_t stream);
 
 namespace detail {
 
@@ -264,12 +265,13 @@ struct Epilogue<T, Map, true> {
 // metric of the minimum-image difference (the functors see (delta, 0)), as
 // in the CPU loops.
 template <typename M, typename T, bool kPeriodic>
-__device__ __forceinline__ typename M::acc_t step(const KernelParams<T>& p, typename M::acc_t a,
-                                                  T x, T y, int k) {
+__device__ __forceinline__ typename M::acc_t step(const KernelParams<T>& p, const M& m,
+                                                  typename M::acc_t a, T x, T y, int k) {
   if constexpr (kPeriodic) {
-    return M::accumulate(a, epilogue::minimum_image(static_cast<T>(x - y), p.box[k]), T(0));
+    return m.accumulate(a, epilogue::minimum_image(static_cast<T>(x - y), p.box[k]), T(0),
+                        static_cast<index_t>(k));
   } else {
-    return M::accumulate(a, x, y);
+    return m.accumulate(a, x, y, static_cast<index_t>(k));
   }
 }
 
@@ -295,6 +297,8 @@ template <typename T, typename M, int D, typename Map, bool kHist, bool kPeriodi
 __device__ __forceinline__ void subtile_small_d(const KernelParams<T>& p, index_t i0, index_t j0,
                                                 SmallDShared<T>& sh) {
   using A = typename M::acc_t;
+  static_assert(metric::traits<M>::small_d, "d-specialised kernels for the older metrics only");
+  const M m(p.mp);
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   // Stage the row points (and norms) once per sub-tile.
   for (int e = threadIdx.x; e < BlockPolicy::kTile * D; e += BlockPolicy::kThreads) {
@@ -331,13 +335,13 @@ __device__ __forceinline__ void subtile_small_d(const KernelParams<T>& p, index_
       acc[s] = A(0);
 #pragma unroll
       for (int k = 0; k < D; ++k)
-        acc[s] = step<M, T, kPeriodic>(p, acc[s], xr[k], xc[s][k], k);
+        acc[s] = step<M, T, kPeriodic>(p, m, acc[s], xr[k], xc[s][k], k);
     }
     T v[kCols];
     const double nr = M::needs_norms ? sh.row_norms[r] : 1.0;
 #pragma unroll
     for (int s = 0; s < kCols; ++s)
-      v[s] = M::finalize(acc[s], nr, nc[s]);
+      v[s] = m.finalize(acc[s], nr, nc[s]);
     Epilogue<T, Map, kHist>::template row<kFast>(p, cur, j0, v, lane);
   }
   __syncthreads();  // before the next sub-tile overwrites the rows
@@ -348,9 +352,13 @@ template <typename T, typename M, typename Map, bool kHist, bool kPeriodic, bool
 __device__ __forceinline__ void subtile_general(const KernelParams<T>& p, index_t i0, index_t j0,
                                                 GeneralShared<T>& sh) {
   using A = typename M::acc_t;
+  const M m(p.mp);
   constexpr int kStep = GeneralShared<T>::kStep;
   constexpr int kRowsPerPass = sizeof(A) == 4 ? 16 : 8;
   constexpr int kPasses = BlockPolicy::kRowsPerWarp / kRowsPerPass;
+  // Features unrolled 4 deep for the older metrics; the newer ones (longer
+  // per-feature code, general d only) not at all, to keep compile time down.
+  constexpr int kUnrollK = metric::traits<M>::small_d ? 4 : 1;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   if (M::needs_norms) {
     for (int r = threadIdx.x; r < BlockPolicy::kTile; r += BlockPolicy::kThreads)
@@ -380,7 +388,7 @@ __device__ __forceinline__ void subtile_general(const KernelParams<T>& p, index_
       }
       __syncthreads();
       const int kmax = p.d - kb < kStep ? static_cast<int>(p.d - kb) : kStep;
-#pragma unroll 4
+#pragma unroll kUnrollK
       for (int k = 0; k < kStep; ++k) {
         // Zero padding past d is harmless to every metric but a box's
         // (whose length there is 0): with a box it is skipped.
@@ -394,7 +402,7 @@ __device__ __forceinline__ void subtile_general(const KernelParams<T>& p, index_
           const T xr = sh.rows[(pass * kRowsPerPass + q) * BlockPolicy::kWarps + warp][k];
 #pragma unroll
           for (int s = 0; s < kCols; ++s)
-            acc[q][s] = step<M, T, kPeriodic>(p, acc[q][s], xr, c[s], static_cast<int>(kb) + k);
+            acc[q][s] = step<M, T, kPeriodic>(p, m, acc[q][s], xr, c[s], static_cast<int>(kb) + k);
         }
       }
     }
@@ -408,7 +416,7 @@ __device__ __forceinline__ void subtile_general(const KernelParams<T>& p, index_
       T v[kCols];
 #pragma unroll
       for (int s = 0; s < kCols; ++s)
-        v[s] = M::finalize(acc[q][s], nr, nc[s]);
+        v[s] = m.finalize(acc[q][s], nr, nc[s]);
       Epilogue<T, Map, kHist>::template row<kFast>(p, cur, j0, v, lane);
     }
   }
@@ -535,11 +543,14 @@ void launch_kernel(const KernelParams<T>& p, cudaStream_t stream) {
 }
 
 template <typename T, typename Map, bool kHist, bool kPeriodic>
-void launch_family(const KernelParams<T>& p, Metric metric, cudaStream_t stream) {
-  dispatch_metric<T>(metric, [&](auto m) {
+void launch_family(const KernelParams<T>& p, cudaStream_t stream) {
+  dispatch_metric<T>(p.mp, [&](auto m) {
     using M = decltype(m);
-    if constexpr (kPeriodic && M::needs_norms) {
-      return;  // no box with cosine (refused by the command line)
+    constexpr bool kBox = metric::traits<M>::box, kSmallD = metric::traits<M>::small_d;
+    if constexpr (kPeriodic && !kBox) {
+      return;  // no box with this metric (refused by the command line)
+    } else if constexpr (!kSmallD) {
+      return launch_kernel<T, M, 0, Map, kHist, kPeriodic>(p, stream);  // general d only
     } else {
       switch (p.d) {
 #define TDS_CASE(D) \

@@ -23,7 +23,7 @@ namespace tdsolve::cuda {
 // The kernel families are instantiated in kernels_*.cu (compiled in
 // parallel); these declarations keep this file from instantiating them again.
 #define TDS_EXTERN_FAMILY(T, Map, H, P) \
-  extern template void launch_family<T, Map, H, P>(const KernelParams<T>&, Metric, cudaStream_t);
+  extern template void launch_family<T, Map, H, P>(const KernelParams<T>&, cudaStream_t);
 #define TDS_EXTERN_FAMILIES(T)                                \
   TDS_EXTERN_FAMILY(T, mapping::Lambda2Map, false, false)     \
   TDS_EXTERN_FAMILY(T, mapping::BoundingBoxMap, false, false) \
@@ -115,12 +115,12 @@ void launch_chunk(const Problem<T>& p, const KernelParams<T>& k, cudaStream_t s)
   const bool hist = p.epilogue == EpilogueKind::histogram, periodic = p.box_dims > 0;
   dispatch_map(p.domain, p.map, [&](auto map) {
     using Map = decltype(map);
-    if (!hist) return launch_family<T, Map, false, false>(k, p.metric, s);
+    if (!hist) return launch_family<T, Map, false, false>(k, s);
     if constexpr (std::is_same_v<Map, mapping::RectMap>) {
       throw std::logic_error("no histogram kernels for rectangles");
     } else {
-      if (periodic) return launch_family<T, Map, true, true>(k, p.metric, s);
-      return launch_family<T, Map, true, false>(k, p.metric, s);
+      if (periodic) return launch_family<T, Map, true, true>(k, s);
+      return launch_family<T, Map, true, false>(k, s);
     }
   });
 }
@@ -144,6 +144,7 @@ class CudaBackend final : public Backend<T> {
     if (p.domain == DomainKind::rect && !p.knn()) b_.upload(p.b, "the second set of points");
     norms_a_.upload(p.norms_a, "the norms");
     norms_b_.upload(p.norms_b, "the norms");
+    weights_.upload(p.kernel_weights, "the weights");
     if (p.epilogue == EpilogueKind::histogram) {
       slots_ = p.hist.slots();
       edges_.upload(p.hist.edges, "the bin edges");
@@ -209,7 +210,7 @@ class CudaBackend final : public Backend<T> {
                             compute_.s),
             "cudaMemsetAsync (histogram)");
     if (p_.knn()) {
-      launch_knn<T>(knn_params(job, s), p_.metric, compute_.s);
+      launch_knn<T>(knn_params(job, s), compute_.s);
     } else {
       launch_chunk<T>(p_, k, compute_.s);
     }
@@ -311,6 +312,8 @@ class CudaBackend final : public Backend<T> {
     k.k = static_cast<int>(p_.k);
     k.out_d = device_out_[s].get();
     k.out_i = device_idx_[s].get();
+    k.mp = p_.metric_params();
+    k.mp.weights = p_.kernel_weights.empty() ? nullptr : weights_.get();
     return k;
   }
 
@@ -358,6 +361,8 @@ class CudaBackend final : public Backend<T> {
     k.hist_stride = static_cast<unsigned int>(slots);
     for (int i = 0; i < kMaxBoxDims; ++i)
       k.box[i] = p_.box[i];
+    k.mp = p_.metric_params();
+    k.mp.weights = p_.kernel_weights.empty() ? nullptr : weights_.get();
     k.masked_only = masked_only_requested();
     return k;
   }
@@ -369,7 +374,7 @@ class CudaBackend final : public Backend<T> {
   bool keep_on_device_ = false;
   index_t slots_ = 0;
   DeviceBuffer<T> a_, b_;
-  DeviceBuffer<double> norms_a_, norms_b_, edges_;
+  DeviceBuffer<double> norms_a_, norms_b_, edges_, weights_;
   DeviceBuffer<T> device_out_[2];
   PinnedBuffer<T> host_out_[2];
   DeviceBuffer<std::int64_t> device_idx_[2];  // knn

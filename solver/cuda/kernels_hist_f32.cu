@@ -4,11 +4,11 @@
 
 namespace tdsolve::cuda {
 template void launch_family<float, mapping::Lambda2Map, true, false>(const KernelParams<float>&,
-                                                                     Metric, cudaStream_t);
+                                                                     cudaStream_t);
 template void launch_family<float, mapping::Lambda2Map, true, true>(const KernelParams<float>&,
-                                                                    Metric, cudaStream_t);
+                                                                    cudaStream_t);
 template void launch_family<float, mapping::BoundingBoxMap, true, false>(const KernelParams<float>&,
-                                                                         Metric, cudaStream_t);
+                                                                         cudaStream_t);
 template void launch_family<float, mapping::BoundingBoxMap, true, true>(const KernelParams<float>&,
-                                                                        Metric, cudaStream_t);
+                                                                        cudaStream_t);
 }  // namespace tdsolve::cuda

@@ -4,11 +4,11 @@
 
 namespace tdsolve::cuda {
 template void launch_family<double, mapping::Lambda2Map, true, false>(const KernelParams<double>&,
-                                                                      Metric, cudaStream_t);
+                                                                      cudaStream_t);
 template void launch_family<double, mapping::Lambda2Map, true, true>(const KernelParams<double>&,
-                                                                     Metric, cudaStream_t);
+                                                                     cudaStream_t);
 template void launch_family<double, mapping::BoundingBoxMap, true, false>(
-    const KernelParams<double>&, Metric, cudaStream_t);
+    const KernelParams<double>&, cudaStream_t);
 template void launch_family<double, mapping::BoundingBoxMap, true, true>(
-    const KernelParams<double>&, Metric, cudaStream_t);
+    const KernelParams<double>&, cudaStream_t);
 }  // namespace tdsolve::cuda

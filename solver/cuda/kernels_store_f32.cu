@@ -4,9 +4,9 @@
 
 namespace tdsolve::cuda {
 template void launch_family<float, mapping::Lambda2Map, false, false>(const KernelParams<float>&,
-                                                                      Metric, cudaStream_t);
+                                                                      cudaStream_t);
 template void launch_family<float, mapping::BoundingBoxMap, false, false>(
-    const KernelParams<float>&, Metric, cudaStream_t);
+    const KernelParams<float>&, cudaStream_t);
 template void launch_family<float, mapping::RectMap, false, false>(const KernelParams<float>&,
-                                                                   Metric, cudaStream_t);
+                                                                   cudaStream_t);
 }  // namespace tdsolve::cuda

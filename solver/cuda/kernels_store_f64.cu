@@ -4,9 +4,9 @@
 
 namespace tdsolve::cuda {
 template void launch_family<double, mapping::Lambda2Map, false, false>(const KernelParams<double>&,
-                                                                       Metric, cudaStream_t);
+                                                                       cudaStream_t);
 template void launch_family<double, mapping::BoundingBoxMap, false, false>(
-    const KernelParams<double>&, Metric, cudaStream_t);
+    const KernelParams<double>&, cudaStream_t);
 template void launch_family<double, mapping::RectMap, false, false>(const KernelParams<double>&,
-                                                                    Metric, cudaStream_t);
+                                                                    cudaStream_t);
 }  // namespace tdsolve::cuda

@@ -50,6 +50,7 @@ __global__ void __launch_bounds__(kThreads) knn_kernel(const KnnParams<T> p) {
   using A = typename M::acc_t;
   constexpr bool kScreen = KnnScreen<M>::value;
   constexpr int kCols = kColsOf<T>, kStage = kStageOf<T>;
+  const M m(p.mp);
   __shared__ T rows_s[kBlockRows][kStage + 1];
   __shared__ T cols_s[kCols][kStage];
   __shared__ double col_norms[kCols];
@@ -122,7 +123,7 @@ __global__ void __launch_bounds__(kThreads) knn_kernel(const KnnParams<T> p) {
           const T y = cols_s[c][f];
 #pragma unroll
           for (int q = 0; q < kRows; ++q)
-            acc[q][c] = M::accumulate(acc[q][c], x[q], y);
+            acc[q][c] = m.accumulate(acc[q][c], x[q], y, f0 + f);
         }
       }
     }
@@ -139,7 +140,7 @@ __global__ void __launch_bounds__(kThreads) knn_kernel(const KnnParams<T> p) {
         if constexpr (kScreen) {
           may = acc[q][c] < worst_acc[q];
         } else {
-          may = M::finalize(acc[q][c], row_norm[q], M::needs_norms ? col_norms[c] : 0.0) < worst[q];
+          may = m.finalize(acc[q][c], row_norm[q], M::needs_norms ? col_norms[c] : 0.0) < worst[q];
         }
         if (may && c < width) mask |= 1u << c;
       }
@@ -151,8 +152,8 @@ __global__ void __launch_bounds__(kThreads) knn_kernel(const KnnParams<T> p) {
         if (j == row[q]) continue;
         A a = 0;
         for (index_t f = 0; f < d; ++f)
-          a = M::accumulate(a, p.a[row[q] * d + f], p.a[j * d + f]);
-        const T v = M::finalize(a, row_norm[q], M::needs_norms ? p.norms[j] : 0.0);
+          a = m.accumulate(a, p.a[row[q] * d + f], p.a[j * d + f], f);
+        const T v = m.finalize(a, row_norm[q], M::needs_norms ? p.norms[j] : 0.0);
         if (!(v < worst[q])) continue;
         A* list_acc = nullptr;
         if constexpr (kScreen) list_acc = accs[q];
@@ -175,16 +176,16 @@ __global__ void __launch_bounds__(kThreads) knn_kernel(const KnnParams<T> p) {
 }  // namespace
 
 template <typename T>
-void launch_knn(const KnnParams<T>& p, Metric metric, cudaStream_t stream) {
+void launch_knn(const KnnParams<T>& p, cudaStream_t stream) {
   if (p.rows == 0) return;
   const index_t blocks = (p.rows + kBlockRows - 1) / kBlockRows;
-  dispatch_metric<T>(metric, [&](auto m) {
+  dispatch_metric<T>(p.mp, [&](auto m) {
     using M = decltype(m);
     knn_kernel<T, M><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(p);
   });
 }
 
-template void launch_knn<float>(const KnnParams<float>&, Metric, cudaStream_t);
-template void launch_knn<double>(const KnnParams<double>&, Metric, cudaStream_t);
+template void launch_knn<float>(const KnnParams<float>&, cudaStream_t);
+template void launch_knn<double>(const KnnParams<double>&, cudaStream_t);
 
 }  // namespace tdsolve::cuda

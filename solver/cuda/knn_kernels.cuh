@@ -16,11 +16,12 @@ struct KnnParams {
   index_t n, d;
   index_t r0, rows;                  // query rows [r0, r0 + rows)
   int k;                             // <= kMaxGpuNeighbors
+  MetricParams mp;                   // the metric and its parameters (mp.weights: device memory)
   T* __restrict__ out_d;             // rows × k
   std::int64_t* __restrict__ out_i;  // rows × k
 };
 
 template <typename T>
-void launch_knn(const KnnParams<T>& p, Metric metric, cudaStream_t stream);
+void launch_knn(const KnnParams<T>& p, cudaStream_t stream);
 
 }  // namespace tdsolve::cuda

@@ -112,6 +112,36 @@ class KnnTest(TempDirTest):
             close[:, :-1] |= gap < 1e-5
             self.assertTrue((i32 == sk_i)[~close].all(), f"{metric}: float32 order differs beyond ties")
 
+    def test_scipy_metrics_parameters_and_bit_packed_booleans(self):
+        # Every metric of `tdsolve edm` serves knn; against cdist's values,
+        # ordered by (distance, index). float64, so ties are ties in both.
+        rng = np.random.default_rng(12)
+        x = rng.random((800, 7))
+        bits = (rng.random((800, 40)) < 0.3).astype(np.float64)
+        w = rng.random(7) + 0.1
+        src, bsrc, wsrc = self.save_npy("c.npy", x), self.save_npy("b.npy", bits), self.save_npy("w.npy", w)
+        cases = [("braycurtis", [], x, {}), ("canberra", [], x, {}), ("minkowski", ["--p", 3], x, {"p": 3}),
+                 ("correlation", [], x, {}), ("jensenshannon", [], x, {}), ("seuclidean", [], x, {"V": np.var(x, axis=0, ddof=1)}),  # pdist's default V
+                 ("cityblock", ["--weights", wsrc], x, {"w": w}), ("jaccard", [], bits, {}),
+                 ("hamming", [], bits, {}), ("yule", [], bits, {})]
+        for metric, extra, data, kw in cases:
+            with self.subTest(metric=metric, extra=extra):
+                ref_d = cdist(data, data, metric=metric, **kw)
+                n = len(data)
+                ref_i = np.empty((n, 6), dtype=np.int64)
+                for i in range(n):
+                    row = ref_d[i].copy()
+                    row[i] = np.inf
+                    ref_i[i] = np.lexsort((np.arange(n), row))[:6]
+                for ranks in (None, 3):
+                    idx, dist, attrs, _ = read_knn(self.run_knn(
+                        "--input", bsrc if data is bits else src, "--k", 6, "--metric", metric, *extra,
+                        "--precision", "float64", np_=ranks))
+                    self.assertEqual(attrs["metric"], metric)
+                    np.testing.assert_allclose(dist, np.take_along_axis(ref_d, ref_i, axis=1), rtol=1e-12,
+                                               atol=1e-15, err_msg=metric)
+                    np.testing.assert_array_equal(idx, ref_i, err_msg=f"{metric} ranks={ranks}")
+
     def test_radius_equals_query_pairs_on_1_and_3_ranks(self):
         rng = np.random.default_rng(11)
         for n, d, r in [(20000, 3, 0.04), (4000, 2, 0.0), (2000, 3, 10.0)]:

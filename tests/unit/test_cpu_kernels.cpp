@@ -51,8 +51,8 @@ std::vector<T> scalar_reference(const Case<T>& c) {
       for (index_t j = i + 1; j < c.n; ++j) {
         typename M::acc_t a = 0;
         for (index_t k = 0; k < c.d; ++k)
-          a = M::accumulate(a, c.x[i * c.d + k], c.x[j * c.d + k]);
-        out[p++] = M::finalize(a, c.norms[i], c.norms[j]);
+          a = m.accumulate(a, c.x[i * c.d + k], c.x[j * c.d + k], k);
+        out[p++] = m.finalize(a, c.norms[i], c.norms[j]);
       }
     return 0;
   });
@@ -97,7 +97,7 @@ std::vector<T> run_backend(const Case<T>& c, index_t chunk_elements, int threads
   view.rows = view.cols = c.n;
   view.d = c.d;
   view.rho = c.rho;
-  view.metric = c.metric;
+  view.mp.metric = c.metric;
   std::vector<T> out(mapping::pair_count(c.n), std::numeric_limits<T>::quiet_NaN());
   for (index_t k = 0; k < plan.chunks(); ++k)
     cpu::compute_chunk<T>(view, plan.row_begin(k), plan.row_end(k), out.data() + plan.offset(k),
@@ -217,8 +217,8 @@ T scalar_value(Metric m, const T* x, const T* y, index_t d, double nx, double ny
     using M = decltype(f);
     typename M::acc_t a = 0;
     for (index_t k = 0; k < d; ++k)
-      a = M::accumulate(a, x[k], y[k]);
-    return M::finalize(a, nx, ny);
+      a = f.accumulate(a, x[k], y[k], k);
+    return f.finalize(a, nx, ny);
   });
 }
 
@@ -243,7 +243,7 @@ void check_far_pair_chunks(Metric metric, MapKind map, index_t d) {
   v.d = d;
   v.rho = rho;
   v.map = map;
-  v.metric = metric;
+  v.mp.metric = metric;
 
   // Pairs before each block row, one row at a time.
   std::vector<index_t> before(dom.m + 1, 0);
@@ -309,7 +309,7 @@ void check_far_rect_chunks(Metric metric, index_t d) {
   v.d = d;
   v.rho = rho;
   v.domain = DomainKind::rect;
-  v.metric = metric;
+  v.mp.metric = metric;
   // Row 61355 holds element 2^32 (61355 · 70001 < 2^32 < 61356 · 70001).
   const index_t crossing = 61355 / rho;
   ASSERT_LT(61355 * cols, k2Pow32);
