@@ -446,7 +446,7 @@ Problem<T> load_problem(const CommandOptions& o, MPI_Comm comm, Sources* src) {
         if (rect) p.b = pack_points<T>(b);
       } else if (rect) {
         p.b = convert_points<T>(b);
-        if (sizeof(T) == 4) check_float32_range(a, &b, p.metric);
+        if (sizeof(T) == 4) check_float32_range(a, &b, p.metric, p.mp.p);
       }
     } else {
       p.features = a.d;
@@ -467,7 +467,7 @@ Problem<T> load_problem(const CommandOptions& o, MPI_Comm comm, Sources* src) {
     if (!is_boolean(p.metric)) p.a = convert_points<T>(a);
     if (triplet) check_distinct(p.a, p.rows, a.source);
     if (sizeof(T) == 4 && !triplet && p.domain != DomainKind::rect && !is_boolean(p.metric))
-      check_float32_range(a, nullptr, p.metric);
+      check_float32_range(a, nullptr, p.metric, p.mp.p);
   });
   bcast_u64(comm, &p.rows);
   bcast_u64(comm, &p.cols);
