@@ -462,7 +462,7 @@ Problem<T> load_problem(const CommandOptions& o, MPI_Comm comm, Sources* src) {
         if (rect) p.b = pack_points<T>(b);
       } else if (rect) {
         p.b = convert_points<T>(b);
-        if (sizeof(T) == 4) check_float32_range(a, &b, p.metric);
+        if (sizeof(T) == 4) check_float32_range(a, &b, p.metric, p.mp.p);
       }
     } else {
       p.features = a.d;
@@ -490,7 +490,7 @@ Problem<T> load_problem(const CommandOptions& o, MPI_Comm comm, Sources* src) {
     if (knn) p.b = p.a;
     if (triplet) check_distinct(p.a, p.rows, a.source);
     if (sizeof(T) == 4 && !triplet && !rect && !is_boolean(p.metric))
-      check_float32_range(a, nullptr, p.metric);
+      check_float32_range(a, nullptr, p.metric, p.mp.p);
   });
   bcast_u64(comm, &p.rows);
   bcast_u64(comm, &p.cols);

@@ -182,7 +182,7 @@ po::options_description compute_group(ComputeOptions& o, Choices& c, int flags) 
         "seuclidean: the variance of each feature, > 0, in the forms of --weights (default: "
         "the points' variances, ddof=1; cross: of both sets together, as SciPy's cdist)")(
         "base", po::value(&c.base)->value_name("B"),
-        "jensenshannon: the logarithm's base, > 0 and not 1 (default: e)");
+        "jensenshannon: the logarithm's base, > 1 (default: e)");
   g.add_options()("precision", po::value(&c.precision)->default_value("float32")->value_name("P"),
                   (flags & kTriplets)
                       ? "float32 or float64: the arithmetic of each triplet (and the stored "
@@ -519,8 +519,10 @@ void finish_metric_params(ComputeOptions& o, const Choices& c) {
       throw UsageError("--base applies to --metric jensenshannon, not " + name);
     char* end = nullptr;
     const double v = std::strtod(c.base.c_str(), &end);
-    if (*end || !std::isfinite(v) || !(v > 0) || v == 1)
-      throw UsageError("--base must be a finite number > 0 other than 1, got '" + c.base + "'");
+    // SciPy takes any base, but below 1 the logarithm is negative and every
+    // distance but 0 comes out nan.
+    if (*end || !std::isfinite(v) || !(v > 1))
+      throw UsageError("--base must be a finite number > 1, got '" + c.base + "'");
     o.base = v;
   }
   if (!o.weights.empty()) {

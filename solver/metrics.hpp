@@ -214,7 +214,7 @@ struct MetricParams {
 // every unrolled accumulator of every kernel they multiplied the kernels'
 // compile time by four (docs/design.md).
 #if defined(__CUDACC__)
-#define TDS_HD_CALL __host__ __device__ __noinline__
+#define TDS_HD_CALL __host__ __device__ __noinline__ inline
 #else
 #define TDS_HD_CALL inline
 #endif
@@ -592,7 +592,7 @@ struct Boolean {
         v = diff / (2.0 * tt + diff);
         break;
       case Metric::russellrao:
-        v = (n - tt) / n;
+        v = (n - tt) * (1.0 / n);  // SciPy's C code multiplies by 1/n
         break;
       case Metric::rogerstanimoto:
       case Metric::sokalmichener:

@@ -74,7 +74,7 @@ mapping::ChunkPlan plan_from_offsets(const Problem<T>& p, const std::vector<inde
   return mapping::ChunkPlan::from_offsets(p.pair_domain(), offsets);
 }
 
-void check_float32_range(const io::PointSet& a, const io::PointSet* b, Metric m) {
+void check_float32_range(const io::PointSet& a, const io::PointSet* b, Metric m, double p) {
   const index_t d = a.d;
   std::vector<double> lo(d, INFINITY), hi(d, -INFINITY);
   for (const io::PointSet* s : {&a, b}) {
@@ -106,8 +106,9 @@ void check_float32_range(const io::PointSet& a, const io::PointSet* b, Metric m)
       case Metric::braycurtis:
         bound += 2 * big;  // sum |a + b|
         break;
-      case Metric::minkowski:  // accumulated in float64; the result is below sum |a - b|
-        bound += range;
+      case Metric::minkowski:  // accumulated in float64; the result is at most
+                               // sum |a - b| for p >= 1, d^(1/p - 1) times that below
+        bound += p >= 1 ? range : range * std::pow(static_cast<double>(d), 1 / p - 1);
         break;
       default:  // cosine, correlation (float64 sums of products, norms: |x|^2 in float64),
                 // canberra, jensenshannon (float64, terms <= 1), boolean (counts)

@@ -163,7 +163,9 @@ std::vector<T> convert_points(const io::PointSet& pts);
 // overflow float32 although the inputs fit (squared differences of points
 // 1.8e19 apart pass 3.4e38 while their distance would not): the message
 // asks for --precision float64. `b` is the second set of cross (or null).
-void check_float32_range(const io::PointSet& a, const io::PointSet* b, Metric m);
+// p: minkowski's order. The metrics that accumulate in float64 (cosine,
+// correlation, canberra, jensenshannon) and the boolean ones pass.
+void check_float32_range(const io::PointSet& a, const io::PointSet* b, Metric m, double p = 2);
 
 // Norms for metrics that need them (every rank computes the same bits).
 template <typename T>
