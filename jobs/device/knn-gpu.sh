@@ -36,7 +36,7 @@ echo "== 1. checks"
 export TDSOLVE_REQUIRE_GPU=1 TDSOLVE_BIN=$T TDSOLVE_MPIEXEC=mpirun
 if [ -z "${SKIP_CHECKS:-}" ]; then
   step e2e_gpu_knn run python3 tests/e2e/test_gpu.py -v ${GPU_TESTS:-GpuTest}
-  [ -f tests/e2e/test_metrics.py ] && step e2e_metrics_gpu run python3 tests/e2e/test_metrics.py -v ${METRIC_TESTS:-}
+  [ -f tests/e2e/test_metrics_gpu.py ] && step e2e_metrics_gpu run python3 tests/e2e/test_metrics_gpu.py -v ${METRIC_TESTS:-}
   for tool in memcheck racecheck; do
     for prec in float32 float64; do
       step "${tool}_knn_$prec" run compute-sanitizer --tool $tool --error-exitcode 9 $T knn --backend cuda \

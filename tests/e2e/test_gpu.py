@@ -112,8 +112,18 @@ class GpuTest(TempDirTest):
         for metric, precision, n, d, k in [("euclidean", "float32", 5003, 3, 16), ("euclidean", "float64", 3001, 70, 9),
                                            ("sqeuclidean", "float32", 2999, 8, 256), ("cosine", "float64", 2500, 5, 4),
                                            ("cityblock", "float32", 4097, 32, 1), ("chebyshev", "float64", 1000, 2, 31),
-                                           ("cosine", "float32", 3000, 130, 12)]:
-            args = ["--generate", f"uniform:{n}:{d}:{n + d}", "--k", k, "--metric", metric, "--precision",
+                                           ("cosine", "float32", 3000, 130, 12),
+                                           # SciPy's other metrics: powers and logarithms,
+                                           # ratios, and booleans on packed bits (uniform
+                                           # points: nonzero, so all true but a few; still
+                                           # the packed path)
+                                           ("minkowski --p 3", "float32", 2000, 5, 8),
+                                           ("jensenshannon", "float64", 1500, 9, 8),
+                                           ("canberra", "float32", 2100, 40, 10),
+                                           ("braycurtis", "float64", 1200, 3, 5),
+                                           ("correlation", "float32", 1300, 70, 7),
+                                           ("jaccard", "float32", 1000, 100, 6)]:
+            args = ["--generate", f"uniform:{n}:{d}:{n + d}", "--k", k, "--metric", *metric.split(), "--precision",
                     precision, "--chunk-mb", 1]
             outs = self.knn_files(args, [("cpu", 1), ("cuda", 1), ("cuda", 2)], "knn")
             what = f"knn {metric} {precision} n={n} d={d} k={k}"
