@@ -81,7 +81,7 @@ __global__ void __launch_bounds__(kThreads) knn_kernel(const KnnParams<T> p) {
       if constexpr (kScreen) accs[q][t] = infinity_of<A>();
     }
     worst[q] = infinity_of<T>();
-    worst_acc[q] = infinity_of<A>();
+    if constexpr (kScreen) worst_acc[q] = infinity_of<A>();  // A is a number there
   }
 
   // The block's rows, features [f0, f0 + dw), into rows_s (a warp reads
