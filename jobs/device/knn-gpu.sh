@@ -10,7 +10,8 @@
 #      baseline (jobs/bench/knn_torch.py: cdist slabs + topk) and FAISS's
 #      GPU brute force when importable.
 # Logs to $OUT/knn.tgz; the summary table last. SKIP_CHECKS=1: benchmarks
-# only; SIZES="1000000": the n to time; DIMS="3 32".
+# only; SKIP_METRICS=1: not the metric tests; SIZES="1000000": the n to time;
+# DIMS="3 32".
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=/tmp/tdsolve-knn
@@ -36,7 +37,7 @@ echo "== 1. checks"
 export TDSOLVE_REQUIRE_GPU=1 TDSOLVE_BIN=$T TDSOLVE_MPIEXEC=mpirun
 if [ -z "${SKIP_CHECKS:-}" ]; then
   step e2e_gpu_knn run python3 tests/e2e/test_gpu.py -v ${GPU_TESTS:-GpuTest}
-  [ -f tests/e2e/test_metrics_gpu.py ] && step e2e_metrics_gpu run python3 tests/e2e/test_metrics_gpu.py -v ${METRIC_TESTS:-}
+  [ -f tests/e2e/test_metrics_gpu.py ] && [ -z "${SKIP_METRICS:-}" ] && step e2e_metrics_gpu run python3 tests/e2e/test_metrics_gpu.py -v ${METRIC_TESTS:-}
   for tool in memcheck racecheck; do
     for prec in float32 float64; do
       step "${tool}_knn_$prec" run compute-sanitizer --tool $tool --error-exitcode 9 $T knn --backend cuda \
