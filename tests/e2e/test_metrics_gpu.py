@@ -118,12 +118,23 @@ class MetricsGpuTest(TempDirTest):
                     args = ["--metric", metric, "--precision", precision]
                     outs = self.run3("edm", [fa], args)
                     self.assert_same(outs, "edm " + what)
-                    ref = scipy_ref(metric, x != 0, None, {}).astype(dt)
-                    np.testing.assert_array_equal(outs[1], ref, "edm " + what)
+                    # A newer SciPy may have dropped the metric (1.17 removed
+                    # sokalmichener): then the bytes are still compared with
+                    # the CPU's, and test_metrics.py compares the CPU with the
+                    # SciPy of the build machine.
+                    try:
+                        ref = scipy_ref(metric, x != 0, None, {}).astype(dt)
+                        ref_x = scipy_ref(metric, x != 0, y != 0, {}).astype(dt)
+                    except ValueError as e:
+                        if "Unknown Distance Metric" not in str(e):
+                            raise
+                        ref = ref_x = None
+                    if ref is not None:
+                        np.testing.assert_array_equal(outs[1], ref, "edm " + what)
                     outs = self.run3("cross", [fa, fb], args)
                     self.assert_same(outs, "cross " + what)
-                    np.testing.assert_array_equal(outs[1], scipy_ref(metric, x != 0, y != 0, {}).astype(dt),
-                                                  "cross " + what)
+                    if ref_x is not None:
+                        np.testing.assert_array_equal(outs[1], ref_x, "cross " + what)
 
     def test_hist(self):
         rng = np.random.default_rng(23)
