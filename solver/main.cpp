@@ -329,7 +329,8 @@ void finish_knn(KnnOptions& k, const KnnChoices& c, const po::variables_map& vm)
 
 // The options whose values are paths: relative ones in a config file are
 // relative to its folder (for input and with, the FILE of FILE.h5:/dataset).
-const char* const kPathOptions[] = {"input", "with", "output", "stats", "csv"};
+const char* const kPathOptions[] = {"input", "with",    "output",  "stats",
+                                    "csv",   "weights", "variance"};
 // Pairs of options that give one input: the layer that gives either wins.
 const char* const kInputPairs[][2] = {{"input", "generate"}, {"with", "with-generate"}};
 
@@ -344,7 +345,11 @@ bool is_path_option(const std::string& name) {
 std::string resolve_path(const std::string& name, const std::string& value,
                          const std::filesystem::path& dir, bool tidy = false) {
   io::InputSpec s{value, ""};
-  if (name == "input" || name == "with") s = io::split_input_spec(value);
+  std::vector<double> numbers;
+  if ((name == "weights" || name == "variance") && parse_number_list(value, &numbers))
+    return value;  // an inline list, not a file
+  if (name == "input" || name == "with" || name == "weights" || name == "variance")
+    s = io::split_input_spec(value);
   if (s.path.empty() || dir.empty() || std::filesystem::path(s.path).is_absolute()) return value;
   std::filesystem::path file = dir / s.path;
   if (tidy) {

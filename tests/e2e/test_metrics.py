@@ -282,6 +282,33 @@ class MetricsTest(TempDirTest):
             r = tdsolve("bench", "--input", src, *extra, "--repeat", "1")
             self.assertEqual(r.returncode, 0, r.stderr)
 
+    def test_config_file_weights_path(self):
+        # A --weights file in a config is relative to the config's folder;
+        # an inline list stays a list; the file's `options` reads back.
+        rng = np.random.default_rng(6)
+        x = rng.random((20, 3))
+        os.makedirs(self.path("job"))
+        np.save(self.path("job/x.npy"), x)
+        w = np.array([0.5, 2.0, 1.0])
+        np.save(self.path("job/w.npy"), w)
+        with open(self.path("job/run.ini"), "w") as f:
+            f.write("input = x.npy\nmetric = minkowski\np = 3\nweights = w.npy\n")
+        out = self.path("c.h5")
+        tdsolve("edm", "--config", self.path("job/run.ini"), "--output", out, "--precision", "float64", "--quiet",
+                check=True, cwd=self.dir)
+        with h5py.File(out, "r") as f:
+            got = f["distances"][()]
+            options = f.attrs["options"]
+        self.check(got, pdist(x, "minkowski", p=3, w=w), "minkowski", "float64", 3, "config weights")
+        self.assertIn("weights = " + os.path.realpath(self.path("job/w.npy")), options)
+        with open(self.path("job/inline.ini"), "w") as f:
+            f.write("input = x.npy\nmetric = cityblock\nweights = 0.5,2,1\n")
+        tdsolve("edm", "--config", self.path("job/inline.ini"), "--output", out, "--overwrite", "--precision",
+                "float64", "--quiet", check=True, cwd=self.dir)
+        with h5py.File(out, "r") as f:
+            self.check(f["distances"][()], pdist(x, "cityblock", w=w), "cityblock", "float64", 3, "inline")
+            self.assertIn("weights = 0.5,2,1", f.attrs["options"])
+
     def test_resume_compares_the_parameters(self):
         rng = np.random.default_rng(2)
         src = self.save_npy("x.npy", rng.random((50, 3)))
