@@ -866,34 +866,18 @@ io::ResultLayout make_layout(const CommandOptions& o, const Problem<T>& p,
 }
 
 // Values in packed order straight into the file; a chunk's flag only after
-// its data is synced to the storage.
+// its data is synced to the storage. knn writes rows of K values (and their
+// companion, the indices) where the domain has rows of n comparisons: a
+// chunk's offset and count scale by K / n (per = n, take = K).
 template <typename T>
 class ArraySink final : public Sink<T> {
  public:
-  explicit ArraySink(io::ResultWriter& w) : w_(w) {}
+  explicit ArraySink(io::ResultWriter& w, index_t per = 1, index_t take = 1, bool companion = false)
+      : w_(w), per_(per), take_(take), companion_(companion) {}
   void write(bool has, index_t, index_t offset, index_t count, const ChunkResult<T>& r) override {
-    w_.write(has ? offset : 0, has ? count : 0, r.values);
-  }
-  void mark(bool has, index_t chunk) override {
-    w_.flush();
-    w_.mark_done(has, chunk);
-  }
-  void close(const std::vector<unsigned char>&) override { w_.close(); }
-
- private:
-  io::ResultWriter& w_;
-};
-
-// knn: each chunk's rows of K distances and indices, straight into the
-// file at their rows (a chunk's offset counts the n × n comparisons).
-template <typename T>
-class KnnSink final : public Sink<T> {
- public:
-  KnnSink(io::ResultWriter& w, index_t n, index_t k) : w_(w), n_(n), k_(k) {}
-  void write(bool has, index_t, index_t offset, index_t count, const ChunkResult<T>& r) override {
-    const index_t at = has ? offset / n_ * k_ : 0, values = has ? count / n_ * k_ : 0;
+    const index_t at = has ? offset / per_ * take_ : 0, values = has ? count / per_ * take_ : 0;
     w_.write(at, values, r.values);
-    w_.write_companion(at, values, r.indices);
+    if (companion_) w_.write_companion(at, values, r.indices);
   }
   void mark(bool has, index_t chunk) override {
     w_.flush();
@@ -903,7 +887,8 @@ class KnnSink final : public Sink<T> {
 
  private:
   io::ResultWriter& w_;
-  index_t n_, k_;
+  index_t per_, take_;
+  bool companion_;
 };
 
 // knn --radius: the pairs of each chunk's packed values within the radius,
@@ -1460,7 +1445,7 @@ int run_typed(const CommandOptions& o, MPI_Comm comm) {
   LoopResult res;
   contain(comm, [&] {
     if (p.knn()) {
-      sink = std::make_unique<KnnSink<T>>(*writer, p.cols, p.k);
+      sink = std::make_unique<ArraySink<T>>(*writer, p.cols, p.k, true);
     } else if (o.kind == CommandKind::knn) {
       set_abort_hint(
           "the finished chunks of a --radius run are not kept (it writes its pairs at its end); "
