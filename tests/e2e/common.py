@@ -29,6 +29,14 @@ def tdsolve(*args, np_=None, check=False, timeout=600, env=None, cwd=None):
     return r
 
 
+def gpu_available():
+    """(True, "") when tdsolve can run --backend cuda here, else (False, why)."""
+    with tempfile.TemporaryDirectory() as d:
+        r = tdsolve("edm", "--generate", "uniform:10:2", "--output", os.path.join(d, "p.h5"), "--backend", "cuda",
+                    "--quiet")
+    return r.returncode == 0, r.stderr.strip()
+
+
 def read_values(path):
     with h5py.File(path, "r") as f:
         return f["distances"][:]

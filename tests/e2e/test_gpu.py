@@ -6,15 +6,7 @@ import unittest
 
 import h5py
 
-from common import TempDirTest, tdsolve
-
-
-def gpu_available():
-    import tempfile
-    with tempfile.TemporaryDirectory() as d:
-        r = tdsolve("edm", "--generate", "uniform:10:2", "--output", os.path.join(d, "p.h5"), "--backend", "cuda",
-                    "--quiet")
-    return r.returncode == 0, r.stderr.strip()
+from common import TempDirTest, gpu_available, tdsolve
 
 
 OK, WHY = gpu_available()

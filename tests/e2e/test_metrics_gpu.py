@@ -9,16 +9,8 @@ import unittest
 import h5py
 import numpy as np
 
-from common import TempDirTest, tdsolve
+from common import TempDirTest, gpu_available, tdsolve
 from test_metrics import BOOLEAN, points, scipy_ref, tolerance
-
-
-def gpu_available():
-    import tempfile
-    with tempfile.TemporaryDirectory() as d:
-        r = tdsolve("edm", "--generate", "uniform:10:2", "--output", os.path.join(d, "p.h5"), "--backend", "cuda",
-                    "--quiet")
-    return r.returncode == 0, r.stderr.strip()
 
 
 OK, WHY = gpu_available()
