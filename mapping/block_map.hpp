@@ -24,6 +24,11 @@ namespace tdsolve::mapping {
 struct Grid {
   index_t x = 0, y = 0;  // blocks in each direction
   index_t base = 0;      // map-specific origin (λ2: first ω; boxes: first block row)
+  // λ2 only: block bx takes the chunk's ω from its end (base + x - 1 - bx),
+  // so the tiles run in the bounding box's order, block rows from the long
+  // end and left to right, instead of from the short end and right to left.
+  // The same tiles either way; only the order the GPU meets them in differs.
+  bool reversed = false;
   TDS_HD index_t blocks() const { return x * y; }
 };
 
@@ -35,7 +40,7 @@ struct Lambda2Map {
     return Grid{w.size(), w.size() > 0 ? index_t(1) : index_t(0), w.begin};
   }
   TDS_HD static bool tile(const PairDomain& d, const Grid& g, index_t bx, index_t, Tile* t) {
-    *t = lambda2_tile(d.m, g.base + bx);
+    *t = lambda2_tile(d.m, g.reversed ? g.base + (g.x - 1 - bx) : g.base + bx);
     return true;
   }
 };

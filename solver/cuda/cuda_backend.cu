@@ -82,6 +82,16 @@ bool masked_only_requested() {
   return v && *v == '1';
 }
 
+// The order λ2's tiles run in (mapping::Grid::reversed): TDSOLVE_LAMBDA2_ORDER
+// = long (the bounding box's order, from the long end of the triangle) or
+// short (from the short end); long unless set (docs/performance.md).
+bool lambda2_from_long_end() {
+  const char* v = std::getenv("TDSOLVE_LAMBDA2_ORDER");
+  if (!v || !*v || std::string(v) == "long") return true;
+  if (std::string(v) == "short") return false;
+  throw UsageError("TDSOLVE_LAMBDA2_ORDER must be long or short, not '" + std::string(v) + "'");
+}
+
 template <typename T>
 // The kernels cut tiles into 128×128 sub-tiles; the knn kernel keeps its
 // lists in local memory.
@@ -336,6 +346,7 @@ class CudaBackend final : public Backend<T> {
         dom = p_.pair_domain();
       }
       k.grid = Map::grid(dom, job.row_begin, job.row_end);
+      k.grid.reversed = std::is_same_v<Map, mapping::Lambda2Map> && lambda2_from_long_end();
       k.m = dom.m;
       if constexpr (std::is_same_v<Map, mapping::RectMap>) k.mc = dom.mc;
       k.out_offset = dom.elements_before(job.row_begin);
