@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <boost/program_options.hpp>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -31,6 +32,7 @@
 #include "solver/fault.hpp"
 #include "solver/fractal/command.hpp"
 #include "solver/knn.hpp"
+#include "solver/lab/command.hpp"
 #include "solver/mpi_util.hpp"
 #include "solver/signals.hpp"
 #include "version.hpp"
@@ -690,7 +692,19 @@ const char* kBenchUsage =
     "the results (no copy back, no file), median of --repeat passes after a warm-up, next\n"
     "to the write ceiling over the same bytes (memset; on the GPU also a plain 16-byte\n"
     "store kernel). --problem dummy3 walks the triplet tiles of --map and does no work\n"
-    "in them, to time the block maps. One process.\n";
+    "in them, to time the block maps. One process.\n"
+    "\n"
+    "       tdsolve bench --problem dummy|edm|collide --n SIZES [--maps LIST] [--features LIST]\n"
+    "                     [--block B] [--repeat R] [--csv FILE] [--no-check]\n"
+    "\n"
+    "The map laboratory: the papers' tests (seeds 000-002) under every block map of\n"
+    "the papers, B × B threads a block (default 16) over an n × n matrix, each map\n"
+    "timed (CUDA events) on the same float32 data: dummy (the map's cost alone), edm\n"
+    "(1-4 features from global memory, stored) and collide (spheres in 1-D or 3-D,\n"
+    "staged in shared memory, overlaps counted). Per size one line of medians and\n"
+    "I = T_bb / T_map, per map a CSV row; then each map's coverage is checked (every\n"
+    "element of the triangle exactly once): the float maps fail past their range.\n"
+    "Without a GPU the same loops run on the CPU (n <= 8192): a check, not a timing.\n";
 
 // Parses a command; false when it printed help.
 bool parse_command(CommandKind kind, int argc, char** argv, CommandOptions& o) {
@@ -748,6 +762,95 @@ bool parse_command(CommandKind kind, int argc, char** argv, CommandOptions& o) {
   return true;
 }
 
+// "a:b:c" (a, a+c, ... up to b) or "a,b,c" or "a"; throws UsageError.
+std::vector<index_t> parse_sizes(const std::string& text) {
+  std::vector<index_t> out;
+  const auto number = [&](const std::string& s) {
+    char* end = nullptr;
+    errno = 0;
+    const unsigned long long v = std::strtoull(s.c_str(), &end, 10);
+    if (s.empty() || *end || errno || s[0] == '-' || v < 2 || v > (1ull << 20))
+      throw UsageError("--n: '" + s + "' is not a size from 2 to 1048576 (in '" + text + "')");
+    return static_cast<index_t>(v);
+  };
+  std::vector<std::string> parts;
+  std::stringstream ss(text);
+  if (text.find(':') != std::string::npos) {
+    for (std::string part; std::getline(ss, part, ':');)
+      parts.push_back(part);
+    if (parts.size() != 3) throw UsageError("--n wants FIRST:LAST:STEP, got '" + text + "'");
+    const index_t first = number(parts[0]), last = number(parts[1]);
+    char* end = nullptr;
+    const unsigned long long step = std::strtoull(parts[2].c_str(), &end, 10);
+    if (parts[2].empty() || *end || parts[2][0] == '-' || step < 1 || first > last)
+      throw UsageError("--n wants FIRST <= LAST and a STEP >= 1, got '" + text + "'");
+    for (index_t n = first; n <= last; n += step)
+      out.push_back(n);
+  } else {
+    for (std::string part; std::getline(ss, part, ',');)
+      out.push_back(number(part));
+  }
+  if (out.empty() || out.size() > 10000)
+    throw UsageError("--n: 1 to 10000 sizes, got '" + text + "'");
+  return out;
+}
+
+// "1..4" or "1,3" or "3"; throws UsageError.
+std::vector<int> parse_feature_list(const std::string& text) {
+  std::vector<int> out;
+  const auto number = [&](const std::string& s) {
+    if (s.size() != 1 || s[0] < '0' || s[0] > '9')
+      throw UsageError("--features: '" + s + "' is not a feature count (in '" + text + "')");
+    return s[0] - '0';
+  };
+  const size_t dots = text.find("..");
+  if (dots != std::string::npos) {
+    const int a = number(text.substr(0, dots)), b = number(text.substr(dots + 2));
+    if (a > b) throw UsageError("--features: '" + text + "' is an empty range");
+    for (int f = a; f <= b; ++f)
+      out.push_back(f);
+  } else {
+    std::stringstream ss(text);
+    for (std::string part; std::getline(ss, part, ',');)
+      out.push_back(number(part));
+  }
+  return out;
+}
+
+// The map laboratory's options; everything of the other problems is refused.
+void finish_lab(BenchOptions& b, const Choices& c, const po::variables_map& vm,
+                const std::string& problem, const std::string& maps, const std::string& sizes,
+                const std::string& features, bool no_check) {
+  for (const char* other :
+       {"input",     "generate",  "with",    "with-generate", "bins",          "range",  "box",
+        "metric",    "p",         "weights", "variance",      "base",          "map",    "chunk-mb",
+        "precision", "potential", "nu",      "cutoff",        "cutoff-triple", "device", "threads"})
+    if (vm.count(other) && !vm[other].defaulted())
+      throw UsageError("--" + std::string(other) + " does not apply to --problem " + problem +
+                       " (the map laboratory makes its own float32 data)");
+  LabOptions& l = b.lab;
+  l.active = true;
+  l.problem = problem;
+  if (!vm.count("n")) throw UsageError("--problem " + problem + " needs --n SIZES");
+  l.sizes = parse_sizes(sizes);
+  if (vm.count("maps")) {
+    std::stringstream ss(maps);
+    for (std::string part; std::getline(ss, part, ',');)
+      l.maps.push_back(part);
+    if (l.maps.empty()) throw UsageError("--maps: no map named");
+  }
+  if (vm.count("features")) l.features = parse_feature_list(features);
+  l.block = vm["block"].defaulted() ? 16 : static_cast<int>(b.cmd.compute.block);
+  if (l.block != 8 && l.block != 16 && l.block != 32)
+    throw UsageError("--block for the map laboratory is B of B × B threads: 8, 16 or 32");
+  l.check = !no_check;
+  check_choice("--backend", c.backend, {"auto", "cpu", "cuda"});
+  l.backend = c.backend == "cpu"    ? BackendKind::cpu
+              : c.backend == "cuda" ? BackendKind::cuda
+                                    : BackendKind::automatic;
+  if (b.repeat < 1 || b.repeat > 1000) throw UsageError("--repeat must be between 1 and 1000");
+}
+
 bool parse_bench(int argc, char** argv, BenchOptions& b) {
   CommandOptions& o = b.cmd;
   Choices c;
@@ -759,11 +862,22 @@ bool parse_bench(int argc, char** argv, BenchOptions& b) {
   all.add(h);
   TripletChoices tc;
   all.add(triplet_group(o.triplet, tc, true));
-  std::string problem;
+  std::string problem, maps, sizes, features;
+  bool no_check = false;
   po::options_description r("Bench");
   r.add_options()("problem", po::value(&problem)->default_value("auto")->value_name("P"),
                   "auto (edm, cross with --with, hist with --bins), atm (the triplet "
-                  "command's kernel; points in 3-D) or dummy3 (the triplet tiles only)")(
+                  "command's kernel; points in 3-D) or dummy3 (the triplet tiles only); "
+                  "dummy, edm or collide: the map laboratory (below)")(
+      "maps", po::value(&maps)->value_name("LIST"),
+      "laboratory: maps to time, comma-separated (default bb,ltm-x,ltm-n,ltm-r,ltm,rb,rec,utm; "
+      "all: every map; bb is always timed, as the reference)")(
+      "n", po::value(&sizes)->value_name("SIZES"),
+      "laboratory: matrix sizes n, as FIRST:LAST:STEP or a comma list (required)")(
+      "features", po::value(&features)->value_name("LIST"),
+      "laboratory: edm's features, 1..4 (default) or a list; collide's dimension, 1 and/or 3")(
+      "no-check", po::bool_switch(&no_check),
+      "laboratory: skip the coverage check of each map (saves an n × n array of counters)")(
       "repeat", po::value(&b.repeat)->default_value(5),
       "timed passes, 1 to 1000 (median reported)")("csv", po::value(&b.csv)->value_name("FILE"),
                                                    "append a row of results to FILE")(
@@ -773,7 +887,17 @@ bool parse_bench(int argc, char** argv, BenchOptions& b) {
   if (!parse(argc, argv, all, kBenchUsage, "bench", vm)) return false;
   const bool cross = !o.with.input.empty() || !o.with.generate.empty();
   const bool hist = vm.count("bins") || vm.count("range") || vm.count("box");
-  check_choice("--problem", problem, {"auto", "atm", "dummy3"});
+  check_choice("--problem", problem, {"auto", "atm", "dummy3", "dummy", "edm", "collide"});
+  if (problem == "dummy" || problem == "edm" || problem == "collide") {
+    finish_lab(b, c, vm, problem, maps, sizes, features, no_check);
+    return true;
+  }
+  for (const char* lab : {"maps", "n", "features"})
+    if (vm.count(lab))
+      throw UsageError(std::string("--") + lab +
+                       " belongs to the map laboratory: --problem dummy, edm or collide");
+  if (no_check)
+    throw UsageError("--no-check belongs to the map laboratory: --problem dummy, edm or collide");
   const bool triplet = problem != "auto";
   if (cross && hist) throw UsageError("bench: --with and --bins do not go together");
   if (triplet && (cross || hist))
@@ -981,7 +1105,10 @@ int main(int argc, char** argv) {
       BenchOptions o;
       if (!parse_bench(argc, argv, o)) return 0;
       return mpi_main(argc, argv, [&](MPI_Comm comm) {
-        run_bench(o, comm);
+        if (o.lab.active)
+          all_agree(comm, [&] { run_lab(o.lab, o.repeat, o.csv, comm); });
+        else
+          run_bench(o, comm);
         return 0;
       });
     }

@@ -139,8 +139,21 @@ struct CommandOptions {
 
 // bench: the problem of edm (pairs), cross (with --with), hist (with
 // --bins) or triplet (--problem atm|dummy3), computed without an output.
+// bench --problem dummy|edm|collide: the map laboratory (solver/lab/lab.hpp).
+struct LabOptions {
+  bool active = false;
+  std::string problem;            // dummy, edm or collide
+  std::vector<std::string> maps;  // names, as given (checked by run_lab)
+  std::vector<index_t> sizes;     // n
+  std::vector<int> features;      // edm: 1-4; collide: the dimension, 1 or 3; empty: default
+  int block = 16;                 // B: B × B threads a block
+  bool check = true;              // the coverage check after the timing
+  BackendKind backend = BackendKind::automatic;
+};
+
 struct BenchOptions {
   CommandOptions cmd;
+  LabOptions lab;
   int repeat = 5;
   std::string csv;  // append one row here
 };

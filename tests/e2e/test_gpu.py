@@ -154,6 +154,48 @@ class GpuTest(TempDirTest):
         self.assertIn("at most 256 neighbours", lines[0])
         self.assertFalse(os.path.exists(self.path("x.h5")))
 
+    def test_lambda2_tile_orders_give_the_same_bytes(self):
+        # TDSOLVE_LAMBDA2_ORDER only changes the order the tiles run in.
+        args = ["--generate", "uniform:4099:4:8", "--chunk-mb", "1", "--progress", "none", "--quiet"]
+        files = {}
+        for name, backend, order in [("cpu", "cpu", None), ("long", "cuda", "long"), ("short", "cuda", "short"),
+                                     ("default", "cuda", None)]:
+            path = self.path(f"{name}.h5")
+            env = {"TDSOLVE_LAMBDA2_ORDER": order} if order else None
+            tdsolve("edm", *args, "--output", path, "--backend", backend, env=env, check=True)
+            files[name] = self.values(path)
+        for name in ("long", "short", "default"):
+            self.assertEqual(files[name], files["cpu"], name)
+        r = tdsolve("edm", *args, "--output", self.path("bad.h5"), "--backend", "cuda",
+                    env={"TDSOLVE_LAMBDA2_ORDER": "sideways"})
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("TDSOLVE_LAMBDA2_ORDER must be long or short", r.stderr)
+
+    def test_lab_maps_on_the_gpu(self):
+        # Every exact map covers the triangle exactly once on the device, and
+        # collide's counts equal the CPU engine's (same float32 operations).
+        exact = {"bb", "ltm-x-exact", "ltm-n-exact", "ltm", "ltm-nodiag", "rb", "rec", "utm-exact"}
+        gpu, cpu = self.path("g.csv"), self.path("c.csv")
+        tdsolve("bench", "--backend", "cuda", "--problem", "dummy", "--maps", "all", "--n", "33,1000,4097",
+                "--repeat", "1", "--csv", gpu, check=True)
+        for backend, out in (("cuda", gpu), ("cpu", cpu)):
+            tdsolve("bench", "--backend", backend, "--problem", "collide", "--maps", "bb,ltm,rb,rec,utm-exact",
+                    "--n", "3000", "--repeat", "1", "--csv", out, check=True)
+        import csv
+        with open(gpu) as f:
+            g = list(csv.DictReader(f))
+        with open(cpu) as f:
+            c = list(csv.DictReader(f))
+        self.assertTrue(all(r["device"].startswith("cuda") for r in g))
+        for r in g:
+            if r["map"] in exact:
+                self.assertEqual(r["checked"], "ok", r)
+        self.assertIn("wrong", {r["checked"] for r in g if r["map"] == "ltm-n-raw"})
+        gc = {(r["features"], r["map"]): (r["count"], r["reference"], r["checked"]) for r in g if r["problem"] == "collide"}
+        cc = {(r["features"], r["map"]): (r["count"], r["reference"], r["checked"]) for r in c}
+        self.assertEqual(len(cc), 10)
+        self.assertEqual(gc, cc)
+
 
 if __name__ == "__main__":
     unittest.main()

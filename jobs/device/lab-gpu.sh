@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# On the GPU machine, one call: the map laboratory (issue 14).
+# Needs .devbin and .devrun from jobs/device/stage.sh.
+#   1. the papers' sweep: dummy, edm (1-4 features), collide (1-D, 3-D),
+#      n = 1024..30720 step 1024 (their range), B = 16, the issue's maps,
+#      each map's coverage checked; CSV lab-<gpu>.csv
+#   2. where the float maps break: dummy, every map, n past the papers' range
+#      (to 98304), coverage checked; CSV lab-break-<gpu>.csv
+#   3. the shipped edm kernel: λ2 in both tile orders (TDSOLVE_LAMBDA2_ORDER)
+#      against BB, n = 1e5 (and 30720, 51200), d = 1..8, 16, 32, float32,
+#      next to cudaMemset; CSV edm-<gpu>.csv
+#   4. ncu of the shipped kernel at n = 30720 (d = 4 and 32) when ncu exists
+# Everything lands in $OUT (or /tmp/tdsolve-lab); the summary last.
+# PARTS="1 2 3 4" picks parts; REPEAT (default 5).
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+out=${OUT:-/tmp/tdsolve-lab}
+mkdir -p "$out"
+run() { timeout "${LIMIT:-400}" bash .devrun/on-device.sh "$@"; }
+T=$PWD/.devbin/tdsolve
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | grep -o 'H[0-9]*' | tr 'H' 'h')
+gpu=${gpu:-gpu}
+summary=$out/summary-$gpu.txt
+: > "$summary"
+step() {  # step NAME COMMAND...: run, log, record the exit status and time
+  local name=$1; shift
+  local t0=$SECONDS
+  "$@" >"$out/$name.log" 2>&1
+  local rc=$?
+  printf '%-30s rc=%-3d %4ds\n' "$name" "$rc" $((SECONDS - t0)) | tee -a "$summary"
+  [ $rc -eq 0 ] || tail -n 20 "$out/$name.log"
+}
+nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$out/gpu-$gpu.txt"
+date -u +%FT%TZ | tee -a "$out/gpu-$gpu.txt"
+R=${REPEAT:-5}
+parts=" ${PARTS:-1 2 3 4} "
+
+if [[ $parts == *" 1 "* ]]; then
+  csv=$out/lab-$gpu.csv; rm -f "$csv"
+  step lab_dummy_$gpu run $T bench --problem dummy --n 1024:30720:1024 --repeat $R --csv "$csv"
+  step lab_edm_$gpu run $T bench --problem edm --features 1..4 --n 1024:30720:1024 --repeat $R --csv "$csv"
+  step lab_collide_$gpu run $T bench --problem collide --features 1,3 --n 1024:30720:1024 --repeat $R --csv "$csv"
+fi
+if [[ $parts == *" 2 "* ]]; then
+  csv=$out/lab-break-$gpu.csv; rm -f "$csv"
+  step lab_break_$gpu run $T bench --problem dummy --maps all --n 28672:98304:4096 --repeat 3 --csv "$csv"
+fi
+if [[ $parts == *" 3 "* ]]; then
+  csv=$out/edm-$gpu.csv; rm -f "$csv"
+  for n in ${EDM_SIZES:-30720 51200 100000}; do
+    for d in ${EDM_DIMS:-1 2 3 4 8 16 32}; do
+      for cfg in "lambda long" "lambda short" "bb -"; do
+        set -- $cfg
+        TDSOLVE_LAMBDA2_ORDER=$2 run $T bench --backend cuda --generate uniform:$n:$d:1 --map $1 \
+          --repeat 7 --csv "$csv" >> "$out/edm_$gpu.log" 2>&1
+        # which order a row was timed with (the bench CSV has no such column)
+        echo "$n,$d,$1,$2" >> "$out/edm-order-$gpu.csv"
+      done
+    done
+  done
+  echo "edm rows: $(($(wc -l < "$csv") - 1))" | tee -a "$summary"
+fi
+if [[ $parts == *" 4 "* ]] && command -v ncu >/dev/null; then
+  m=gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__throughput.avg.pct_of_peak_sustained_elapsed,\
+sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_fma.sum,launch__registers_per_thread,\
+sm__warps_active.avg.pct_of_peak_sustained_active,dram__bytes_write.sum,dram__bytes_read.sum
+  for d in 4 32; do
+    step ncu_${gpu}_d$d run ncu --csv --metrics $m -k regex:block_kernel --launch-count 1 \
+      $T bench --backend cuda --generate uniform:30720:$d:1 --repeat 1
+    cp "$out/ncu_${gpu}_d$d.log" "$out/ncu-$gpu-d$d.csv"
+  done
+fi
+echo "== summary ($gpu)"
+cat "$summary"
+grep -h "WRONG" "$out"/lab_*_$gpu.log | head -5
