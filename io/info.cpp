@@ -153,7 +153,7 @@ std::vector<T> read_small(hid_t file, const char* name, hid_t mem_type, hsize_t 
   return v;
 }
 
-// The value of a scalar int64 dataset (/underflow, /overflow); false if it is not one.
+// The value of a scalar int64 dataset (/underflow, /overflow, /count); false if it is not one.
 bool read_scalar_i64(hid_t file, const char* name, std::int64_t* v) {
   if (!exists(file, name)) return false;
   Hid ds = dataset_handle(H5Dopen2(file, name, H5P_DEFAULT), std::string("H5Dopen /") + name);
@@ -386,7 +386,8 @@ void describe_knn(hid_t file, hid_t values, std::ostream& out, std::string* prob
     *problem = "the `n` or `neighbors` attribute of /indices is not that of /distances";
 }
 
-// What a `tdsolve knn --radius R` file says (/pairs m x 2, /distances m);
+// What a `tdsolve knn --radius R` file says (/pairs m x 2, /distances m),
+// or a `tdsolve collide` file (/pairs with a `criterion`, and /count = m);
 // sets *problem when its records disagree. *total: C(n,2), the pairs the
 // chunks cover.
 void describe_radius(hid_t file, hid_t pairs, std::ostream& out, std::string* problem,
@@ -409,8 +410,15 @@ void describe_radius(hid_t file, hid_t pairs, std::ostream& out, std::string* pr
     return;
   }
   const std::uint64_t m = dims[0];
-  out << "radius:    " << m << " pairs within " << radius << " of " << n << " points (of " << *total
-      << " pairs; metric " << metric << ", precision " << precision << ")\n";
+  const bool collide = has_attr(pairs, "criterion");
+  if (collide)
+    out << "collide:   " << m << " overlapping pairs (" << text("criterion") << ") of " << n
+        << " spheres in "
+        << (has_attr(pairs, "dim") ? std::to_string(read_attr_u64(pairs, "dim")) : std::string("?"))
+        << "-D (of " << *total << " pairs; precision " << precision << ")\n";
+  else
+    out << "radius:    " << m << " pairs within " << radius << " of " << n << " points (of "
+        << *total << " pairs; metric " << metric << ", precision " << precision << ")\n";
   if (m > *total) {
     *problem = "/pairs holds more than C(n,2) pairs";
     return;
@@ -421,8 +429,20 @@ void describe_radius(hid_t file, hid_t pairs, std::ostream& out, std::string* pr
   }
   Hid distances = dataset_handle(H5Dopen2(file, "distances", H5P_DEFAULT), "H5Dopen /distances");
   out << "distances: /distances " << type_name(distances) << shape_of(distances) << "\n";
-  if (dataset_shape(distances) != std::vector<hsize_t>{m})
+  if (dataset_shape(distances) != std::vector<hsize_t>{m}) {
     *problem = "/distances does not hold one value per row of /pairs";
+    return;
+  }
+  if (!collide) return;
+  // /count is written with the pairs (0 until then, as /pairs is empty).
+  std::int64_t count = 0;
+  if (!read_scalar_i64(file, "count", &count)) {
+    *problem = "no scalar /count";
+    return;
+  }
+  out << "count:     /count = " << count << "\n";
+  if (count < 0 || static_cast<std::uint64_t>(count) != m)
+    *problem = "/count is not the number of rows of /pairs";
 }
 
 // The total energy of a complete triplet file, for show only: a value that
@@ -617,7 +637,8 @@ int describe_file(const std::string& path, std::ostream& out, std::string* comma
     if (!name.empty() && name[0] == '/') name.erase(0, 1);
   }
   H5Eclear2(H5E_DEFAULT);
-  // `tdsolve knn --radius`: /pairs, and /progress names nothing (no /energy).
+  // `tdsolve knn --radius` and `collide`: /pairs, and /progress names
+  // nothing (no /energy).
   const bool radius =
       has_progress && name.empty() && exists(file, "pairs") && !exists(file, "energy");
   const bool triplet = has_progress && !radius && (name.empty() || name == "triplet_energy");

@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <set>
@@ -9,6 +10,8 @@
 
 #include "core/error.hpp"
 #include "io/h5.hpp"
+#include "io/random.hpp"
+#include "io/spheres.hpp"
 
 namespace tdsolve::io {
 
@@ -359,13 +362,6 @@ PointSet read_text(const std::string& path) {
   return p;
 }
 
-std::uint64_t splitmix64(std::uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
 }  // namespace
 
 void check_shape(index_t n, index_t d, const std::string& source) {
@@ -482,27 +478,39 @@ PointSet read_points(const std::string& spec, bool vector) {
                    "': use FILE.h5:/dataset, FILE.npy or FILE.csv");
 }
 
-GeneratorSpec parse_generator(const std::string& spec) {
-  const std::string usage =
-      "--generate expects uniform:N:D[:SEED], e.g. uniform:100000:3:42; got '" + spec + "'";
+namespace {
+
+std::vector<std::string> split_spec(const std::string& spec) {
   std::vector<std::string> parts;
   std::stringstream ss(spec);
   for (std::string part; std::getline(ss, part, ':');)
     parts.push_back(part);
+  return parts;
+}
+
+// A non-negative integer field of a --generate spec; UsageError (usage and
+// what is wrong) otherwise.
+std::uint64_t spec_number(const std::string& s, const char* what, const std::string& usage) {
+  if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos)
+    throw UsageError(usage + " (" + what + " is not a non-negative integer)");
+  errno = 0;
+  const unsigned long long v = std::strtoull(s.c_str(), nullptr, 10);
+  if (errno == ERANGE) throw UsageError(usage + " (" + what + " is too large)");
+  return v;
+}
+
+}  // namespace
+
+GeneratorSpec parse_generator(const std::string& spec) {
+  const std::string usage =
+      "--generate expects uniform:N:D[:SEED], e.g. uniform:100000:3:42; got '" + spec + "'";
+  const std::vector<std::string> parts = split_spec(spec);
   if (parts.size() < 3 || parts.size() > 4 || parts[0] != "uniform") throw UsageError(usage);
-  auto number = [&](const std::string& s, const char* what) -> std::uint64_t {
-    if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos)
-      throw UsageError(usage + " (" + what + " is not a non-negative integer)");
-    errno = 0;
-    const unsigned long long v = std::strtoull(s.c_str(), nullptr, 10);
-    if (errno == ERANGE) throw UsageError(usage + " (" + what + " is too large)");
-    return v;
-  };
   GeneratorSpec g;
   g.kind = parts[0];
-  g.n = number(parts[1], "N");
-  g.d = number(parts[2], "D");
-  g.seed = parts.size() == 4 ? number(parts[3], "SEED") : 0;
+  g.n = spec_number(parts[1], "N", usage);
+  g.d = spec_number(parts[2], "D", usage);
+  g.seed = parts.size() == 4 ? spec_number(parts[3], "SEED", usage) : 0;
   check_shape(g.n, g.d, spec);
   return g;
 }
@@ -516,7 +524,65 @@ PointSet generate_points(const GeneratorSpec& g) {
   p.values.resize(g.n * g.d);
   const std::uint64_t base = splitmix64(g.seed);
   for (index_t i = 0; i < p.values.size(); ++i)
-    p.values[i] = static_cast<double>(splitmix64(base + i) >> 11) * 0x1.0p-53;
+    p.values[i] = unit_double(base + i);
+  return p;
+}
+
+bool is_spheres_spec(const std::string& spec) {
+  return spec.rfind("spheres:", 0) == 0;
+}
+
+double default_rmax(index_t n, index_t dim) {
+  // Expected partners (n - 1) E[vol(r_i + r_j)] = 2, boundaries ignored:
+  // 1-D E[2 (r_i + r_j)] = 2 RMAX; 3-D (4/3) pi E[(r_i + r_j)^3] = 2 pi RMAX^3.
+  const double m = static_cast<double>(n > 1 ? n - 1 : 1);
+  return dim == 1 ? 1.0 / m : std::cbrt(1.0 / (3.141592653589793 * m));
+}
+
+SpheresSpec parse_spheres(const std::string& spec) {
+  const std::string usage =
+      "--generate expects spheres:N:DIM:SEED[:RMAX] (DIM 1 or 3), e.g. spheres:100000:3:42; got "
+      "'" +
+      spec + "'";
+  const std::vector<std::string> parts = split_spec(spec);
+  if (parts.size() < 4 || parts.size() > 5 || parts[0] != "spheres") throw UsageError(usage);
+  SpheresSpec s;
+  s.n = spec_number(parts[1], "N", usage);
+  s.dim = spec_number(parts[2], "DIM", usage);
+  s.seed = spec_number(parts[3], "SEED", usage);
+  if (s.dim != 1 && s.dim != 3) throw UsageError(usage + " (DIM must be 1 or 3)");
+  check_pairs(s.n, spec);
+  s.rmax = default_rmax(s.n, s.dim);
+  if (parts.size() == 5) {
+    char* end = nullptr;
+    const double v = std::strtod(parts[4].c_str(), &end);
+    // Below 1e-300, RMAX times the smallest draw (2^-53) would underflow to 0.
+    if (parts[4].empty() || *end || !std::isfinite(v) || !(v >= 1e-300))
+      throw UsageError(usage + " (RMAX must be a finite number > 0, at least 1e-300)");
+    s.rmax = v;
+  }
+  return s;
+}
+
+PointSet generate_spheres(const SpheresSpec& s) {
+  // The centres are the points of uniform:N:DIM:SEED; the radii a second
+  // stream, so each value is a function of (SEED, row, column) alone.
+  const PointSet c = generate_points(GeneratorSpec{"uniform", s.n, s.dim, s.seed});
+  const index_t w = s.dim + 1;
+  PointSet p;
+  p.n = s.n;
+  p.d = w;
+  char rmax[32];
+  std::snprintf(rmax, sizeof rmax, "%.17g", s.rmax);
+  p.source = "spheres:" + std::to_string(s.n) + ":" + std::to_string(s.dim) + ":" +
+             std::to_string(s.seed) + ":" + rmax;
+  p.values.resize(s.n * w);
+  const std::uint64_t base = splitmix64(splitmix64(s.seed) ^ 0x7261646969ull);  // "radii"
+  for (index_t i = 0; i < s.n; ++i) {
+    for (index_t k = 0; k < s.dim; ++k)
+      p.values[i * w + k] = c.values[i * s.dim + k];
+    p.values[i * w + s.dim] = s.rmax * (1.0 - unit_double(base + i));  // (0, RMAX]
+  }
   return p;
 }
 

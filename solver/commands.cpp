@@ -21,6 +21,7 @@
 #include "io/input.hpp"
 #include "io/output_files.hpp"
 #include "io/result_file.hpp"
+#include "io/spheres.hpp"
 #include "mapping/simplex.hpp"
 #include "solver/cpu/cpu_backend.hpp"  // available_host_bytes
 #include "solver/driver.hpp"
@@ -72,6 +73,8 @@ const char* command_name(CommandKind k) {
       return "cross";
     case CommandKind::knn:
       return "knn";
+    case CommandKind::collide:
+      return "collide";
   }
   return "?";
 }
@@ -201,6 +204,7 @@ index_t checked_total(CommandKind kind, index_t rows, index_t cols, index_t valu
                      ") give more pairs than tdsolve indexes (C(n,2) must stay below 2^62)");
   }
   if (kind != CommandKind::hist && kind != CommandKind::triplet && kind != CommandKind::knn &&
+      kind != CommandKind::collide &&
       (__builtin_mul_overflow(total, value_bytes, &bytes) || bytes >= (index_t(1) << 63))) {
     throw InputError(source + " gives an output larger than a file can hold (" +
                      std::to_string(total) + " values of " + std::to_string(value_bytes) +
@@ -210,10 +214,18 @@ index_t checked_total(CommandKind kind, index_t rows, index_t cols, index_t valu
 }
 
 // Reads or generates a point set; `check(n, d, source)` vets its size
-// before a generator allocates anything.
+// before a generator allocates anything. transpose_note: say when d > n
+// that the array may be stored transposed (not for collide's spheres,
+// whose 2 or 4 columns are the format).
 template <typename Check>
 io::PointSet load_points(const InputOptions& in, double host_bytes, std::vector<std::string>* notes,
-                         Check&& check) {
+                         Check&& check, bool transpose_note = true) {
+  if (io::is_spheres_spec(in.generate)) {
+    const io::SpheresSpec g = io::parse_spheres(in.generate);
+    check(g.n, g.dim + 1, in.generate);
+    check_points_fit(g.n, g.dim + 1, in.generate, host_bytes);
+    return io::generate_spheres(g);  // finite, radii > 0, by construction
+  }
   if (!in.generate.empty()) {
     const io::GeneratorSpec g = io::parse_generator(in.generate);
     check(g.n, g.d, in.generate);
@@ -225,7 +237,7 @@ io::PointSet load_points(const InputOptions& in, double host_bytes, std::vector<
   check(pts.n, pts.d, pts.source);
   check_points_fit(pts.n, pts.d, pts.source, host_bytes);
   io::check_finite(pts);
-  if (pts.d > pts.n)
+  if (pts.d > pts.n && transpose_note)
     notes->push_back("'" + pts.source + "' has more features than points (n = " +
                      std::to_string(pts.n) + " rows of d = " + std::to_string(pts.d) +
                      " columns); if it stores one point per column (as MATLAB and Julia write an "
@@ -372,11 +384,40 @@ MetricVectors metric_vectors(const ComputeOptions& c, const io::PointSet& a,
   return mv;
 }
 
+std::string number_text(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+// collide: rank 0 splits the spheres (n × (DIM + 1): centres, then the
+// radius) into the centres, which stay the points, and the radii; every
+// radius must be >= 0 (check_finite has refused NaN and inf).
+std::vector<double> split_radii(io::PointSet* a) {
+  const index_t n = a->n, w = a->d, dim = w - 1;
+  std::vector<double> r(n);
+  for (index_t i = 0; i < n; ++i) {
+    r[i] = a->values[i * w + dim];
+    if (!(r[i] >= 0))
+      throw InputError("input '" + a->source + "' has the negative radius " + number_text(r[i]) +
+                       " at row " + std::to_string(i) + " (column " + std::to_string(dim) +
+                       ", the last); radii must be >= 0");
+    for (index_t k = 0; k < dim; ++k)
+      a->values[i * dim + k] = a->values[i * w + k];
+  }
+  a->values.resize(n * dim);
+  a->d = dim;
+  return r;
+}
+
 // Rank 0 reads or generates the points and checks everything that can be
 // checked before a file exists; all ranks then receive the same problem.
+// collide: *radii receives the spheres' radii (the points are the centres).
 template <typename T>
-Problem<T> load_problem(const CommandOptions& o, MPI_Comm comm, Sources* src) {
+Problem<T> load_problem(const CommandOptions& o, MPI_Comm comm, Sources* src,
+                        std::vector<double>* radii = nullptr) {
   Problem<T> p;
+  const bool collide = o.kind == CommandKind::collide;
   const bool triplet = o.kind == CommandKind::triplet;
   const bool knn = o.kind == CommandKind::knn && o.knn.k > 0;  // not --radius
   p.domain = o.kind == CommandKind::cross || knn ? DomainKind::rect
@@ -425,14 +466,21 @@ Problem<T> load_problem(const CommandOptions& o, MPI_Comm comm, Sources* src) {
           throw InputError("'" + source + "' has " + std::to_string(n) +
                            " points; tdsolve knn takes fewer than 2^31");
         checked_total(o.kind, n, n, 0, source);
+      } else if (collide) {
+        if (d != 2 && d != 4)
+          throw InputError("input '" + source + "' has " + std::to_string(d) +
+                           " columns; collide needs spheres as n × 2 (x, r) or n × 4 (x, y, z, r)");
+        io::check_pairs(n, source);
+        checked_total(o.kind, n, n, 0, source);
       } else if (p.domain == DomainKind::pairs) {
         io::check_pairs(n, source);
         checked_total(o.kind, n, n, sizeof(T), source);
       }
     };
-    io::PointSet a = load_points(o.in, host, &notes, pair_sizes);
+    io::PointSet a = load_points(o.in, host, &notes, pair_sizes, !collide);
     src->a = a.source;
-    if (!bench) src->a_hash = content_hash(a);
+    if (!bench) src->a_hash = content_hash(a);  // collide: the radii included
+    if (collide) *radii = split_radii(&a);
     p.d = a.d;
     p.rows = a.n;
     io::PointSet b;
@@ -467,10 +515,11 @@ Problem<T> load_problem(const CommandOptions& o, MPI_Comm comm, Sources* src) {
     } else {
       p.features = a.d;
     }
-    const index_t total = checked_total(o.kind, p.rows, p.cols, knn ? 0 : sizeof(T), a.source);
-    if (o.kind == CommandKind::knn) {
-      // --radius: the pairs found are not known in advance; a few bytes a
-      // point at least.
+    const index_t total =
+        checked_total(o.kind, p.rows, p.cols, knn || collide ? 0 : sizeof(T), a.source);
+    if (o.kind == CommandKind::knn || collide) {
+      // --radius, collide: the pairs found are not known in advance; a few
+      // bytes a point at least.
       if (!bench)
         check_disk_space(o.out.output,
                          knn ? double(p.rows) * double(o.knn.k) * (sizeof(T) + 8) : 1 << 20);
@@ -506,6 +555,7 @@ Problem<T> load_problem(const CommandOptions& o, MPI_Comm comm, Sources* src) {
   bcast_string(comm, &src->b_hash);
   bcast_vector(comm, &p.a);
   bcast_vector(comm, &p.b);
+  if (collide) bcast_vector(comm, radii);
   all_agree(comm, [&] { fault_point(Stage::read, 0); });
   complete_problem(&p);
   on_root(comm, [&] { check_norms(p, src->a, src->b); });
@@ -548,18 +598,16 @@ const char* kSumsText =
     "exact sums of the flagged chunks (resume state): row p < n the energy of point p times 3, "
     "rows n+3p+x the force component x on point p, row 4n the total energy; each row the "
     "integer sum_i limb[i] 2^(32 i - 1074), limbs 0..67 in [0, 2^32), the last signed";
+const char* kOverlap =
+    "spheres i < j overlap when the euclidean distance of their centres is < r_i + r_j, in "
+    "float64: sqrt(fma(dz, dz, fma(dy, dy, dx * dx))) < r_i + r_j (1-D: sqrt(dx * dx)); "
+    "touching spheres (distance == r_i + r_j) do not";
 const char* kKnnOrder =
     "row i: the K nearest points j != i by distance, ties broken by the smaller j";
 const char* kBinning =
     "numpy.histogram: edges = numpy.linspace(range_lo, range_hi, bins + 1); bins half-open "
     "[edges[b], edges[b+1]), the last closed; distances below range_lo in /underflow, above "
     "range_hi in /overflow";
-
-std::string number_text(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
-}
 
 std::string vector_hash(const std::vector<double>& v) {
   io::PointSet s;
@@ -780,6 +828,35 @@ io::ResultLayout make_layout(const CommandOptions& o, const Problem<T>& p,
                            {}});
       }
       break;
+    case CommandKind::collide:
+      L.root_attrs.push_back(Attr{"n", std::uint64_t(p.rows)});
+      L.root_attrs.push_back(Attr{"dim", std::uint64_t(p.d)});
+      L.result = {"", vt, {}, {}, {}};
+      L.lists.push_back(
+          {"pairs",
+           io::ValueType::i64,
+           {0, 2},
+           {Attr{"n", std::uint64_t(p.rows)}, Attr{"dim", std::uint64_t(p.d)},
+            Attr{"layout", std::string("pairs")}, Attr{"criterion", std::string("overlap")},
+            Attr{"definition", std::string(kOverlap)}, Attr{"metric", metric},
+            Attr{"precision", precision}, Attr{"features", std::uint64_t(p.d)},
+            Attr{"block", std::uint64_t(p.rho)}},
+           {}});
+      L.lists.push_back({"distances",
+                         vt,
+                         {0},
+                         {Attr{"layout", std::string("pairs")}, Attr{"metric", metric},
+                          Attr{"precision", precision},
+                          Attr{"what", std::string("the distance of the two centres")}},
+                         {}});
+      L.extras.push_back(
+          {"count",
+           io::ValueType::i64,
+           {},
+           {Attr{"what", std::string("the number of overlapping pairs (rows of /pairs); written "
+                                     "with them when the run ends")}},
+           {}});
+      break;
     case CommandKind::hist: {
       std::vector<Attr> a = {Attr{"n", std::uint64_t(p.rows)},
                              Attr{"k", std::uint64_t(2)},
@@ -891,36 +968,19 @@ class ArraySink final : public Sink<T> {
   bool companion_;
 };
 
-// knn --radius: the pairs of each chunk's packed values within the radius,
-// kept in this rank's memory (its chunks are contiguous and in order, and
-// the packed order is (i, j) order, so its pairs are sorted); at the end
-// the ranks agree on where each one's pairs go, write /pairs and
-// /distances at once and set every flag. A run stopped before that keeps
-// nothing (every flag stays 0).
+// The pairs (i, j) of each chunk's packed values that pass a test (knn
+// --radius: within the radius; collide: spheres that overlap), kept in this
+// rank's memory (its chunks are contiguous and in order, and the packed
+// order is (i, j) order, so its pairs are sorted); at the end the ranks
+// agree on where each one's pairs go, write /pairs and /distances (and
+// /count, where the layout has it) at once and set every flag. A run
+// stopped before that keeps nothing (every flag stays 0). The list has no
+// bound known in advance: it grows as the pairs come.
 template <typename T>
-class RadiusSink final : public Sink<T> {
+class PairListSink : public Sink<T> {
  public:
-  RadiusSink(io::ResultWriter& w, MPI_Comm comm, index_t n, double radius)
-      : w_(w), comm_(comm), n_(n), radius_(static_cast<T>(radius)) {
-    // The largest T <= radius: d <= R in double is d <= that in T.
-    if (static_cast<double>(radius_) > radius)
-      radius_ = std::nextafter(radius_, -std::numeric_limits<T>::infinity());
-  }
   void write(bool has, index_t, index_t offset, index_t count, const ChunkResult<T>& r) override {
-    if (!has) return;
-    const mapping::Pair first = mapping::pair_unrank(n_, offset);
-    index_t i = first.i, j = first.j;
-    for (index_t e = 0; e < count; ++e) {
-      if (r.values[e] <= radius_) {
-        pairs_.push_back(static_cast<std::int64_t>(i));
-        pairs_.push_back(static_cast<std::int64_t>(j));
-        dist_.push_back(r.values[e]);
-      }
-      if (++j == n_) {
-        ++i;
-        j = i + 1;
-      }
-    }
+    if (has) collect_chunk(offset, count, r.values);
   }
   void mark(bool, index_t) override {}
   void close(const std::vector<unsigned char>& done) override {
@@ -936,6 +996,8 @@ class RadiusSink final : public Sink<T> {
       try {
         w_.write_list("pairs", total, before, mine, pairs_.data());
         w_.write_list("distances", total, before, mine, dist_.data());
+        const std::int64_t m = static_cast<std::int64_t>(total);
+        if (count_dataset_) w_.write_extra("count", comm_rank(comm_) == 0 ? &m : nullptr);
       } catch (const std::exception& e) {
         why = e.what();
       }
@@ -955,14 +1017,74 @@ class RadiusSink final : public Sink<T> {
   }
   std::uint64_t count() const { return count_; }
 
+ protected:
+  PairListSink(io::ResultWriter& w, MPI_Comm comm, index_t n, bool count_dataset)
+      : w_(w), comm_(comm), n_(n), count_dataset_(count_dataset) {}
+  // Calls this->collect with the command's test.
+  virtual void collect_chunk(index_t offset, index_t count, const T* values) = 0;
+  // Keeps (i, j, value) of the chunk's values for which keep(i, j, value).
+  template <typename Keep>
+  void collect(index_t offset, index_t count, const T* values, Keep keep) {
+    const mapping::Pair first = mapping::pair_unrank(n_, offset);
+    index_t i = first.i, j = first.j;
+    for (index_t e = 0; e < count; ++e) {
+      if (keep(i, j, values[e])) {
+        pairs_.push_back(static_cast<std::int64_t>(i));
+        pairs_.push_back(static_cast<std::int64_t>(j));
+        dist_.push_back(values[e]);
+      }
+      if (++j == n_) {
+        ++i;
+        j = i + 1;
+      }
+    }
+  }
+
  private:
   io::ResultWriter& w_;
   MPI_Comm comm_;
   index_t n_;
-  T radius_;
+  bool count_dataset_;
   std::vector<std::int64_t> pairs_;
   std::vector<T> dist_;
   std::uint64_t count_ = 0;
+};
+
+// knn --radius: the pairs within the radius (d <= R).
+template <typename T>
+class RadiusSink final : public PairListSink<T> {
+ public:
+  RadiusSink(io::ResultWriter& w, MPI_Comm comm, index_t n, double radius)
+      : PairListSink<T>(w, comm, n, false), radius_(static_cast<T>(radius)) {
+    // The largest T <= radius: d <= R in double is d <= that in T.
+    if (static_cast<double>(radius_) > radius)
+      radius_ = std::nextafter(radius_, -std::numeric_limits<T>::infinity());
+  }
+
+ private:
+  void collect_chunk(index_t offset, index_t count, const T* values) override {
+    const T r = radius_;
+    this->collect(offset, count, values, [r](index_t, index_t, T d) { return d <= r; });
+  }
+  T radius_;
+};
+
+// collide: the spheres that overlap, d < r_i + r_j in float64 (d the
+// euclidean distance of the centres; touching spheres, d == r_i + r_j, do
+// not count).
+template <typename T>
+class OverlapSink final : public PairListSink<T> {
+ public:
+  OverlapSink(io::ResultWriter& w, MPI_Comm comm, index_t n, const std::vector<double>& radii)
+      : PairListSink<T>(w, comm, n, true), r_(radii) {}
+
+ private:
+  void collect_chunk(index_t offset, index_t count, const T* values) override {
+    const double* r = r_.data();
+    this->collect(offset, count, values,
+                  [r](index_t i, index_t j, T d) { return static_cast<double>(d) < r[i] + r[j]; });
+  }
+  const std::vector<double>& r_;
 };
 
 // Partial counts summed per rank (integers: the same sum in any order),
@@ -1333,7 +1455,8 @@ int run_typed(const CommandOptions& o, MPI_Comm comm) {
     io::remove_stale_creating(out);
   });
   Sources src;
-  const Problem<T> p = load_problem<T>(o, comm, &src);
+  std::vector<double> radii;  // collide
+  const Problem<T> p = load_problem<T>(o, comm, &src, &radii);
   Existing ex;
   on_root(comm, [&] { ex = inspect_output(o, p, src); });
   bcast_existing(comm, &ex);
@@ -1392,7 +1515,13 @@ int run_typed(const CommandOptions& o, MPI_Comm comm) {
 
   if (rank == 0 && !o.run.quiet) {
     const double bytes = p.stores_values() ? double(plan.total()) * sizeof(T) : 0;
-    if (o.kind == CommandKind::knn) {
+    if (o.kind == CommandKind::collide) {
+      std::printf(
+          "tdsolve %s: %llu spheres in %llu-D, %llu pairs tested (overlap: distance < r_i + "
+          "r_j), float64, block %llu\n",
+          name, (unsigned long long)p.rows, (unsigned long long)p.d,
+          (unsigned long long)plan.total(), (unsigned long long)p.rho);
+    } else if (o.kind == CommandKind::knn) {
       std::printf("tdsolve %s: %llu points, d = %llu, %s, %s %s, block %llu\n", name,
                   (unsigned long long)p.rows, (unsigned long long)p.d,
                   p.knn() ? ("the " + std::to_string(p.k) + " nearest of each").c_str()
@@ -1441,19 +1570,24 @@ int run_typed(const CommandOptions& o, MPI_Comm comm) {
 
   // From here on the file exists: a failure on one rank ends the job at once.
   std::unique_ptr<Sink<T>> sink;
-  RadiusSink<T>* radius = nullptr;
+  PairListSink<T>* list = nullptr;  // knn --radius, collide
   LoopResult res;
   contain(comm, [&] {
-    if (p.knn()) {
+    if (o.kind == CommandKind::collide || (o.kind == CommandKind::knn && !p.knn())) {
+      set_abort_hint(std::string("the finished chunks of a ") +
+                     (o.kind == CommandKind::collide ? "collide" : "--radius") +
+                     " run are not kept (it writes its pairs at its end); run the same job again "
+                     "with --resume to start it over: " +
+                     resume_cmd);
+      std::unique_ptr<PairListSink<T>> l;
+      if (o.kind == CommandKind::collide)
+        l = std::make_unique<OverlapSink<T>>(*writer, comm, p.rows, radii);
+      else
+        l = std::make_unique<RadiusSink<T>>(*writer, comm, p.rows, o.knn.radius);
+      list = l.get();
+      sink = std::move(l);
+    } else if (p.knn()) {
       sink = std::make_unique<ArraySink<T>>(*writer, p.cols, p.k, true);
-    } else if (o.kind == CommandKind::knn) {
-      set_abort_hint(
-          "the finished chunks of a --radius run are not kept (it writes its pairs at its end); "
-          "run the same job again with --resume to start it over: " +
-          resume_cmd);
-      auto r = std::make_unique<RadiusSink<T>>(*writer, comm, p.rows, o.knn.radius);
-      radius = r.get();
-      sink = std::move(r);
     } else if (o.kind == CommandKind::hist) {
       sink = std::make_unique<HistogramSink<T>>(*writer, comm, p, o.hist, ex.slots);
     } else if (p.triplets()) {
@@ -1466,7 +1600,7 @@ int run_typed(const CommandOptions& o, MPI_Comm comm) {
                            : p.stored_points.empty() ? p.a.data()
                                                      : p.stored_points.data());
     Progress progress(rank == 0 ? o.run.progress : ProgressMode::none, plan.total(),
-                      p.stores_values() && !radius ? sizeof(T) : 0, already,
+                      p.stores_values() && !list ? sizeof(T) : 0, already,
                       p.domain == DomainKind::rect ? "distances"
                       : p.triplets()               ? "triplets"
                                                    : "pairs");
@@ -1479,8 +1613,9 @@ int run_typed(const CommandOptions& o, MPI_Comm comm) {
     sink->close(res.done);
     res.time.sink += MPI_Wtime() - w0;
   });
-  // A stopped --radius run kept no pairs: no chunk of it counts as done.
-  if (radius && !std::all_of(res.done.begin(), res.done.end(), [](unsigned char d) { return d; }))
+  // A stopped --radius or collide run kept no pairs: no chunk of it counts
+  // as done.
+  if (list && !std::all_of(res.done.begin(), res.done.end(), [](unsigned char d) { return d; }))
     std::fill(res.done.begin(), res.done.end(), 0);
   index_t chunks_done = 0, elements_done = 0;
   for (index_t c = 0; c < plan.chunks(); ++c)
@@ -1518,10 +1653,14 @@ int run_typed(const CommandOptions& o, MPI_Comm comm) {
                        : p.triplets()               ? "triplets"
                                                     : "pairs";
     const index_t now = plan.total() - already;
-    if (o.kind == CommandKind::knn) {
+    if (o.kind == CommandKind::collide) {
+      std::printf("tdsolve %s: found %llu overlapping pairs among %llu pairs in %s (%.3g pairs/s",
+                  name, (unsigned long long)list->count(), (unsigned long long)now,
+                  human_seconds(total).c_str(), double(now) / total);
+    } else if (o.kind == CommandKind::knn) {
       const std::string found =
           p.knn() ? std::to_string(p.rows) + " × " + std::to_string(p.k) + " neighbours"
-                  : std::to_string(radius ? radius->count() : 0) + " pairs within " +
+                  : std::to_string(list ? list->count() : 0) + " pairs within " +
                         number_text(o.knn.radius);
       std::printf("tdsolve %s: found %s among %llu distances in %s (%.3g distances/s", name,
                   found.c_str(), (unsigned long long)now, human_seconds(total).c_str(),
@@ -1656,7 +1795,10 @@ void run_bench(const BenchOptions& o, MPI_Comm comm) {
 }
 
 int run_command(const CommandOptions& o, MPI_Comm comm) {
-  return o.compute.fp64 ? run_typed<double>(o, comm) : run_typed<float>(o, comm);
+  // collide computes in float64 always: its pair set is that of a float64
+  // reference.
+  const bool fp64 = o.compute.fp64 || o.kind == CommandKind::collide;
+  return fp64 ? run_typed<double>(o, comm) : run_typed<float>(o, comm);
 }
 
 }  // namespace tdsolve

@@ -3,7 +3,7 @@
 //
 // Help, version, usage errors and `info` never start MPI, so they are quick
 // and print once even under mpirun (only the launcher's rank 0 prints).
-// edm, hist, cross, triplet and bench run under MPI; an error every rank agrees on
+// edm, hist, cross, knn, collide, triplet and bench run under MPI; an error every rank agrees on
 // ends the run with one line from rank 0 and the same non-zero exit
 // everywhere, a local failure after the output exists with one line naming
 // the rank and MPI_Abort, so no rank is left waiting.
@@ -27,6 +27,7 @@
 #include "io/h5.hpp"
 #include "io/info.hpp"
 #include "io/input.hpp"
+#include "io/spheres.hpp"
 #include "solver/commands.hpp"
 #include "solver/driver.hpp"
 #include "solver/fault.hpp"
@@ -64,6 +65,8 @@ const char* kTopHelp =
     "  cross  distances between two point sets: the M x K matrix, as scipy cdist\n"
     "  knn    the K nearest other points of every point (or all pairs within a radius),\n"
     "         without the matrix; as scikit-learn NearestNeighbors / cKDTree.query_pairs\n"
+    "  collide the pairs of n spheres (1-D or 3-D) that overlap: distance of the centres\n"
+    "         < r_i + r_j, in float64\n"
     "  triplet three-body (Axilrod-Teller-Muto) energy, per-point energies and forces of\n"
     "         all triplets i<j<k of n points in 3-D, as LAMMPS pair_style atm\n"
     "  fractal Game of Life (any B/S rule) on an NBB fractal (Sierpinski, Vicsek, ...)\n"
@@ -113,14 +116,27 @@ struct Choices {
   std::string p, base;  // the metric's parameters
 };
 
-po::options_description input_group(InputOptions& in, InputOptions* with) {
+// spheres: collide's input (n × 2 or n × 4 spheres, --generate spheres:...).
+po::options_description input_group(InputOptions& in, InputOptions* with, bool spheres = false) {
   po::options_description g(with ? "Input (one of each pair)" : "Input (exactly one)");
-  g.add_options()(
-      "input", po::value(&in.input)->value_name("SRC"),
-      "points, n rows × d features: FILE.h5:/dataset (2-D float32/float64 or integer), "
-      "FILE.npy, or FILE.csv (one point per line; a non-numeric first line is a header)")(
-      "generate", po::value(&in.generate)->value_name("SPEC"),
-      "synthetic points uniform in [0,1)^D: uniform:N:D[:SEED] (SEED defaults to 0)");
+  if (spheres)
+    g.add_options()(
+        "input", po::value(&in.input)->value_name("SRC"),
+        "spheres, one a row: n × 2 (x, r) for 1-D or n × 4 (x, y, z, r) for 3-D, radii >= 0: "
+        "FILE.h5:/dataset (2-D float32/float64 or integer), FILE.npy, or FILE.csv (one sphere per "
+        "line; a non-numeric first line is a header)")(
+        "generate", po::value(&in.generate)->value_name("SPEC"),
+        "synthetic spheres: spheres:N:DIM:SEED[:RMAX], DIM 1 or 3: centres uniform in [0,1)^DIM "
+        "(the points of uniform:N:DIM:SEED), radii uniform in (0, RMAX]; RMAX defaults to the "
+        "value giving 2 overlapping partners a sphere on average (away from the faces): 1/(N-1) "
+        "in 1-D, (pi (N-1))^(-1/3) in 3-D");
+  else
+    g.add_options()(
+        "input", po::value(&in.input)->value_name("SRC"),
+        "points, n rows × d features: FILE.h5:/dataset (2-D float32/float64 or integer), "
+        "FILE.npy, or FILE.csv (one point per line; a non-numeric first line is a header)")(
+        "generate", po::value(&in.generate)->value_name("SPEC"),
+        "synthetic points uniform in [0,1)^D: uniform:N:D[:SEED] (SEED defaults to 0)");
   g.add_options()("transpose", po::bool_switch(&in.transpose),
                   "the input stores one point per column (d rows × n columns, as MATLAB and Julia "
                   "write an n × d array): read it transposed")(
@@ -158,14 +174,17 @@ po::options_description output_group(OutputOptions& o, const char* what, bool po
 }
 
 // kTriplets: no --metric (euclidean), tiles of 32³ (--block 32 only).
-enum ComputeFlags { kChunks = 1, kMap = 2, kBenchChunks = 4, kTriplets = 8 };
+// kCollide: no --metric (euclidean) and its parameters, no --precision
+// (float64 always).
+enum ComputeFlags { kChunks = 1, kMap = 2, kBenchChunks = 4, kTriplets = 8, kCollide = 16 };
 
 // The triplet tile side: one warp along each edge of a tile.
 constexpr index_t kTripletBlock = 32;
 
 po::options_description compute_group(ComputeOptions& o, Choices& c, int flags) {
   po::options_description g("Computation");
-  if (!(flags & kTriplets))
+  const bool metric = !(flags & (kTriplets | kCollide));
+  if (metric)
     g.add_options()(
         "metric", po::value(&c.metric)->default_value("euclidean")->value_name("NAME"),
         "euclidean, sqeuclidean, cityblock, chebyshev, cosine, minkowski, seuclidean, "
@@ -173,7 +192,7 @@ po::options_description compute_group(ComputeOptions& o, Choices& c, int flags) 
         "hamming, jaccard, dice, russellrao, rogerstanimoto, sokalmichener, sokalsneath, yule "
         "(as scipy.spatial.distance); also SciPy's aliases and l2, l1, manhattan, linf, in any "
         "case (the file records the name above)");
-  if (!(flags & kTriplets))
+  if (metric)
     g.add_options()("p", po::value(&c.p)->value_name("P"),
                     "minkowski: the order p > 0, or inf (default 2)")(
         "weights", po::value(&o.weights)->value_name("W"),
@@ -185,13 +204,14 @@ po::options_description compute_group(ComputeOptions& o, Choices& c, int flags) 
         "the points' variances, ddof=1; cross: of both sets together, as SciPy's cdist)")(
         "base", po::value(&c.base)->value_name("B"),
         "jensenshannon: the logarithm's base, > 1 (default: e)");
-  g.add_options()("precision", po::value(&c.precision)->default_value("float32")->value_name("P"),
-                  (flags & kTriplets)
-                      ? "float32 or float64: the arithmetic of each triplet (and the stored "
-                        "triplet energies); sums are exact and written as float64"
-                      : "float32 or float64: the arithmetic and the stored values")(
-      "backend", po::value(&c.backend)->default_value("auto")->value_name("B"),
-      "auto (cuda when a GPU is visible, else cpu), cpu or cuda");
+  if (!(flags & kCollide))
+    g.add_options()("precision", po::value(&c.precision)->default_value("float32")->value_name("P"),
+                    (flags & kTriplets)
+                        ? "float32 or float64: the arithmetic of each triplet (and the stored "
+                          "triplet energies); sums are exact and written as float64"
+                        : "float32 or float64: the arithmetic and the stored values");
+  g.add_options()("backend", po::value(&c.backend)->default_value("auto")->value_name("B"),
+                  "auto (cuda when a GPU is visible, else cpu), cpu or cuda");
   if (flags & kTriplets)
     g.add_options()("block", po::value(&o.block)->default_value(kTripletBlock)->value_name("RHO"),
                     "tile side ρ: each block of work is a ρ×ρ×ρ tile of triplets; 32 is the only "
@@ -383,12 +403,13 @@ ConfigText read_config(const std::string& path, const std::string& name) {
       if (section == name) {
         to = &t.own;
       } else if (section == "edm" || section == "hist" || section == "cross" || section == "knn" ||
-                 section == "triplet" || section == "fractal" || section == "bench") {
+                 section == "collide" || section == "triplet" || section == "fractal" ||
+                 section == "bench") {
         to = nullptr;
       } else {
-        throw UsageError(
-            "unknown section [" + section + "] in --config '" + path +
-            "' (sections name a command: edm, hist, cross, knn, triplet, fractal or bench)");
+        throw UsageError("unknown section [" + section + "] in --config '" + path +
+                         "' (sections name a command: edm, hist, cross, knn, collide, triplet, "
+                         "fractal or bench)");
       }
     } else if (to) {
       *to += line + "\n";
@@ -491,17 +512,25 @@ std::string effective_options(const po::options_description& desc, const po::var
 }
 
 void finish_input(InputOptions& in, const char* a, const char* b, bool pairs,
-                  const po::variables_map& vm) {
+                  const po::variables_map& vm, bool spheres = false) {
   if (in.input.empty() == in.generate.empty())
     throw UsageError(std::string("give exactly one of --") + a + " SRC or --" + b +
-                     " uniform:N:D[:SEED]");
+                     (spheres ? " spheres:N:DIM:SEED[:RMAX]" : " uniform:N:D[:SEED]"));
   const std::string prefix = std::string(a) == "with" ? "with-" : "";
   if (vm.count(prefix + "columns"))
     in.columns = io::parse_columns(vm[prefix + "columns"].as<std::string>());
   if (!in.generate.empty() && (in.transpose || !in.columns.empty()))
     throw UsageError("--" + prefix + "transpose and --" + prefix + "columns apply to --" + a +
                      " (a file), not to --" + b);
-  if (!in.generate.empty()) {
+  if (spheres && !in.generate.empty()) {
+    if (!io::is_spheres_spec(in.generate))
+      throw UsageError("collide generates spheres: --generate spheres:N:DIM:SEED[:RMAX], not '" +
+                       in.generate + "'");
+    io::parse_spheres(in.generate);  // a bad spec, before MPI starts
+  } else if (!in.generate.empty()) {
+    if (io::is_spheres_spec(in.generate))
+      throw UsageError("--" + std::string(b) +
+                       " spheres:... is for tdsolve collide; use uniform:N:D[:SEED]");
     // Report a bad spec before MPI starts.
     const io::GeneratorSpec g = io::parse_generator(in.generate);
     if (pairs) io::check_pairs(g.n, in.generate);
@@ -562,8 +591,12 @@ void finish_compute(ComputeOptions& o, const Choices& c, int flags) {
                      "rogerstanimoto, sokalmichener, sokalsneath or yule; SciPy's aliases and "
                      "any case also work");
   finish_metric_params(o, c);
-  check_choice("--precision", c.precision, {"float32", "float64"});
-  o.fp64 = c.precision == "float64";
+  if (flags & kCollide) {
+    o.fp64 = true;  // collide offers no --precision
+  } else {
+    check_choice("--precision", c.precision, {"float32", "float64"});
+    o.fp64 = c.precision == "float64";
+  }
   check_choice("--backend", c.backend, {"auto", "cpu", "cuda"});
   o.backend = c.backend == "cpu"    ? BackendKind::cpu
               : c.backend == "cuda" ? BackendKind::cuda
@@ -670,6 +703,18 @@ const char* kKnnUsage =
     "rank keeps its pairs in memory (20 or 24 bytes a pair) and the file gets them all at the\n"
     "end, so a stopped --radius run starts over on --resume.\n";
 
+const char* kCollideUsage =
+    "Usage: tdsolve collide (--input SRC | --generate spheres:N:DIM:SEED[:RMAX])\n"
+    "                       --output FILE.h5 [options]\n"
+    "\n"
+    "Finds every pair i < j of n spheres (1-D: rows x, r; 3-D: rows x, y, z, r) that\n"
+    "overlap: the euclidean distance of the centres is < r_i + r_j, in float64 (touching\n"
+    "spheres, distance == r_i + r_j, do not count). Writes /pairs (m × 2, int64, sorted\n"
+    "by (i, j)), /distances (m, float64: the centres' distances) and /count (m). The\n"
+    "pairs are the same for any rank count and backend. m is not known in advance: each\n"
+    "rank keeps its pairs in memory (24 bytes a pair) and the file gets them all at the\n"
+    "end, so a stopped collide run starts over on --resume.\n";
+
 const char* kTripletUsage =
     "Usage: tdsolve triplet (--input SRC | --generate SPEC) --output FILE.h5\n"
     "                       [--potential atm] [--nu NU] [--cutoff RC] [--cutoff-triple RT]\n"
@@ -714,10 +759,12 @@ bool parse_command(CommandKind kind, int argc, char** argv, CommandOptions& o) {
   po::options_description all;
   const bool cross = kind == CommandKind::cross, hist = kind == CommandKind::hist;
   const bool triplet = kind == CommandKind::triplet, knn = kind == CommandKind::knn;
-  const int flags = (hist ? 0 : kChunks) | (cross ? 0 : kMap) | (triplet ? kTriplets : 0);
+  const bool collide = kind == CommandKind::collide;
+  const int flags = (hist ? 0 : kChunks) | (cross ? 0 : kMap) | (triplet ? kTriplets : 0) |
+                    (collide ? kCollide : 0);
   TripletChoices tc;
   KnnChoices kc;
-  all.add(input_group(o.in, cross ? &o.with : nullptr));
+  all.add(input_group(o.in, cross ? &o.with : nullptr, collide));
   all.add(output_group(o.out,
                        hist      ? "result file: /counts, /edges, /underflow, /overflow (and /rdf)"
                        : cross   ? "result file: /distances holds the M × K matrix"
@@ -725,6 +772,7 @@ bool parse_command(CommandKind kind, int argc, char** argv, CommandOptions& o) {
                                    "/triplet_energy)"
                        : knn     ? "result file: /indices and /distances (n × K), or /pairs and "
                                    "/distances (--radius)"
+                       : collide ? "result file: /pairs (m × 2), /distances (m) and /count"
                                  : "result file: /distances holds C(n,2) values in SciPy "
                                    "condensed order",
                        kind == CommandKind::edm || triplet));
@@ -739,14 +787,16 @@ bool parse_command(CommandKind kind, int argc, char** argv, CommandOptions& o) {
                      : hist                   ? "hist"
                      : triplet                ? "triplet"
                      : knn                    ? "knn"
+                     : collide                ? "collide"
                                               : "cross";
   const char* usage = kind == CommandKind::edm ? kEdmUsage
                       : hist                   ? kHistUsage
                       : triplet                ? kTripletUsage
                       : knn                    ? kKnnUsage
+                      : collide                ? kCollideUsage
                                                : kCrossUsage;
   if (!parse(argc, argv, all, usage, name, vm)) return false;
-  finish_input(o.in, "input", "generate", !cross, vm);
+  finish_input(o.in, "input", "generate", !cross, vm, collide);
   if (cross) finish_input(o.with, "with", "with-generate", false, vm);
   if (o.out.output.empty()) throw UsageError("--output FILE.h5 is required");
   if (o.out.resume && o.out.overwrite)
@@ -1116,6 +1166,7 @@ int main(int argc, char** argv) {
                               {"hist", CommandKind::hist},
                               {"cross", CommandKind::cross},
                               {"knn", CommandKind::knn},
+                              {"collide", CommandKind::collide},
                               {"triplet", CommandKind::triplet}}) {
       if (cmd != name) continue;
       CommandOptions o;
@@ -1127,7 +1178,8 @@ int main(int argc, char** argv) {
     }
     throw UsageError(
         "unknown command '" + cmd +
-        "' (commands: edm, hist, cross, knn, triplet, fractal, info, bench; see tdsolve --help)");
+        "' (commands: edm, hist, cross, knn, collide, triplet, fractal, info, bench; see "
+        "tdsolve --help)");
   } catch (const std::bad_alloc&) {
     if (launcher_rank0()) std::fprintf(stderr, "tdsolve: error: out of memory\n");
     return 1;

@@ -124,7 +124,7 @@ inline void check_variance(const std::vector<double>& v, const std::string& what
 }
 
 // What one command asks for.
-enum class CommandKind { edm, hist, cross, triplet, knn };
+enum class CommandKind { edm, hist, cross, triplet, knn, collide };
 
 struct CommandOptions {
   CommandKind kind = CommandKind::edm;

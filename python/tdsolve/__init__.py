@@ -31,13 +31,16 @@
         r.count, r.pairs, r.distances        # m; int64[m, 2] (i < j, sorted); [m]
         S = r.to_sparse()                    # n x n upper-triangular scipy.sparse.coo_matrix
 
+    with tdsolve.open("c.h5") as r:          # tdsolve collide: the spheres that overlap
+        r.count, r.pairs, r.distances, r.dim # m; int64[m, 2] (i < j, sorted); centre distances [m]
+
     tdsolve.check("d.h5").exit_code          # 0, 3 or 1: as `tdsolve info d.h5`
 
 `python3 -m tdsolve FILE.h5` prints the verdict and exits as `tdsolve info`;
 `python3 -m tdsolve png FILE.h5 OUT.png [--snapshot I]` draws a fractal's snapshot.
 """
-from ._result import (CrossResult, EdmResult, HistResult, IncompleteResult, KnnResult, PairsResult, Result,
-                      TripletResult, UnreadableResult, open, pair_index, triplet_index)
+from ._result import (CollideResult, CrossResult, EdmResult, HistResult, IncompleteResult, KnnResult, PairsResult,
+                      Result, TripletResult, UnreadableResult, open, pair_index, triplet_index)
 from ._fractal import FractalMaps, FractalResult, fractal_presets, parse_table
 from ._verdict import (COMPLETE, INCOMPLETE, INCONSISTENT, NOT_A_RESULT, UNREADABLE, Verdict, check,
                        pair_count, triplet_count)
@@ -45,6 +48,6 @@ from ._verdict import (COMPLETE, INCOMPLETE, INCONSISTENT, NOT_A_RESULT, UNREADA
 __version__ = "0.1.0"
 
 __all__ = ["open", "check", "Verdict", "Result", "EdmResult", "CrossResult", "HistResult", "TripletResult",
-           "KnnResult", "PairsResult", "FractalResult", "FractalMaps", "fractal_presets", "parse_table",
+           "KnnResult", "PairsResult", "CollideResult", "FractalResult", "FractalMaps", "fractal_presets", "parse_table",
            "IncompleteResult", "UnreadableResult", "pair_index", "pair_count", "triplet_index", "triplet_count",
            "COMPLETE", "INCOMPLETE", "INCONSISTENT", "NOT_A_RESULT", "UNREADABLE"]

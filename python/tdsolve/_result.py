@@ -334,7 +334,8 @@ class Result:
                          "triplet_energies(), iter_chunks()",
               "fractal": "state(i), steps, live, image(i), save_png(), lambda_map(), nu_map(), iter_chunks()",
               "knn": "indices, distances, rows(), row(), r[...], iter_chunks()",
-              "radius": "pairs, distances, count, r[...], to_sparse(), iter_chunks()"}
+              "radius": "pairs, distances, count, r[...], to_sparse(), iter_chunks()",
+              "collide": "pairs, distances, count, dim, r[...], to_sparse(), iter_chunks()"}
 
     def _wrong(self, what, kinds):
         raise TypeError(f"{self.path}: {what} is for tdsolve {' and '.join(kinds)} results; this is a {self.kind} "
@@ -359,7 +360,7 @@ class Result:
         self._wrong("block()", ["edm", "cross"])
 
     def iter_chunks(self, done_only=True):
-        self._wrong("iter_chunks()", ["edm", "cross", "triplet", "fractal", "knn", "radius"])
+        self._wrong("iter_chunks()", ["edm", "cross", "triplet", "fractal", "knn", "radius", "collide"])
 
     def matrix(self):
         self._wrong("matrix()", ["cross"])
@@ -902,6 +903,27 @@ class PairsResult(Result):
             yield a, self._d[a:b], self._dist[a:b]
 
 
+class CollideResult(PairsResult):
+    """`tdsolve collide`: every pair of the n spheres that overlap (the
+    distance of the centres < r_i + r_j, in float64; touching spheres do not).
+
+    As PairsResult (pairs, distances: the centres' distances, float64;
+    count, r[...], to_sparse(), iter_chunks()), with dim (1 or 3) and
+    criterion ("overlap") instead of radius. count is m, the rows of /pairs;
+    the file's /count holds the same number."""
+
+    kind = "collide"
+
+    def __init__(self, f, verdict, access="auto"):
+        super().__init__(f, verdict, access)
+        dim = _one(self.attrs.get("dim"))
+        self.dim = int(dim) if dim is not None else None
+        self.criterion = _text(self.attrs["criterion"]) if "criterion" in self.attrs else None
+
+    def _describe(self):
+        return f"n={self.n} spheres in {self.dim}-D, {self.count} overlapping pairs"
+
+
 def _getitem_rows(d, key):
     """NumPy indexing of the first axis of dataset d (1-D or 2-D): h5py
     hyperslabs for ints and positive-step slices, else runs of consecutive
@@ -1007,7 +1029,7 @@ def _size(b):
 
 
 _CLASSES = {"edm": EdmResult, "cross": CrossResult, "hist": HistResult, "triplet": TripletResult,
-            "knn": KnnResult, "radius": PairsResult}
+            "knn": KnnResult, "radius": PairsResult, "collide": CollideResult}
 
 from ._fractal import FractalResult  # noqa: E402 (it builds on Result, above)
 
@@ -1015,7 +1037,7 @@ _CLASSES["fractal"] = FractalResult
 
 
 def open(path, require_complete=True, access="auto", _classes=None):  # noqa: A001
-    """Opens a tdsolve result (edm, cross, hist, triplet, fractal, knn or radius) for reading.
+    """Opens a tdsolve result (edm, cross, hist, triplet, fractal, knn, radius or collide) for reading.
 
     Raises IncompleteResult unless the file is complete by the rules of
     `tdsolve info` (pass require_complete=False to read a partial file), and

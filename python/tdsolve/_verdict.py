@@ -1,7 +1,7 @@
 """Is a tdsolve result file complete? The rules of `tdsolve info`.
 
 This is a port of io/info.cpp (describe_result, describe_file,
-describe_hist, describe_triplet, describe_knn, describe_radius, describe_fractal), check for check and in
+describe_hist, describe_triplet, describe_knn, describe_radius (and collide), describe_fractal), check for check and in
 the same order, so that for any file `tdsolve.check(path).exit_code` is the
 exit status of `tdsolve info path`:
 
@@ -52,9 +52,9 @@ class Verdict:
     "unreadable"; exit_code: info's exit status (0, 3 or 1); message: one
     line; path: the path asked about; file: the file actually read (path, or
     path + ".partial" when only that exists); kind: "edm", "cross", "hist",
-    "triplet", "fractal", "knn", "radius" or None; dataset: the dataset whose
+    "triplet", "fractal", "knn", "radius", "collide" or None; dataset: the dataset whose
     attributes describe the result ("distances", "counts", "energy" for
-    triplets, "states" for fractals, "pairs" for radius files); chunks, chunks_done: from /progress (None when
+    triplets, "states" for fractals, "pairs" for radius and collide files); chunks, chunks_done: from /progress (None when
     not read; a fractal file's chunks are its snapshots)."""
 
     __slots__ = ("status", "message", "path", "file", "kind", "dataset", "chunks", "chunks_done", "_done",
@@ -229,6 +229,18 @@ def _missing_ranges(done):
     return ", ".join(parts)
 
 
+def _scalar_i64(f, name):
+    """read_scalar_i64: the value of scalar int64 dataset /name, None if it is not one."""
+    if not _exists(f, name):
+        return None
+    ds = _dataset(f, name)
+    if _dims(ds) != ():
+        return None
+    if ds.shape is None:  # a null dataspace reads nothing: info keeps its 0
+        return 0
+    return int(_read_all(ds, h5t.NATIVE_INT64, np.int64)[()])
+
+
 def _describe_hist(f, counts, dims):
     """(problem, total, binned) as describe_hist."""
     n = _attr_u64(counts, "n") if _has_attr(counts, "n") else 0
@@ -253,18 +265,8 @@ def _describe_hist(f, counts, dims):
     if edges is None:
         return "/edges does not hold bins+1 values", total, 0
 
-    def scalar_i64(name):
-        if not _exists(f, name):
-            return None
-        ds = _dataset(f, name)
-        if _dims(ds) != ():
-            return None
-        if ds.shape is None:  # a null dataspace reads nothing: info keeps its 0
-            return 0
-        return int(_read_all(ds, h5t.NATIVE_INT64, np.int64)[()])
-
-    under = scalar_i64("underflow")
-    over = scalar_i64("overflow") if under is not None else None
+    under = _scalar_i64(f, "underflow")
+    over = _scalar_i64(f, "overflow") if under is not None else None
     if under is None or over is None:
         return "no scalar /underflow and /overflow", total, 0
     values = _read_all(counts, h5t.NATIVE_INT64, np.int64)
@@ -361,7 +363,8 @@ def _describe_knn(f, values, dims):
 
 
 def _describe_radius(f, pairs, dims):
-    """(problem, total) as describe_radius: total C(n,2)."""
+    """(problem, total) as describe_radius: total C(n,2). A collide file
+    (/pairs with a `criterion`) also needs a scalar /count equal to m."""
     if not _has_attr(pairs, "n"):
         return "/pairs has no `n` attribute", 0
     n = _attr_u64(pairs, "n")
@@ -374,12 +377,24 @@ def _describe_radius(f, pairs, dims):
     if len(dims) != 2 or dims[1] != 2:
         return "/pairs is not m x 2", total
     m = dims[0]
+    collide = _has_attr(pairs, "criterion")
+    if collide:
+        _attr_string(pairs, "criterion")
+        if _has_attr(pairs, "dim"):
+            _attr_u64(pairs, "dim")
     if m > total:
         return "/pairs holds more than C(n,2) pairs", total
     if not _exists(f, "distances"):
         return "no /distances", total
     if _dims(_dataset(f, "distances")) != (m,):
         return "/distances does not hold one value per row of /pairs", total
+    if not collide:
+        return None, total
+    count = _scalar_i64(f, "count")  # written with the pairs: 0 until then, as m
+    if count is None:
+        return "no scalar /count", total
+    if count < 0 or count != m:
+        return "/count is not the number of rows of /pairs", total
     return None, total
 
 
@@ -500,7 +515,7 @@ def _check_open(f, path, file):
     else:
         values = _dataset(f, name)
         dims = _dims(values)
-        kind = ("radius" if radius else "hist" if name == "counts" else "knn" if _is_knn(f, values)
+        kind = (("collide" if _has_attr(values, "criterion") else "radius") if radius else "hist" if name == "counts" else "knn" if _is_knn(f, values)
                 else "cross" if len(dims) == 2 else "edm")
     if _exists(f, "points"):
         _dataset(f, "points")
@@ -526,7 +541,7 @@ def _check_open(f, path, file):
     elif kind == "knn":
         unit = "values"
         problem, total, row = _describe_knn(f, values, dims)
-    elif kind == "radius":
+    elif kind in ("radius", "collide"):
         problem, total = _describe_radius(f, values, dims)
     else:
         unit = "triplets"
@@ -546,6 +561,7 @@ def _check_open(f, path, file):
     if problem is None and (len(off) != len(done) + 1 or not off or off[-1] != total
                             or any(a > b for a, b in zip(off, off[1:]))):
         problem = "/progress/offsets does not cover " + {"hist": "the C(n,2) pairs", "radius": "the C(n,2) pairs",
+                                                         "collide": "the C(n,2) pairs",
                                                          "triplet": "the C(n,3) triplets"}.get(kind, "/distances")
     if problem is None and kind == "knn" and any(o % row for o in off):
         problem = "/progress/offsets are not whole rows of /distances (multiples of K)"

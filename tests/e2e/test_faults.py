@@ -431,6 +431,26 @@ class FullDiskTest(FaultTestBase):
                         for left in (out, out + ".creating", out + ".partial"):
                             self.assertFalse(os.path.exists(left), f"{what}: left {left}\n{run}")
 
+    def test_collide_full_disk(self):
+        # collide writes its pairs (and /count) at the end, as knn --radius:
+        # ENOSPC from the first byte leaves nothing; later (in the pairs,
+        # about 2 MB of them here) one line naming the rank that failed first,
+        # the hint that a rerun starts over, and a .partial that reads as
+        # incomplete, on 1 and 2 ranks.
+        for after, ranks in ((0, None), (2000, None), (300000, None), (300000, 2)):
+            with self.subTest(after=after, ranks=ranks):
+                out = self.path(f"collide-{after}-{ranks}.h5")
+                run = run_job(["collide", "--generate", "spheres:3000:3:4:0.15", "--chunk-mb", 1, "--block", 16,
+                               "--output", out, "--progress", "none"], np_=ranks, env=self.shim_env(out, after))
+                what = f"collide, ENOSPC after {after} bytes, ranks {ranks}"
+                self.assert_one_error(run, what)
+                self.assert_not_complete(out, what, strict=after > 2000, reader=False)
+                if after <= 2000:
+                    for left in (out, out + ".creating", out + ".partial"):
+                        self.assertFalse(os.path.exists(left), f"{what}: left {left}\n{run}")
+                else:
+                    self.assertIn("the finished chunks of a collide run are not kept", run.stderr, what)
+
 
 class TinyTmpfsTest(FaultTestBase):
     """A real file system that is too small: data that fits the up-front

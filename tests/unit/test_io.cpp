@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -16,6 +17,7 @@
 #include "io/input.hpp"
 #include "io/output_files.hpp"
 #include "io/result_file.hpp"
+#include "io/spheres.hpp"
 
 using namespace tdsolve;
 using namespace tdsolve::io;
@@ -247,6 +249,34 @@ TEST(Generator, ParsesAndRejects) {
         "uniform:10:3:18446744073709551616"}) {
     EXPECT_THROW(parse_generator(bad), std::runtime_error) << bad;
   }
+}
+
+TEST(Generator, SpheresAreUniformPointsAndRadiiInZeroToRmax) {
+  const SpheresSpec s = parse_spheres("spheres:500:3:7:0.25");
+  EXPECT_EQ(s.n, 500u);
+  EXPECT_EQ(s.dim, 3u);
+  EXPECT_EQ(s.seed, 7u);
+  EXPECT_EQ(s.rmax, 0.25);
+  const PointSet p = generate_spheres(s);
+  ASSERT_EQ(p.d, 4u);
+  EXPECT_EQ(p.source, "spheres:500:3:7:0.25");
+  const PointSet c = generate_points(parse_generator("uniform:500:3:7"));
+  for (index_t i = 0; i < p.n; ++i) {
+    for (index_t k = 0; k < 3; ++k)
+      EXPECT_EQ(p.values[i * 4 + k], c.values[i * 3 + k]) << i;
+    EXPECT_GT(p.values[i * 4 + 3], 0.0) << i;
+    EXPECT_LE(p.values[i * 4 + 3], 0.25) << i;
+  }
+  // The default RMAX: two expected partners a sphere.
+  EXPECT_EQ(parse_spheres("spheres:101:1:0").rmax, 0.01);
+  EXPECT_DOUBLE_EQ(parse_spheres("spheres:1001:3:0").rmax,
+                   std::cbrt(1.0 / (3.141592653589793 * 1000)));
+  EXPECT_TRUE(is_spheres_spec("spheres:10:1:0"));
+  EXPECT_FALSE(is_spheres_spec("uniform:10:1:0"));
+  for (const char* bad : {"spheres:10:2:1", "spheres:10:3", "spheres:10:3:1:0", "spheres:10:3:1:-1",
+                          "spheres:10:3:1:nan", "spheres:10:3:1:inf", "spheres:10:3:1:1e-301",
+                          "spheres:1:3:1", "spheres:10:3:1:2:3", "uniform:10:3:1"})
+    EXPECT_THROW(parse_spheres(bad), std::runtime_error) << bad;
 }
 
 TEST(ResultFile, WritesSchemaAndProgressThatInfoReads) {
