@@ -221,7 +221,7 @@ struct BbMap {
 //     Epsilon  + ε = 1e-4 before the floor, the papers' repair, claimed
 //              exact for N <= 30720 with 16×16 blocks (m <= 1920, ω < 1.84e6)
 //     Exact    the unrepaired row as an estimate, corrected by exact 64-bit
-//              integer steps (T(R) <= ω < T(R+1), as tri_root does): exact for
+//              integer steps (T(R) <= ω < T(R+1), tri_root_step): exact for
 //              every ω of every m <= kMaxM. The estimate is within one row
 //              for ω < 2^42 (m <= 2^21, tested), so the correction costs a
 //              compare or two; it drifts to a few rows by ω ~ 2^48 and a few
@@ -248,6 +248,26 @@ TDS_HD float ltm_root(float v) {
     return fp::mul(v, fp::rsqrt(v));
 }
 
+// The exact row of ω from an estimate r a few rows off: the largest r with
+// T(r) <= ω, reached from T(r) by the steps T(r - 1) = T(r) - r and
+// T(r + 1) = T(r) + r + 1, so it costs one 64-bit product whatever the
+// distance; *t = T(row). (tri_root_correct recomputes T at every step, two
+// products at least: on a GPU that made the exact λ slower than the bounding
+// box in the dummy test, where the map is all a block does.)
+TDS_HD index_t tri_root_step(index_t w, index_t r, index_t* t) {
+  index_t tr = tri(r);
+  while (tr > w) {
+    tr -= r;
+    --r;
+  }
+  while (tr + r + 1 <= w) {
+    ++r;
+    tr += r;
+  }
+  *t = tr;
+  return r;
+}
+
 template <Sqrt S, Fix F, bool kDiag>
 struct LtmMap {
   static constexpr bool kExact = F == Fix::Exact, kDiagonal = kDiag;
@@ -268,11 +288,17 @@ struct LtmMap {
   // Tile of linear block index ω (independent of m).
   TDS_HD static void tile(index_t w, index_t* i, index_t* j) {
     index_t r = row_estimate(w);
-    if constexpr (kDiag) {
-      if constexpr (F == Fix::Exact) r = tri_root_correct(w, r);
+    if constexpr (F == Fix::Exact) {
+      index_t t;
+      if constexpr (kDiag) {
+        r = tri_root_step(w, r, &t);
+      } else {
+        r = tri_root_step(w, r > 0 ? r - 1 : 0, &t) + 1;  // t = T(r - 1)
+      }
+      *i = w - t;
+    } else if constexpr (kDiag) {
       *i = w - tri(r);
     } else {
-      if constexpr (F == Fix::Exact) r = tri_root_correct(w, r > 0 ? r - 1 : 0) + 1;
       *i = w - tri(r - 1);  // r = 0 only from a broken estimate: wraps, no UB
     }
     *j = r;

@@ -740,7 +740,7 @@ const char* kBenchUsage =
     "in them, to time the block maps. One process.\n"
     "\n"
     "       tdsolve bench --problem dummy|edm|collide --n SIZES [--maps LIST] [--features LIST]\n"
-    "                     [--block B] [--repeat R] [--csv FILE] [--no-check]\n"
+    "                     [--block B] [--map-once] [--repeat R] [--csv FILE] [--no-check]\n"
     "\n"
     "The map laboratory: the papers' tests (seeds 000-002) under every block map of\n"
     "the papers, B × B threads a block (default 16) over an n × n matrix, each map\n"
@@ -913,7 +913,7 @@ bool parse_bench(int argc, char** argv, BenchOptions& b) {
   TripletChoices tc;
   all.add(triplet_group(o.triplet, tc, true));
   std::string problem, maps, sizes, features;
-  bool no_check = false;
+  bool no_check = false, map_once = false;
   po::options_description r("Bench");
   r.add_options()("problem", po::value(&problem)->default_value("auto")->value_name("P"),
                   "auto (edm, cross with --with, hist with --bins), atm (the triplet "
@@ -928,6 +928,9 @@ bool parse_bench(int argc, char** argv, BenchOptions& b) {
       "laboratory: edm's features, 1..4 (default) or a list; collide's dimension, 1 and/or 3")(
       "no-check", po::bool_switch(&no_check),
       "laboratory: skip the coverage check of each map (saves an n × n array of counters)")(
+      "map-once", po::bool_switch(&map_once),
+      "laboratory: one thread of each block evaluates the map and shares the tile through shared "
+      "memory (default: every thread evaluates it, as in the papers' kernels)")(
       "repeat", po::value(&b.repeat)->default_value(5),
       "timed passes, 1 to 1000 (median reported)")("csv", po::value(&b.csv)->value_name("FILE"),
                                                    "append a row of results to FILE")(
@@ -940,14 +943,16 @@ bool parse_bench(int argc, char** argv, BenchOptions& b) {
   check_choice("--problem", problem, {"auto", "atm", "dummy3", "dummy", "edm", "collide"});
   if (problem == "dummy" || problem == "edm" || problem == "collide") {
     finish_lab(b, c, vm, problem, maps, sizes, features, no_check);
+    b.lab.map_once = map_once;
     return true;
   }
   for (const char* lab : {"maps", "n", "features"})
     if (vm.count(lab))
       throw UsageError(std::string("--") + lab +
                        " belongs to the map laboratory: --problem dummy, edm or collide");
-  if (no_check)
-    throw UsageError("--no-check belongs to the map laboratory: --problem dummy, edm or collide");
+  if (no_check || map_once)
+    throw UsageError(std::string(no_check ? "--no-check" : "--map-once") +
+                     " belongs to the map laboratory: --problem dummy, edm or collide");
   const bool triplet = problem != "auto";
   if (cross && hist) throw UsageError("bench: --with and --bins do not go together");
   if (triplet && (cross || hist))

@@ -148,6 +148,7 @@ struct LabOptions {
   std::vector<int> features;      // edm: 1-4; collide: the dimension, 1 or 3; empty: default
   int block = 16;                 // B: B × B threads a block
   bool check = true;              // the coverage check after the timing
+  bool map_once = false;          // the map evaluated by one thread a block
   BackendKind backend = BackendKind::automatic;
 };
 

@@ -72,7 +72,7 @@ def main(argv=None):
     device = rows[0]["device"].replace("cuda: ", "")
     fig.suptitle(a.title or f"tdsolve map laboratory, {device}, B = {rows[0]['block']} (x: coverage check failed)")
     fig.tight_layout()
-    fig.savefig(a.png, dpi=110)
+    fig.savefig(a.png, dpi=80)
     print(f"{'test':16s} {'map':14s} {'median I':>9s} {'min I':>7s} {'max I':>7s}  first wrong n")
     for t in tests:
         for m, pts in sorted(data[t].items()):

@@ -4,8 +4,11 @@
 #   1. the papers' sweep: dummy, edm (1-4 features), collide (1-D, 3-D),
 #      n = 1024..30720 step 1024 (their range), B = 16, the issue's maps,
 #      each map's coverage checked; CSV lab-<gpu>.csv
+#      and again with --map-once (one thread a block evaluates the map);
+#      CSV lab-once-<gpu>.csv
 #   2. where the float maps break: dummy, every map, n past the papers' range
-#      (to 98304), coverage checked; CSV lab-break-<gpu>.csv
+#      (to 98304), coverage checked; CSV lab-break-<gpu>.csv; and at the sizes
+#      where the host finds their first wrong tile: lab-edges-<gpu>.csv
 #   3. the shipped edm kernel: λ2 in both tile orders (TDSOLVE_LAMBDA2_ORDER)
 #      against BB, n = 1e5 (and 30720, 51200), d = 1..8, 16, 32, float32,
 #      next to cudaMemset; CSV edm-<gpu>.csv
@@ -18,7 +21,7 @@ out=${OUT:-/tmp/tdsolve-lab}
 mkdir -p "$out"
 run() { timeout "${LIMIT:-400}" bash .devrun/on-device.sh "$@"; }
 T=$PWD/.devbin/tdsolve
-gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | grep -o 'H[0-9]*' | tr 'H' 'h')
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | grep -o 'H[0-9][0-9]*' | head -1 | tr 'H' 'h')
 gpu=${gpu:-gpu}
 summary=$out/summary-$gpu.txt
 : > "$summary"
@@ -40,10 +43,18 @@ if [[ $parts == *" 1 "* ]]; then
   step lab_dummy_$gpu run $T bench --problem dummy --n 1024:30720:1024 --repeat $R --csv "$csv"
   step lab_edm_$gpu run $T bench --problem edm --features 1..4 --n 1024:30720:1024 --repeat $R --csv "$csv"
   step lab_collide_$gpu run $T bench --problem collide --features 1,3 --n 1024:30720:1024 --repeat $R --csv "$csv"
+  # the same with the map evaluated once a block (--map-once)
+  csv=$out/lab-once-$gpu.csv; rm -f "$csv"
+  step lab_once_dummy_$gpu run $T bench --problem dummy --n 1024:30720:1024 --repeat $R --map-once --csv "$csv"
+  step lab_once_edm_$gpu run $T bench --problem edm --features 1..4 --n 1024:30720:1024 --repeat $R --map-once --csv "$csv"
+  step lab_once_collide_$gpu run $T bench --problem collide --features 1,3 --n 1024:30720:1024 --repeat $R --map-once --csv "$csv"
 fi
 if [[ $parts == *" 2 "* ]]; then
   csv=$out/lab-break-$gpu.csv; rm -f "$csv"
   step lab_break_$gpu run $T bench --problem dummy --maps all --n 28672:98304:4096 --repeat 3 --csv "$csv"
+  # at the sizes where the host scan (test_map_variants) finds each float map's first wrong tile
+  step lab_edges_$gpu run $T bench --problem dummy --maps ltm-n,ltm-r,ltm-x,utm,utm-nodiag \
+    --n 31248,31264,31265,32848,32864,32865,73696,73712,73713,92672,92688 --repeat 1 --csv "$out/lab-edges-$gpu.csv"
 fi
 if [[ $parts == *" 3 "* ]]; then
   csv=$out/edm-$gpu.csv; rm -f "$csv"

@@ -27,12 +27,27 @@ struct Params {
   unsigned* cover = nullptr;            // the coverage counters: n × n
   unsigned long long* count = nullptr;  // collide's overlaps
   unsigned long long* never = nullptr;  // dummy's store that never happens
+  bool once = false;                    // the map evaluated once a block
 };
 
-template <typename Map, int kKind, int F>
+// kOnce: thread (0, 0) evaluates the map and hands the tile to the block
+// through shared memory (one warp's work a block); else every thread
+// evaluates it, as the papers' kernels do (every warp's work).
+template <typename Map, int kKind, int F, bool kOnce>
 __global__ void lab_kernel(const Params p, const v::Pass pass) {
   index_t i, j;
-  if (!lab_tile<Map>(p.m, pass, blockIdx.x, blockIdx.y, &i, &j)) return;  // block-uniform
+  if constexpr (kOnce) {
+    __shared__ index_t tile[2];
+    __shared__ bool has;
+    if (threadIdx.x == 0 && threadIdx.y == 0)
+      has = lab_tile<Map>(p.m, pass, blockIdx.x, blockIdx.y, &tile[0], &tile[1]);
+    __syncthreads();
+    if (!has) return;  // block-uniform
+    i = tile[0];
+    j = tile[1];
+  } else {
+    if (!lab_tile<Map>(p.m, pass, blockIdx.x, blockIdx.y, &i, &j)) return;  // block-uniform
+  }
   const index_t b = blockDim.x;
   const index_t r = i * b + threadIdx.y, c = j * b + threadIdx.x;
   const bool in = r < c && c < p.n;
@@ -88,7 +103,10 @@ void launch_passes(const Params& p, int block, cudaStream_t stream) {
   for (int k = 0; k < l.count; ++k) {
     const v::Pass& pass = l.pass[k];
     const dim3 grid(static_cast<unsigned>(pass.x), static_cast<unsigned>(pass.y));
-    lab_kernel<Map, kKind, F><<<grid, dim3(block, block), 0, stream>>>(p, pass);
+    if (p.once)
+      lab_kernel<Map, kKind, F, true><<<grid, dim3(block, block), 0, stream>>>(p, pass);
+    else
+      lab_kernel<Map, kKind, F, false><<<grid, dim3(block, block), 0, stream>>>(p, pass);
   }
 }
 
@@ -226,6 +244,7 @@ class CudaLab final : public LabEngine {
     p.cover = cover_;
     p.count = counters_ + 1;
     p.never = counters_;
+    p.once = c_.map_once;
     return p;
   }
 

@@ -97,14 +97,17 @@ void run_lab(const LabOptions& o, int repeat, const std::string& csv, MPI_Comm c
     out = std::fopen(csv.c_str(), "a");
     if (!out) throw InputError("cannot append to --csv '" + csv + "': " + std::strerror(errno));
     if (fresh)
-      std::fprintf(out,
-                   "device,problem,features,n,block,m,map,passes,launched_blocks,tiles,repeat,"
-                   "median_ms,min_ms,improvement,checked,wrong,count,reference\n");
+      std::fprintf(
+          out,
+          "device,problem,features,n,block,map_eval,m,map,passes,launched_blocks,tiles,repeat,"
+          "median_ms,min_ms,improvement,checked,wrong,count,reference\n");
   }
   std::printf(
-      "bench: map laboratory, %s, --problem %s, B = %d (%d threads a block), median of %d "
-      "after a warm-up; I = T_bb / T_map (> 1: faster than the bounding box)%s\n",
-      device.c_str(), o.problem.c_str(), o.block, o.block * o.block, repeat,
+      "bench: map laboratory, %s, --problem %s, B = %d (%d threads a block), the map evaluated "
+      "by %s, median of %d after a warm-up; I = T_bb / T_map (> 1: faster than the bounding "
+      "box)%s\n",
+      device.c_str(), o.problem.c_str(), o.block, o.block * o.block,
+      o.map_once ? "one thread a block" : "every thread", repeat,
       o.check ? "; each map's coverage checked" : "");
   int failures = 0;
   for (int f : features) {
@@ -114,6 +117,7 @@ void run_lab(const LabOptions& o, int repeat, const std::string& csv, MPI_Comm c
       c.features = f;
       c.n = n;
       c.block = o.block;
+      c.map_once = o.map_once;
       engine->prepare(c, lab::lab_data(c), o.check);
       std::vector<Row> rows;
       for (lab::MapId map : order) {
@@ -153,12 +157,13 @@ void run_lab(const LabOptions& o, int repeat, const std::string& csv, MPI_Comm c
           const int passes = lab::dispatch_lab_map(
               r.map, [&](auto M) { return lab::lab_launch<decltype(M)>(c.m()).count; });
           std::fprintf(out,
-                       "\"%s\",%s,%d,%llu,%d,%llu,%s,%d,%llu,%llu,%d,%.5f,%.5f,%.4f,%s,%llu,%llu,"
-                       "%llu\n",
+                       "\"%s\",%s,%d,%llu,%d,%s,%llu,%s,%d,%llu,%llu,%d,%.5f,%.5f,%.4f,%s,%llu,"
+                       "%llu,%llu\n",
                        device.c_str(), o.problem.c_str(), f, (unsigned long long)n, o.block,
-                       (unsigned long long)c.m(), lab::map_name(r.map), passes,
-                       (unsigned long long)launched, (unsigned long long)mapping::tri(c.m()),
-                       repeat, r.median, r.min, bb / r.median,
+                       o.map_once ? "block" : "thread", (unsigned long long)c.m(),
+                       lab::map_name(r.map), passes, (unsigned long long)launched,
+                       (unsigned long long)mapping::tri(c.m()), repeat, r.median, r.min,
+                       bb / r.median,
                        !r.check.done  ? "no"
                        : r.check.ok() ? "ok"
                                       : "wrong",

@@ -191,6 +191,9 @@ struct LabCase {
   int features = 0;
   index_t n = 0;
   int block = 16;  // B: B × B threads a block
+  // One thread a block evaluates the map and shares the tile (else every
+  // thread does, as in the papers); the CPU engine has one "thread".
+  bool map_once = false;
   index_t m() const { return (n + block - 1) / block; }
 };
 

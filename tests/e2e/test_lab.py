@@ -112,6 +112,19 @@ class LabTest(TempDirTest):
             self.assertIn(message, r.stderr, args)
             self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
 
+    def test_map_once_checks_the_same(self):
+        out = self.path("once.csv")
+        self.bench("--problem", "collide", "--maps", "all", "--n", "700", "--features", "3", "--map-once",
+                   "--csv", out)
+        got = rows(out)
+        self.assertEqual({r["map_eval"] for r in got}, {"block"})
+        for r in got:
+            if r["map"] in EXACT:
+                self.assertEqual(r["checked"], "ok", r)
+                self.assertEqual(r["count"], r["reference"], r)
+        r = self.bench("--generate", "uniform:10:3", "--map-once", ok=False)
+        self.assertIn("--map-once belongs to the map laboratory", r.stderr)
+
     def test_two_ranks_refused(self):
         r = tdsolve("bench", "--backend", "cpu", "--problem", "dummy", "--n", "10", np_=2)
         self.assertNotEqual(r.returncode, 0)
