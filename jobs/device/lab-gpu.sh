@@ -13,8 +13,9 @@
 #      against BB, n = 1e5 (and 30720, 51200), d = 1..8, 16, 32, float32,
 #      next to cudaMemset; CSV edm-<gpu>.csv
 #   4. ncu of the shipped kernel at n = 30720 (d = 4 and 32) when ncu exists
+#   5. with a second build in .devbin/tdsolve_b: d = 16, 32, 64 on both
 # Everything lands in $OUT (or /tmp/tdsolve-lab); the summary last.
-# PARTS="1 2 3 4" picks parts; REPEAT (default 5).
+# PARTS="1 2 3 4" picks parts (5 only when named); REPEAT (default 5).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${OUT:-/tmp/tdsolve-lab}
@@ -70,6 +71,21 @@ if [[ $parts == *" 3 "* ]]; then
     done
   done
   echo "edm rows: $(($(wc -l < "$csv") - 1))" | tee -a "$summary"
+fi
+if [[ $parts == *" 5 "* ]] && [ -x .devbin/tdsolve_b ]; then
+  # A second build (stage.sh with REF): the general path (d > 8) with
+  # TDS_EDM_MIN_BLOCKS_GENERAL=2, against this build, same points.
+  csv=$out/edm-general-$gpu.csv; rm -f "$csv"
+  for d in ${GENERAL_DIMS:-16 32 64}; do
+    for bin in tdsolve tdsolve_b; do
+      for map in lambda bb; do
+        run .devbin/$bin bench --backend cuda --generate uniform:100000:$d:1 --map $map --repeat 7 \
+          --csv "$csv" >> "$out/edm_general_$gpu.log" 2>&1
+        echo "$d,$bin,$map" >> "$out/edm-general-which-$gpu.csv"
+      done
+    done
+  done
+  echo "general rows: $(($(wc -l < "$csv") - 1))" | tee -a "$summary"
 fi
 if [[ $parts == *" 4 "* ]] && command -v ncu >/dev/null; then
   m=gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__throughput.avg.pct_of_peak_sustained_elapsed,\

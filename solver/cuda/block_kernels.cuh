@@ -52,6 +52,9 @@ namespace tdsolve::cuda {
 #ifndef TDS_EDM_MIN_BLOCKS
 #define TDS_EDM_MIN_BLOCKS 3
 #endif
+#ifndef TDS_EDM_MIN_BLOCKS_GENERAL  // d > 8
+#define TDS_EDM_MIN_BLOCKS_GENERAL 1
+#endif
 
 #ifndef TDS_HIST_MIN_BLOCKS
 #define TDS_HIST_MIN_BLOCKS 4
@@ -82,7 +85,8 @@ struct BlockPolicy {
   // 72 % of the write ceiling; for d <= 4 caps of 1, 2 or 3 measured the same
   // (docs/performance.md). The general path needs its accumulators.
   static constexpr int min_blocks(int d) {
-    return d == 0 ? 1 : (d <= 4 ? TDS_EDM_MIN_BLOCKS_SMALL : TDS_EDM_MIN_BLOCKS);
+    return d == 0 ? TDS_EDM_MIN_BLOCKS_GENERAL
+                  : (d <= 4 ? TDS_EDM_MIN_BLOCKS_SMALL : TDS_EDM_MIN_BLOCKS);
   }
   // Binning writes nothing to memory: it is bound by instructions and their
   // latency, so it asks for more resident warps than the stores need.
@@ -510,9 +514,26 @@ __global__ void __launch_bounds__(BlockPolicy::kThreads, kHist ? BlockPolicy::mi
     }
   };
   if constexpr (Map::kOneDimensional) {
+    // λ2 unranks ω with a float root and 64-bit corrections. For d >= 5
+    // (and the general path) one thread does it and hands the tile over
+    // through shared memory, so that the block's other 7 warps do not
+    // repeat it: on the H100 that took d = 8 from 11.1 to 9.5 ms and
+    // d = 16, 32 down 3 % (n = 1e5), but cost d = 2, 3 4-7 % (the two
+    // barriers a tile), so d <= 4 keeps every warp's own evaluation
+    // (docs/performance.md; the map laboratory's --map-once measures the
+    // same trade).
+    constexpr bool kShareTile = D == 0 || D >= 5;
+    __shared__ mapping::Tile next;
     for (index_t bx = blockIdx.x; bx < p.grid.x; bx += gridDim.x) {
       mapping::Tile t;
-      Map::tile(detail::domain_of<Map>(p), p.grid, bx, 0, &t);
+      if constexpr (kShareTile) {
+        if (threadIdx.x == 0) Map::tile(detail::domain_of<Map>(p), p.grid, bx, 0, &next);
+        __syncthreads();
+        t = next;
+        __syncthreads();  // every thread has it before thread 0 writes the next
+      } else {
+        Map::tile(detail::domain_of<Map>(p), p.grid, bx, 0, &t);
+      }
       one(t);
     }
   } else {

@@ -216,7 +216,8 @@ class LabEngine {
  public:
   virtual ~LabEngine() = default;
   virtual std::string describe() const = 0;
-  // Bytes the case needs on the engine (points, output, counters).
+  // Uploads the case's data; allocates edm's output and, with check, the
+  // coverage counters (n × n each).
   virtual void prepare(const LabCase& c, const std::vector<float>& data, bool check) = 0;
   // Milliseconds of `repeat` timed launches of the map's passes, after one
   // untimed warm-up launch.

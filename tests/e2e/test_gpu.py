@@ -147,19 +147,23 @@ class GpuTest(TempDirTest):
 
     def test_collide_identical_to_cpu(self):
         # The edm store kernels in float64 with the overlap test on the host:
-        # the same /pairs, /distances and /count bytes as the CPU, on 1 and 3
-        # ranks sharing the GPU, in 3-D and 1-D, n not a multiple of 128.
+        # the same /pairs, /distances and /count bytes as the CPU, on 1, 2
+        # and 3 ranks sharing the GPU (and the CPU on 3 ranks at n = 200003),
+        # in 3-D and 1-D, n not a multiple of 128.
         for spec in ("spheres:200003:3:9", "spheres:100001:1:4", "spheres:30001:3:2:0.02"):
             outs = []
-            for backend, ranks in (("cpu", 1), ("cuda", 1), ("cuda", 3)):
+            runs = [("cpu", 1), ("cuda", 1), ("cuda", 2), ("cuda", 3)]
+            if spec.startswith("spheres:200003"):
+                runs.append(("cpu", 3))
+            for backend, ranks in runs:
                 p = self.path(f"collide_{backend}{ranks}.h5")
                 tdsolve("collide", "--generate", spec, "--output", p, "--backend", backend, "--overwrite",
                         "--progress", "none", "--quiet", np_=ranks, check=True)
                 with h5py.File(p, "r") as f:
                     outs.append(tuple(f[d][()].tobytes() for d in ("pairs", "distances", "count", "progress/done")))
             self.assertGreater(len(outs[0][0]), 16 * 10000, f"{spec}: too few pairs to compare")
-            self.assertEqual(outs[1], outs[0], f"collide {spec}: GPU != CPU")
-            self.assertEqual(outs[2], outs[0], f"collide {spec}: 3 ranks on one GPU != CPU")
+            for (backend, ranks), out in zip(runs[1:], outs[1:]):
+                self.assertEqual(out, outs[0], f"collide {spec}: {backend} on {ranks} rank(s) != CPU on 1")
 
     def test_knn_too_many_neighbours_for_the_gpu_is_one_line(self):
         r = tdsolve("knn", "--generate", "uniform:1000:3", "--k", 257, "--output", self.path("x.h5"), "--backend",
