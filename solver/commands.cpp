@@ -23,6 +23,7 @@
 #include "io/result_file.hpp"
 #include "io/spheres.hpp"
 #include "mapping/simplex.hpp"
+#include "solver/bench_csv.hpp"
 #include "solver/cpu/cpu_backend.hpp"  // available_host_bytes
 #include "solver/driver.hpp"
 #include "solver/exact_sum.hpp"
@@ -1684,12 +1685,6 @@ int run_typed(const CommandOptions& o, MPI_Comm comm) {
   return complete ? 0 : kStoppedExitCode;
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t h = v.size() / 2;
-  return v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
-}
-
 template <typename T>
 void bench_typed(const BenchOptions& b, MPI_Comm comm) {
   const CommandOptions& o = b.cmd;
@@ -1749,17 +1744,12 @@ void bench_typed(const BenchOptions& b, MPI_Comm comm) {
   }
   std::printf("\n");
   if (!b.csv.empty()) {
-    struct stat st {};
-    const bool fresh = stat(b.csv.c_str(), &st) != 0 || st.st_size == 0;
-    std::FILE* f = std::fopen(b.csv.c_str(), "a");
-    if (!f) throw InputError("cannot append to --csv '" + b.csv + "': " + std::strerror(errno));
-    if (fresh)
-      std::fprintf(f,
-                   "device,problem,backend,map,n,cols,d,metric,precision,block,launches,pairs,"
-                   "bytes,repeat,"
-                   "median_ms,min_ms,pairs_per_s,gbytes_per_s,memset_ms,memset_gbytes_per_s,"
-                   "store_ms,store_gbytes_per_s,fraction_of_memset\n");
-    std::fprintf(f,
+    const CsvFile f = open_bench_csv(
+        b.csv,
+        "device,problem,backend,map,n,cols,d,metric,precision,block,launches,pairs,bytes,repeat,"
+        "median_ms,min_ms,pairs_per_s,gbytes_per_s,memset_ms,memset_gbytes_per_s,store_ms,"
+        "store_gbytes_per_s,fraction_of_memset\n");
+    std::fprintf(f.get(),
                  "\"%s\",%s,%s,%s,%llu,%llu,%llu,%s,%s,%llu,%llu,%llu,%.0f,%d,%.4f,%.4f,%.4g,"
                  "%.2f,%.4f,%.2f,%.4f,%.2f,%.4f\n",
                  device.c_str(), problem, kind.c_str(), map.c_str(), (unsigned long long)p.rows,
@@ -1770,7 +1760,6 @@ void bench_typed(const BenchOptions& b, MPI_Comm comm) {
                  memset_ms > 0 ? bytes / (memset_ms * 1e-3) / 1e9 : 0.0, store_ms,
                  store_ms > 0 ? bytes / (store_ms * 1e-3) / 1e9 : 0.0,
                  memset_ms > 0 ? memset_ms / med : 0.0);
-    std::fclose(f);
   }
 }
 

@@ -21,6 +21,7 @@
 #include "io/input.hpp"
 #include "io/output_files.hpp"
 #include "io/result_file.hpp"
+#include "solver/bench_csv.hpp"
 #include "solver/commands.hpp"
 #include "solver/cuda/cuda_backend.hpp"
 #include "solver/driver.hpp"
@@ -434,22 +435,17 @@ int bench(const FractalOptions& o, const Job& j) {
       int(o.engine.tensor_cores), med * 1e3, o.repeat, o.steps, per_step[0] * 1e3,
       double(f.cells) / med, human_bytes(double(e->device_bytes())).c_str());
   if (!o.csv.empty()) {
-    struct stat st {};
-    const bool fresh = stat(o.csv.c_str(), &st) != 0 || st.st_size == 0;
-    std::FILE* fp = std::fopen(o.csv.c_str(), "a");
-    if (!fp) throw InputError("cannot append to --csv '" + o.csv + "': " + std::strerror(errno));
-    if (fresh)
-      std::fprintf(fp,
-                   "device,shape,k,s,level,n,cells,map,rho,tensor_cores,steps,repeat,"
-                   "median_ms_per_step,min_ms_per_step,cells_per_s,state_bytes\n");
-    std::fprintf(fp, "\"%s\",%s,%d,%d,%d,%llu,%llu,%s,%llu,%d,%ld,%d,%.6f,%.6f,%.6g,%llu\n",
+    const CsvFile fp =
+        open_bench_csv(o.csv,
+                       "device,shape,k,s,level,n,cells,map,rho,tensor_cores,steps,repeat,"
+                       "median_ms_per_step,min_ms_per_step,cells_per_s,state_bytes\n");
+    std::fprintf(fp.get(), "\"%s\",%s,%d,%d,%d,%llu,%llu,%s,%llu,%d,%ld,%d,%.6f,%.6f,%.6g,%llu\n",
                  e->describe().c_str(), j.shape.name.c_str(), f.k, f.s, f.levels,
                  (unsigned long long)f.n, (unsigned long long)f.cells,
                  strategy_name(o.engine.strategy),
                  (unsigned long long)(o.engine.rho ? o.engine.rho : default_rho(f)),
                  int(o.engine.tensor_cores), o.steps, o.repeat, med * 1e3, per_step[0] * 1e3,
                  double(f.cells) / med, (unsigned long long)e->device_bytes());
-    std::fclose(fp);
   }
   return 0;
 }

@@ -1,14 +1,11 @@
 // tdsolve bench --problem dummy|edm|collide: the map laboratory's sweep.
 #include "solver/lab/command.hpp"
 
-#include <sys/stat.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
 
 #include "core/error.hpp"
+#include "solver/bench_csv.hpp"
 #include "solver/cuda/cuda_backend.hpp"
 #include "solver/lab/lab.hpp"
 #include "solver/mpi_util.hpp"
@@ -16,12 +13,6 @@
 namespace tdsolve {
 
 namespace {
-
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t h = v.size() / 2;
-  return v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
-}
 
 // The CPU engine checks; its times say nothing about a GPU's maps.
 constexpr index_t kMaxCpuLabN = 8192;
@@ -90,18 +81,12 @@ void run_lab(const LabOptions& o, int repeat, const std::string& csv, MPI_Comm c
   std::unique_ptr<lab::LabEngine> engine = gpu ? lab::make_cuda_lab() : lab::make_cpu_lab();
   const std::string device = engine->describe();
 
-  std::FILE* out = nullptr;
-  if (!csv.empty()) {
-    struct stat st {};
-    const bool fresh = stat(csv.c_str(), &st) != 0 || st.st_size == 0;
-    out = std::fopen(csv.c_str(), "a");
-    if (!out) throw InputError("cannot append to --csv '" + csv + "': " + std::strerror(errno));
-    if (fresh)
-      std::fprintf(
-          out,
-          "device,problem,features,n,block,map_eval,m,map,passes,launched_blocks,tiles,repeat,"
-          "median_ms,min_ms,improvement,checked,wrong,count,reference\n");
-  }
+  const CsvFile out =
+      csv.empty() ? nullptr
+                  : open_bench_csv(csv,
+                                   "device,problem,features,n,block,map_eval,m,map,passes,"
+                                   "launched_blocks,tiles,repeat,median_ms,min_ms,improvement,"
+                                   "checked,wrong,count,reference\n");
   std::printf(
       "bench: map laboratory, %s, --problem %s, B = %d (%d threads a block), the map evaluated "
       "by %s, median of %d after a warm-up; I = T_bb / T_map (> 1: faster than the bounding "
@@ -124,7 +109,7 @@ void run_lab(const LabOptions& o, int repeat, const std::string& csv, MPI_Comm c
         Row r;
         r.map = map;
         const std::vector<double> ms = engine->time(map, repeat);
-        r.median = median_of(ms);
+        r.median = median(ms);
         r.min = *std::min_element(ms.begin(), ms.end());
         if (o.check) r.check = engine->check(map);
         rows.push_back(r);
@@ -156,7 +141,7 @@ void run_lab(const LabOptions& o, int repeat, const std::string& csv, MPI_Comm c
           const index_t launched = lab::launched_blocks(r.map, c.m());
           const int passes = lab::dispatch_lab_map(
               r.map, [&](auto M) { return lab::lab_launch<decltype(M)>(c.m()).count; });
-          std::fprintf(out,
+          std::fprintf(out.get(),
                        "\"%s\",%s,%d,%llu,%d,%s,%llu,%s,%d,%llu,%llu,%d,%.5f,%.5f,%.4f,%s,%llu,"
                        "%llu,%llu\n",
                        device.c_str(), o.problem.c_str(), f, (unsigned long long)n, o.block,
@@ -170,12 +155,11 @@ void run_lab(const LabOptions& o, int repeat, const std::string& csv, MPI_Comm c
                        (unsigned long long)r.check.wrong, (unsigned long long)r.check.count,
                        (unsigned long long)r.check.reference);
         }
-        std::fflush(out);
+        std::fflush(out.get());
       }
     }
   }
   engine->release();
-  if (out) std::fclose(out);
   if (failures)
     std::printf(
         "bench: %d map run%s gave wrong results (WRONG above): the float maps past their "
