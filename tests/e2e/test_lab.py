@@ -105,6 +105,8 @@ class LabTest(TempDirTest):
             (["--problem", "edm", "--n", "100000"], "up to n = 8192"),
             (["--problem", "edm", "--n", "10", "--repeat", "0"], "--repeat"),
             (["--generate", "uniform:10:3", "--maps", "bb"], "map laboratory"),
+            (["--problem", "dummy", "--n", "10", "--csv", os.path.join(self.dir, "no", "x.csv")],
+             "cannot append to --csv"),
         ]
         for args, message in cases:
             r = self.bench(*args, ok=False)
