@@ -5,7 +5,8 @@
 #   hist and cross; edm files vs those of a reference build (.devbin/tdsolve_ref,
 #   when staged: the redesign must change no output);
 #   compute-sanitizer memcheck and racecheck on small cases of every kernel family.
-# Needs .devbin and .devrun from jobs/device/stage.sh.
+# Needs .devbin and .devrun from jobs/device/stage.sh. SANITIZERS_ONLY=1 skips
+# the unit and end-to-end tests (to split the checks over two device calls).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 # Logs go to a work folder, packed into $OUT/check.tgz at the end (the device
@@ -26,14 +27,22 @@ step() {  # step NAME COMMAND...: run, log, record the exit status
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.max.sm --format=csv > "$out/gpu.txt" 2>&1
 cat "$out/gpu.txt"
 export TDSOLVE_REQUIRE_GPU=1 TDSOLVE_BIN=$PWD/.devbin/tdsolve TDSOLVE_MPIEXEC=mpirun
-step gpu_unit_tests run .devbin/tdsolve_gpu_tests
-step e2e_gpu run python3 tests/e2e/test_gpu.py -v
+if [ -z "${SANITIZERS_ONLY:-}" ]; then
+  step gpu_unit_tests run .devbin/tdsolve_gpu_tests
+  step e2e_gpu run python3 tests/e2e/test_gpu.py -v
+fi
 for tool in memcheck racecheck; do
   step "${tool}_bench_f32_d3" run compute-sanitizer --tool $tool --error-exitcode 9 \
     .devbin/tdsolve bench --backend cuda --generate uniform:700:3:1 --repeat 1
   step "${tool}_bench_bb_f64_d17" run compute-sanitizer --tool $tool --error-exitcode 9 \
     .devbin/tdsolve bench --backend cuda --generate uniform:600:17:2 --precision float64 --map bb --repeat 1 \
     --metric cosine
+  # the general path: one narrow stage for both passes (d = 16, 16-byte
+  # staging loads), wide stages (d = 33: element by element, 2 stages; d = 64)
+  for d in 16 33 64; do
+    step "${tool}_bench_f32_d$d" run compute-sanitizer --tool $tool --error-exitcode 9 \
+      .devbin/tdsolve bench --backend cuda --generate uniform:600:$d:2 --repeat 1
+  done
 done
 for tool in memcheck racecheck; do
   step "${tool}_hist_box_f32" run compute-sanitizer --tool $tool --error-exitcode 9 \

@@ -13,11 +13,12 @@
 //
 // Features: for d <= 8 (compile time) each lane keeps its 4 column points in
 // registers and reads row points from shared memory (a broadcast: all lanes
-// read the same row); for larger d, row and column strips of 16 (float) or 8
-// (double) features are staged in shared memory, the column strip transposed
-// and padded so that neither the staging writes nor the reads conflict on
-// banks (seed 004), while each thread accumulates a 16×4 (8×4 for double
-// accumulators) block of values.
+// read the same row); for larger d, row and column strips of 64 bytes of
+// each point (d up to 16 floats or 8 doubles: one stage serves the whole
+// sub-tile) or 128 bytes (larger d) are staged in shared memory, the column
+// strip transposed lane-major (seed 004's transposed strip, arranged for
+// 16-byte loads), while each thread accumulates an 8×4 register block of
+// values, two passes a sub-tile, taking 16 bytes of features a load.
 //
 // Domains: pairs i < j of one point set (rows = cols = n, packed rows of the
 // triangle) or the rectangle of two (row-major M × K); the domain decides the
@@ -35,7 +36,9 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include "mapping/block_map.hpp"
@@ -52,8 +55,8 @@ namespace tdsolve::cuda {
 #ifndef TDS_EDM_MIN_BLOCKS
 #define TDS_EDM_MIN_BLOCKS 3
 #endif
-#ifndef TDS_EDM_MIN_BLOCKS_GENERAL  // d > 8
-#define TDS_EDM_MIN_BLOCKS_GENERAL 1
+#ifndef TDS_EDM_MIN_BLOCKS_GENERAL  // d > 8, the older metrics, 32-bit accumulators
+#define TDS_EDM_MIN_BLOCKS_GENERAL 3
 #endif
 
 #ifndef TDS_HIST_MIN_BLOCKS
@@ -83,14 +86,37 @@ struct BlockPolicy {
   // small-d kernels unroll into 110-128 registers (2 blocks, 16 warps per
   // SM). On an H100, capping d = 5..8 at 3 blocks took d = 8 from 65 % to
   // 72 % of the write ceiling; for d <= 4 caps of 1, 2 or 3 measured the same
-  // (docs/performance.md). The general path needs its accumulators.
-  static constexpr int min_blocks(int d) {
-    return d == 0 ? TDS_EDM_MIN_BLOCKS_GENERAL
-                  : (d <= 4 ? TDS_EDM_MIN_BLOCKS_SMALL : TDS_EDM_MIN_BLOCKS);
+  // (docs/performance.md). The general path (d <= 0 here) of the older
+  // metrics: 3 blocks (80 registers) with 32-bit accumulators, which took
+  // d = 16 and 32 from 18.3 and 27.5 ms to 11.3 and 18.0 (H100, n = 1e5),
+  // and 2 for float64 points (their 32 accumulators take 64 registers).
+  // float32 points with float64 accumulators (cosine) and the newer
+  // metrics' longer per-feature code keep the whole register file: capped,
+  // they spill.
+  static constexpr int min_blocks(int d, bool older, int acc_bytes, int point_bytes) {
+    if (d <= 0) {
+      if (!older) return 1;
+      return acc_bytes == 4 ? TDS_EDM_MIN_BLOCKS_GENERAL : (point_bytes == 8 ? 2 : 1);
+    }
+    return d <= 4 ? TDS_EDM_MIN_BLOCKS_SMALL : TDS_EDM_MIN_BLOCKS;
   }
+  // Blocks an SM a store launch may hold (0: as many as fit), enforced with
+  // dynamic shared memory it does not use. λ2's d = 1 kernel compiles to 80
+  // registers, so 3 blocks an SM fit where BB's (96 registers) fits 2, and
+  // with 3 its writes ran 5 % slower: 8.03 against 7.64 ms at 2 (H100,
+  // n = 1e5; BB 7.63). More blocks in flight write into more packed rows at
+  // once (docs/performance.md).
+  static constexpr int max_blocks(int d, bool lambda2) { return d == 1 && lambda2 ? 2 : 0; }
   // Binning writes nothing to memory: it is bound by instructions and their
   // latency, so it asks for more resident warps than the stores need.
-  static constexpr int min_blocks_hist(int d) { return d == 0 ? 1 : TDS_HIST_MIN_BLOCKS; }
+  static constexpr int min_blocks_hist(int d, bool older, int acc_bytes, int point_bytes) {
+    return d <= 0 ? min_blocks(d, older, acc_bytes, point_bytes) : TDS_HIST_MIN_BLOCKS;
+  }
+  // The general path's feature stages: 64 bytes of each point (16 floats)
+  // while d fits, 128 bytes beyond (d = 16 measured 7 % faster with the
+  // narrow stage, d = 32 10 % faster with the wide one; H100, n = 1e5).
+  static constexpr int kNarrowStageBytes = 64;
+  static constexpr int kWideStageBytes = 128;
   static constexpr int kRowUnroll = TDS_EDM_ROW_UNROLL;  // rows in flight per warp (small d)
 };
 
@@ -285,13 +311,44 @@ struct SmallDShared {
   T rows[BlockPolicy::kTile * BlockPolicy::kMaxSmallD];
   double row_norms[BlockPolicy::kTile];
 };
-template <typename T>
+// The general path's strips. Row r's features k at rows[r][k], so that one
+// 16-byte load (a broadcast: every lane reads the same row) gives a thread
+// 16 / sizeof(T) consecutive features. The column strip is lane-major:
+// feature k of column lane + 32 s at cols[k][lane * 4 + s], so that one
+// 16-byte load (float; two for double) gives a lane its 4 columns, and the
+// warp's 32 loads are consecutive (no bank conflicts).
+template <typename T, int kStageBytes>
 struct GeneralShared {
-  static constexpr int kStep = sizeof(T) == 4 ? 16 : 8;  // features per stage
-  T rows[BlockPolicy::kTile][kStep];
-  T cols[kStep][BlockPolicy::kTile + BlockPolicy::kPad];
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>, "float or double points");
+  static constexpr int kStep = kStageBytes / sizeof(T);  // features per stage
+  static constexpr int kVec = 16 / sizeof(T);            // features in one 16-byte load
+  alignas(16) T rows[BlockPolicy::kTile][kStep];
+  alignas(16) T cols[kStep][BlockPolicy::kTile + BlockPolicy::kPad];
   double row_norms[BlockPolicy::kTile];
 };
+
+// 16-byte shared-memory loads of the general path (addresses 16-aligned).
+template <int N, typename T>
+__device__ __forceinline__ void load_vec(const T* s, T (&v)[N]) {
+  static_assert(N * sizeof(T) % 16 == 0, "whole 16-byte loads");
+  if constexpr (sizeof(T) == 4) {
+#pragma unroll
+    for (int h = 0; h < N; h += 4) {
+      const float4 x = *reinterpret_cast<const float4*>(s + h);
+      v[h] = x.x;
+      v[h + 1] = x.y;
+      v[h + 2] = x.z;
+      v[h + 3] = x.w;
+    }
+  } else {
+#pragma unroll
+    for (int h = 0; h < N; h += 2) {
+      const double2 x = *reinterpret_cast<const double2*>(s + h);
+      v[h] = x.x;
+      v[h + 1] = x.y;
+    }
+  }
+}
 
 // d known at compile time (1..8): column points in registers. kFast: every
 // value of the sub-tile is a domain element (no mask); a template parameter
@@ -351,18 +408,71 @@ __device__ __forceinline__ void subtile_small_d(const KernelParams<T>& p, index_
   __syncthreads();  // before the next sub-tile overwrites the rows
 }
 
-// Any d: strips of features through shared memory.
-template <typename T, typename M, typename Map, bool kHist, bool kPeriodic, bool kFast>
+// Features [kb, kb + kStep) of the sub-tile's 128 rows and 128 columns into
+// the strips; zero past d or n, which leaves every accumulator unchanged.
+// When d is a multiple of 16 bytes' worth of features every point's strip is
+// whole 16-byte loads (cudaMalloc'd points: 16-byte aligned rows).
+template <typename T, typename S>
+__device__ __forceinline__ void stage_strips(const KernelParams<T>& p, index_t i0, index_t j0,
+                                             index_t kb, S& sh) {
+  constexpr int kStep = S::kStep, kVec = S::kVec;
+  using V = std::conditional_t<sizeof(T) == 4, float4, double2>;
+  // Only the features the compute reads: up to d, rounded up to whole
+  // groups of kVec (the group past d is zero-padded).
+  const index_t left = p.d - kb;
+  const int width = left < kStep ? static_cast<int>((left + kVec - 1) / kVec * kVec) : kStep;
+  if (p.d % kVec == 0) {
+    constexpr int kPerRow = kStep / kVec;  // 16-byte pieces of a row's strip
+    for (int e = threadIdx.x; e < BlockPolicy::kTile * kPerRow; e += BlockPolicy::kThreads) {
+      const int r = e / kPerRow, k = (e % kPerRow) * kVec;
+      if (k >= width) continue;
+      const index_t f = kb + k, i = i0 + r, j = j0 + r;
+      V x{}, y{};
+      if (i < p.rows && f < p.d) x = *reinterpret_cast<const V*>(p.a + i * p.d + f);
+      if (j < p.cols && f < p.d) y = *reinterpret_cast<const V*>(p.b + j * p.d + f);
+      *reinterpret_cast<V*>(&sh.rows[r][k]) = x;
+      T ys[kVec];
+      std::memcpy(ys, &y, sizeof y);
+      const int at = (r % kWarpSize) * kCols + r / kWarpSize;
+#pragma unroll
+      for (int h = 0; h < kVec; ++h)
+        sh.cols[k + h][at] = ys[h];
+    }
+    return;
+  }
+  for (int e = threadIdx.x; e < BlockPolicy::kTile * kStep; e += BlockPolicy::kThreads) {
+    const int r = e / kStep, k = e % kStep;
+    if (k >= width) continue;
+    const index_t f = kb + k, i = i0 + r, j = j0 + r;
+    sh.rows[r][k] = (i < p.rows && f < p.d) ? p.a[i * p.d + f] : T(0);
+    sh.cols[k][(r % kWarpSize) * kCols + r / kWarpSize] =
+        (j < p.cols && f < p.d) ? p.b[j * p.d + f] : T(0);
+  }
+}
+
+// Any d: strips of features through shared memory. Each thread keeps a
+// register block of kRowsPerPass rows × 4 columns of accumulators (GEMM's
+// register tile) and, for the older metrics, takes the features 16 bytes at
+// a time: per group of kVec features a lane loads its 4 columns once per
+// feature (one 16-byte load each) and each row's kVec features in one
+// broadcast load, then runs kRowsPerPass × 4 × kVec steps from registers.
+// Every accumulator still visits its features in order k = 0..d-1, so the
+// bits are the CPU's.
+template <typename T, typename M, typename Map, bool kHist, bool kPeriodic, bool kFast, typename S>
 __device__ __forceinline__ void subtile_general(const KernelParams<T>& p, index_t i0, index_t j0,
-                                                GeneralShared<T>& sh) {
+                                                S& sh) {
   using A = typename M::acc_t;
   const M m(p.mp);
-  constexpr int kStep = GeneralShared<T>::kStep;
-  constexpr int kRowsPerPass = sizeof(A) == 4 ? 16 : 8;
+  constexpr int kStep = S::kStep;
+  // 8 rows a pass: 16 (one pass) needs 128 registers for its 64
+  // accumulators and measured slower (2 blocks an SM) for d <= 32.
+  constexpr int kRowsPerPass = 8;
   constexpr int kPasses = BlockPolicy::kRowsPerWarp / kRowsPerPass;
-  // Features unrolled 4 deep for the older metrics; the newer ones (longer
-  // per-feature code, general d only) not at all, to keep compile time down.
-  constexpr int kUnrollK = metric::traits<M>::small_d ? 4 : 1;
+  // Features grouped 16 bytes deep for the older metrics; the newer ones
+  // (longer per-feature code, general d only) one at a time, to keep
+  // compile time down.
+  constexpr bool kWide = metric::traits<M>::small_d;
+  constexpr int kVec = kWide ? S::kVec : 1;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   if (M::needs_norms) {
     for (int r = threadIdx.x; r < BlockPolicy::kTile; r += BlockPolicy::kThreads)
@@ -382,31 +492,42 @@ __device__ __forceinline__ void subtile_general(const KernelParams<T>& p, index_
       for (int s = 0; s < kCols; ++s)
         acc[q][s] = A(0);
     for (index_t kb = 0; kb < p.d; kb += kStep) {
-      __syncthreads();
-      for (int e = threadIdx.x; e < BlockPolicy::kTile * kStep; e += BlockPolicy::kThreads) {
-        const int r = e / kStep, k = e % kStep;
-        const index_t f = kb + k, i = i0 + r, j = j0 + r;
-        // Zero padding past d or n leaves every accumulator's value unchanged.
-        sh.rows[r][k] = (i < p.rows && f < p.d) ? p.a[i * p.d + f] : T(0);
-        sh.cols[k][r] = (j < p.cols && f < p.d) ? p.b[j * p.d + f] : T(0);
+      // With d <= kStep one staging serves every pass.
+      if (pass == 0 || p.d > kStep) {
+        __syncthreads();
+        stage_strips(p, i0, j0, kb, sh);
+        __syncthreads();
       }
-      __syncthreads();
       const int kmax = p.d - kb < kStep ? static_cast<int>(p.d - kb) : kStep;
-#pragma unroll kUnrollK
-      for (int k = 0; k < kStep; ++k) {
+      // Not unrolled: unrolled, the compiler hoists every group's loads and
+      // needs 255 registers.
+#pragma unroll 1
+      for (int kg = 0; kg < kStep; kg += kVec) {
         // Zero padding past d is harmless to every metric but a box's
-        // (whose length there is 0): with a box it is skipped.
-        if (kPeriodic && k >= kmax) break;
-        T c[kCols];
+        // (whose length there is 0): with a box it is skipped. Groups
+        // wholly past d are skipped by every metric.
+        if (kg >= kmax) break;
+        T c[kVec][kCols];
 #pragma unroll
-        for (int s = 0; s < kCols; ++s)
-          c[s] = sh.cols[k][lane + kWarpSize * s];
+        for (int kk = 0; kk < kVec; ++kk)
+          load_vec<kCols>(&sh.cols[kg + kk][lane * kCols], c[kk]);
 #pragma unroll
         for (int q = 0; q < kRowsPerPass; ++q) {
-          const T xr = sh.rows[(pass * kRowsPerPass + q) * BlockPolicy::kWarps + warp][k];
+          const int r = (pass * kRowsPerPass + q) * BlockPolicy::kWarps + warp;
+          T xr[kVec];
+          if constexpr (kVec > 1) {
+            load_vec<kVec>(&sh.rows[r][kg], xr);
+          } else {
+            xr[0] = sh.rows[r][kg];
+          }
 #pragma unroll
-          for (int s = 0; s < kCols; ++s)
-            acc[q][s] = step<M, T, kPeriodic>(p, m, acc[q][s], xr, c[s], static_cast<int>(kb) + k);
+          for (int kk = 0; kk < kVec; ++kk) {
+            if (kPeriodic && kg + kk >= kmax) break;
+#pragma unroll
+            for (int s = 0; s < kCols; ++s)
+              acc[q][s] = step<M, T, kPeriodic>(p, m, acc[q][s], xr[kk], c[kk][s],
+                                                static_cast<int>(kb) + kg + kk);
+          }
         }
       }
     }
@@ -431,9 +552,15 @@ template <typename T, int D>
 struct TileShared {
   using type = SmallDShared<T>;
 };
+// The general path: D = 0 with narrow stages, D = kGeneralWide with wide ones.
+constexpr int kGeneralWide = -1;
 template <typename T>
 struct TileShared<T, 0> {
-  using type = GeneralShared<T>;
+  using type = GeneralShared<T, BlockPolicy::kNarrowStageBytes>;
+};
+template <typename T>
+struct TileShared<T, kGeneralWide> {
+  using type = GeneralShared<T, BlockPolicy::kWideStageBytes>;
 };
 
 // One ρ×ρ tile (I, J) = (t.row, t.col): its 128×128 sub-tiles that hold
@@ -494,9 +621,12 @@ __device__ __forceinline__ typename Map::Domain domain_of(const KernelParams<T>&
 // Strides over the map's grid in both directions; blocks without a tile
 // (a bounding box's discards) leave at block level.
 template <typename T, typename M, int D, typename Map, bool kHist, bool kPeriodic>
-__global__ void __launch_bounds__(BlockPolicy::kThreads, kHist ? BlockPolicy::min_blocks_hist(D)
-                                                               : BlockPolicy::min_blocks(D))
-    block_kernel(const KernelParams<T> p) {
+__global__ void __launch_bounds__(
+    BlockPolicy::kThreads,
+    kHist ? BlockPolicy::min_blocks_hist(D, metric::traits<M>::small_d, sizeof(typename M::acc_t),
+                                         sizeof(T))
+          : BlockPolicy::min_blocks(D, metric::traits<M>::small_d, sizeof(typename M::acc_t),
+                                    sizeof(T))) block_kernel(const KernelParams<T> p) {
   __shared__ typename detail::TileShared<T, D>::type sh;
   // The domain is rebuilt from the parameters where it is used (they live in
   // the constant bank), so it holds no registers across the tile. A
@@ -522,7 +652,7 @@ __global__ void __launch_bounds__(BlockPolicy::kThreads, kHist ? BlockPolicy::mi
     // barriers a tile), so d <= 4 keeps every warp's own evaluation
     // (docs/performance.md; the map laboratory's --map-once measures the
     // same trade).
-    constexpr bool kShareTile = D == 0 || D >= 5;
+    constexpr bool kShareTile = D <= 0 || D >= 5;
     __shared__ mapping::Tile next;
     for (index_t bx = blockIdx.x; bx < p.grid.x; bx += gridDim.x) {
       mapping::Tile t;
@@ -547,6 +677,41 @@ __global__ void __launch_bounds__(BlockPolicy::kThreads, kHist ? BlockPolicy::mi
   detail::Epilogue<T, Map, kHist>::end_block(p);
 }
 
+// Dynamic shared memory that leaves room for at most `cap` blocks of
+// `kernel` on an SM (and sets the kernel's limit to allow it), or 0 where
+// that cannot be arranged: then the launch runs uncapped. Checked with the
+// occupancy calculator, so a device with other limits gets no wrong cap.
+template <typename K>
+size_t occupancy_cap_bytes(K* kernel, int cap) {
+  int dev = 0, per_sm = 0, reserved = 0, optin = 0, blocks = 0;
+  cudaFuncAttributes fa{};
+  bool ok =
+      cudaGetDevice(&dev) == cudaSuccess &&
+      cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev) ==
+          cudaSuccess &&
+      cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, dev) ==
+          cudaSuccess &&
+      cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) == cudaSuccess &&
+      cudaFuncGetAttributes(&fa, kernel) == cudaSuccess;
+  long long bytes = 0;
+  if (ok) {
+    bytes =
+        (per_sm / cap - static_cast<long long>(fa.sharedSizeBytes) - reserved - 256) / 128 * 128;
+    bytes = std::min<long long>(bytes, optin - static_cast<long long>(fa.sharedSizeBytes));
+    ok = bytes > 0 &&
+         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                              static_cast<int>(bytes)) == cudaSuccess &&
+         cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, BlockPolicy::kThreads,
+                                                       static_cast<size_t>(bytes)) == cudaSuccess &&
+         blocks == cap;
+  }
+  if (!ok) {
+    cudaGetLastError();  // not the launch's error
+    return 0;
+  }
+  return static_cast<size_t>(bytes);
+}
+
 template <typename T, typename M, int D, typename Map, bool kHist, bool kPeriodic>
 void launch_kernel(const KernelParams<T>& p, cudaStream_t stream) {
   if (p.grid.blocks() == 0) return;
@@ -559,7 +724,18 @@ void launch_kernel(const KernelParams<T>& p, cudaStream_t stream) {
       kHist ? (BlockPolicy::kHistBlocks / x > 0 ? BlockPolicy::kHistBlocks / x : 1) : 65535;
   const dim3 grid(static_cast<unsigned>(x),
                   static_cast<unsigned>(p.grid.y < max_y ? p.grid.y : max_y));
-  const size_t smem = kHist ? p.hist_copies * (p.bins + 2) * sizeof(unsigned int) : 0;
+  size_t smem = kHist ? p.hist_copies * (p.bins + 2) * sizeof(unsigned int) : 0;
+  constexpr int kCap =
+      kHist ? 0 : BlockPolicy::max_blocks(D, std::is_same_v<Map, mapping::Lambda2Map>);
+  // A histogram's shared copies come on top of the strips: past 48 KiB
+  // together a kernel must opt in (the general path's wide strips take 34).
+  if constexpr (kHist) {
+    if (smem > 0)
+      cudaFuncSetAttribute(block_kernel<T, M, D, Map, kHist, kPeriodic>,
+                           cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+  }
+  if constexpr (kCap > 0)
+    smem = occupancy_cap_bytes(block_kernel<T, M, D, Map, kHist, kPeriodic>, kCap);
   block_kernel<T, M, D, Map, kHist, kPeriodic><<<grid, BlockPolicy::kThreads, smem, stream>>>(p);
 }
 
@@ -586,8 +762,10 @@ void launch_family(const KernelParams<T>& p, cudaStream_t stream) {
         TDS_CASE(7)
         TDS_CASE(8)
 #undef TDS_CASE
-        default:
-          return launch_kernel<T, M, 0, Map, kHist, kPeriodic>(p, stream);
+        default:  // one narrow stage while d fits, wide ones beyond
+          if (p.d * static_cast<index_t>(sizeof(T)) <= BlockPolicy::kNarrowStageBytes)
+            return launch_kernel<T, M, 0, Map, kHist, kPeriodic>(p, stream);
+          return launch_kernel<T, M, detail::kGeneralWide, Map, kHist, kPeriodic>(p, stream);
       }
     }
   });

@@ -38,6 +38,42 @@ class GpuTest(TempDirTest):
             self.assertEqual(self.values(gpu1), c, f"{metric} {precision}: 1 rank GPU != CPU")
             self.assertEqual(self.values(gpu2), c, f"{metric} {precision}: 2 ranks on one GPU != CPU")
 
+    def test_kernel_shapes_identical_to_cpu(self):
+        # d = 1: λ2's kernel launched with its occupancy cap (2 blocks an
+        # SM, through unused shared memory).
+        # d > 8 runs the general kernels: one narrow stage for d <= 16
+        # floats / 8 doubles, wide stages beyond; 16-byte staging loads when
+        # d is a multiple of 4 floats / 2 doubles, element by element
+        # otherwise; the last stage partly zero padding. n = 1031 leaves
+        # masked edges; --chunk-mb 1 splits the run into chunks.
+        def run(command, args, backend, ranks=1, extra=()):
+            p = self.path(f"{command}_{backend}{ranks}.h5")
+            tdsolve(command, *args, *extra, "--output", p, "--backend", backend, "--overwrite", "--progress",
+                    "none", "--quiet", np_=ranks, check=True)
+            with h5py.File(p, "r") as f:
+                return f["counts" if command == "hist" else "distances"][()].tobytes()
+
+        cases = [(d, "euclidean", "float32") for d in (1, 9, 13, 16, 17, 33, 64)]
+        cases += [(16, "sqeuclidean", "float32"), (17, "cityblock", "float32"), (64, "chebyshev", "float32"),
+                  (13, "cosine", "float32"), (33, "cosine", "float32")]
+        cases += [(d, "euclidean", "float64") for d in (9, 16, 17, 33)] + [(33, "cosine", "float64")]
+        for d, metric, precision in cases:
+            what = f"d = {d} {metric} {precision}"
+            args = ["--generate", f"uniform:1031:{d}:{d}", "--metric", metric, "--precision", precision,
+                    "--chunk-mb", "1"]
+            cpu = run("edm", args, "cpu")
+            self.assertEqual(run("edm", args, "cuda"), cpu, what)
+            if d in (17, 33) and precision == "float32" and metric == "euclidean":
+                self.assertEqual(run("edm", args, "cuda", 2), cpu, what + ", 2 ranks")
+                self.assertEqual(run("edm", args, "cuda", 1, ["--map", "bb"]), cpu, what + ", bb")
+        # 61 bins: a histogram a warp; 5000: one a block, 20 KB of shared
+        # memory on top of the strips (34 KB with wide ones).
+        for d, bins in ((13, 61), (33, 61), (33, 5000)):
+            args = ["--generate", f"uniform:3001:{d}:7", "--bins", str(bins), "--range", f"0:{d ** 0.5:.3f}"]
+            self.assertEqual(run("hist", args, "cuda"), run("hist", args, "cpu"), f"hist d = {d}, {bins} bins")
+        args = ["--generate", "uniform:1031:17:1", "--with-generate", "uniform:517:17:2"]
+        self.assertEqual(run("cross", args, "cuda"), run("cross", args, "cpu"), "cross d = 17")
+
     def test_auto_picks_cuda_and_bb_map_agrees(self):
         a, b = self.path("a.h5"), self.path("b.h5")
         r = tdsolve("edm", "--generate", "uniform:3000:4", "--output", a, check=True)
