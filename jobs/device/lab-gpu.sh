@@ -14,8 +14,12 @@
 #      next to cudaMemset; CSV edm-<gpu>.csv
 #   4. ncu of the shipped kernel at n = 30720 (d = 4 and 32) when ncu exists
 #   5. with a second build in .devbin/tdsolve_b: d = 16, 32, 64 on both
+#   6. the general path (d > 8): λ2 against BB, n = 51200 and 1e5,
+#      d = 9..128 float32 (and d = 1..8 next to them), float64 and hist at
+#      d = 16, 32; CSV general-<gpu>.csv, which rows are which in
+#      general-which-<gpu>.csv
 # Everything lands in $OUT (or /tmp/tdsolve-lab); the summary last.
-# PARTS="1 2 3 4" picks parts (5 only when named); REPEAT (default 5).
+# PARTS="1 2 3 4" picks parts (5 and 6 only when named); REPEAT (default 5).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${OUT:-/tmp/tdsolve-lab}
@@ -97,6 +101,28 @@ sm__warps_active.avg.pct_of_peak_sustained_active,dram__bytes_write.sum,dram__by
     cp "$out/ncu_${gpu}_d$d.log" "$out/ncu-$gpu-d$d.csv"
   done
 fi
+if [[ $parts == *" 6 "* ]]; then
+  csv=$out/general-$gpu.csv; which=$out/general-which-$gpu.csv; rm -f "$csv" "$which"
+  bench() {  # bench N D PRECISION KIND MAP [ARGS...]: one row
+    local n=$1 d=$2 prec=$3 kind=$4 map=$5; shift 5
+    run $T bench --backend cuda --generate uniform:$n:$d:1 --precision $prec --map $map --repeat 7 \
+      --csv "$csv" "$@" >> "$out/general_$gpu.log" 2>&1
+    echo "$n,$d,$prec,$kind,$map,$?" >> "$which"
+  }
+  for n in ${GENERAL_SIZES:-51200 100000}; do
+    for d in ${GENERAL_DIMS:-1 2 3 4 8 9 12 16 17 24 32 48 64 128}; do
+      for map in lambda bb; do bench $n $d float32 edm $map; done
+    done
+  done
+  for d in 16 32; do
+    for map in lambda bb; do
+      bench 51200 $d float64 edm $map
+      bench 100000 $d float32 hist $map --bins 1000 --range 0:$d
+    done
+  done
+  echo "general rows: $(($(wc -l < "$csv") - 1)), failed: $(grep -c ',[1-9][0-9]*$' "$which")" | tee -a "$summary"
+fi
 echo "== summary ($gpu)"
 cat "$summary"
-grep -h "WRONG" "$out"/lab_*_$gpu.log | head -5
+grep -hs "WRONG" "$out"/lab_*_$gpu.log | head -5
+exit 0
