@@ -1303,10 +1303,23 @@ std::unique_ptr<io::ResultWriter> open_writer(MPI_Comm comm, const io::ResultLay
   return w;
 }
 
+// --stats' "bytes": the size of the results the output holds. Packed values
+// (edm, cross); a pair list's pairs (2 int64) and distances (collide, knn
+// --radius; nothing when the run stopped: it keeps none); neighbours'
+// distances and indices (knn --k); 0 for hist and triplet, whose results
+// are a few counts or sums.
+template <typename T>
+double result_bytes(const Problem<T>& p, const mapping::ChunkPlan& plan,
+                    const PairListSink<T>* list) {
+  if (list) return double(list->count()) * double(2 * sizeof(std::int64_t) + sizeof(T));
+  if (p.knn()) return double(p.rows) * double(p.k) * double(sizeof(std::int64_t) + sizeof(T));
+  return p.stores_values() ? double(plan.total()) * sizeof(T) : 0.0;
+}
+
 template <typename T>
 void write_stats(const CommandOptions& o, const Problem<T>& p, const mapping::ChunkPlan& plan,
-                 const std::string& kind, int ranks, double total, const double worst[3],
-                 bool complete) {
+                 double bytes, const std::string& kind, int ranks, double total,
+                 const double worst[3], bool complete) {
   std::FILE* f = std::fopen(o.run.stats.c_str(), "w");
   if (!f) {
     std::fprintf(stderr, "tdsolve: warning: cannot write --stats file '%s': %s\n",
@@ -1319,9 +1332,8 @@ void write_stats(const CommandOptions& o, const Problem<T>& p, const mapping::Ch
                "\"ranks\": %d, \"chunks\": %llu, \"block\": %llu, \"total_s\": %.6f, "
                "\"compute_s\": %.6f, \"transfer_s\": %.6f, \"write_s\": %.6f, \"complete\": %s}\n",
                command_name(o.kind), (unsigned long long)p.rows, (unsigned long long)p.cols,
-               (unsigned long long)p.d, (unsigned long long)plan.total(),
-               p.stores_values() ? double(plan.total()) * sizeof(T) : 0.0, metric_name(p.metric),
-               sizeof(T) == 8 ? "float64" : "float32", kind.c_str(), ranks,
+               (unsigned long long)p.d, (unsigned long long)plan.total(), bytes,
+               metric_name(p.metric), sizeof(T) == 8 ? "float64" : "float32", kind.c_str(), ranks,
                (unsigned long long)plan.chunks(), (unsigned long long)p.rho, total, worst[0],
                worst[1], worst[2], complete ? "true" : "false");
   std::fclose(f);
@@ -1681,7 +1693,8 @@ int run_typed(const CommandOptions& o, MPI_Comm comm) {
     if (kind == "cuda") std::printf(", device-to-host %s", human_seconds(worst[1]).c_str());
     std::printf(", write %s\n", human_seconds(worst[2]).c_str());
   }
-  if (!o.run.stats.empty()) write_stats(o, p, plan, kind, ranks, total, worst, complete);
+  if (!o.run.stats.empty())
+    write_stats(o, p, plan, result_bytes(p, plan, list), kind, ranks, total, worst, complete);
   return complete ? 0 : kStoppedExitCode;
 }
 

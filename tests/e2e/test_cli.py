@@ -160,6 +160,33 @@ class CliTest(TempDirTest):
         q = tdsolve("edm", "--generate", "uniform:30:3", "--output", self.path("q.h5"), "--quiet")
         self.assertEqual((q.returncode, q.stdout, q.stderr), (0, "", ""))
 
+    def test_stats_bytes_are_the_results_the_file_holds(self):
+        # "bytes": packed values (edm), pairs and distances (collide,
+        # knn --radius), neighbours' distances and indices (knn --k), 0 for
+        # hist; each checked against the datasets in the file.
+        import json
+        import h5py
+
+        def run(command, *args):
+            out, stats = self.path(f"{command}.h5"), self.path(f"{command}.json")
+            tdsolve(command, *args, "--output", out, "--stats", stats, "--overwrite", "--quiet", check=True)
+            with h5py.File(out, "r") as f:
+                held = sum(f[k].size * f[k].dtype.itemsize for k in ("distances", "pairs", "indices") if k in f)
+            with open(stats) as f:
+                return json.load(f)["bytes"], held
+
+        for command, args in [("edm", ["--generate", "uniform:500:3"]),
+                              ("edm", ["--generate", "uniform:500:3", "--precision", "float64"]),
+                              ("collide", ["--generate", "spheres:3000:3:1"]),
+                              ("knn", ["--generate", "uniform:2000:3", "--radius", "0.05"]),
+                              ("knn", ["--generate", "uniform:2000:3", "--radius", "0.05", "--precision", "float64"]),
+                              ("knn", ["--generate", "uniform:700:3", "--k", "5"])]:
+            got, held = run(command, *args)
+            self.assertGreater(held, 0, (command, args))
+            self.assertEqual(got, held, (command, args))
+        got, _ = run("hist", "--generate", "uniform:500:3", "--bins", "10", "--range", "0:2")
+        self.assertEqual(got, 0)
+
 
 if __name__ == "__main__":
     unittest.main()
