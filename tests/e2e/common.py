@@ -5,6 +5,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 import h5py
@@ -51,6 +52,22 @@ class TempDirTest(unittest.TestCase):
 
     def path(self, name):
         return os.path.join(self.dir, name)
+
+    def wait_for(self, path, proc, timeout=60, ended_ok=False):
+        """Waits until `path` exists (a background run's .partial) and returns
+        True. If `proc` ends first, fails with its stderr, or with ended_ok
+        returns False (a run fast enough to finish before a signal); fails
+        after `timeout` seconds."""
+        t0 = time.time()
+        while not os.path.exists(path):
+            if proc.poll() is not None:
+                if ended_ok:
+                    return False
+                self.fail(f"the run ended ({proc.returncode}) before {path} appeared:\n" + proc.stderr.read())
+            if time.time() - t0 > timeout:
+                self.fail(f"{path} did not appear in {timeout} s")
+            time.sleep(0.02)
+        return True
 
     def save_npy(self, name, x):
         p = self.path(name)

@@ -268,10 +268,7 @@ class CollideTest(TempDirTest):
                              env=dict(os.environ, TDSOLVE_SLOW_MS="200"), stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
         try:
-            for _ in range(200):
-                if os.path.exists(out + ".partial"):
-                    break
-                time.sleep(0.05)
+            self.wait_for(out + ".partial", p)
             time.sleep(0.5)
             p.send_signal(signal.SIGTERM)
             _, err = p.communicate(timeout=120)
@@ -295,10 +292,7 @@ class CollideTest(TempDirTest):
         first = subprocess.Popen([BIN, *job, *QUIET], env=dict(os.environ, TDSOLVE_SLOW_MS="200"),
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
-            for _ in range(200):
-                if os.path.exists(out + ".partial"):
-                    break
-                time.sleep(0.05)
+            self.wait_for(out + ".partial", first)
             second = tdsolve(*job, "--overwrite", *QUIET)
             self.assertNotEqual(second.returncode, 0)
             self.assertIn("being written by another tdsolve run", second.stderr)

@@ -5,7 +5,6 @@ same for any rank count and chunk size; bad input refused; a killed run
 resumed to the same bytes. GPU comparisons live in test_gpu.py."""
 import os
 import subprocess
-import time
 import unittest
 
 import h5py
@@ -227,10 +226,7 @@ class KnnTest(TempDirTest):
                                   "--output", out, *QUIET], env=env, stdout=subprocess.PIPE,
                                  stderr=subprocess.PIPE, text=True)
         try:
-            for _ in range(200):
-                if os.path.exists(out + ".partial"):
-                    break
-                time.sleep(0.05)
+            self.wait_for(out + ".partial", first)
             second = tdsolve("knn", "--input", src, "--k", 5, "--output", out, "--overwrite", *QUIET)
             self.assertNotEqual(second.returncode, 0)
             self.assertIn("being written by another tdsolve run", second.stderr)

@@ -62,16 +62,6 @@ class ResumeTest(TempDirTest):
         return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 env=dict(os.environ, **SLOW, **(env or {})))
 
-    def wait_for(self, path, proc, timeout=60):
-        t0 = time.time()
-        while not os.path.exists(path):
-            if proc.poll() is not None:
-                self.fail(f"the run ended ({proc.returncode}) before {path} appeared:\n"
-                          + proc.stderr.read())
-            if time.time() - t0 > timeout:
-                self.fail(f"{path} did not appear")
-            time.sleep(0.02)
-
     def assert_resumes_to_reference(self, out, ranks):
         r = tdsolve("edm", *JOB, "--output", out, "--resume", np_=ranks)
         self.assertEqual(r.returncode, 0, r.stderr)
@@ -302,8 +292,7 @@ class HistResumeTest(TempDirTest):
         tdsolve("hist", *HIST, "--output", ref, "--quiet", check=True)
         p = subprocess.Popen([BIN, "hist", *HIST, "--output", out], stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
-        while not os.path.exists(out + ".partial") and p.poll() is None:
-            time.sleep(0.02)
+        self.wait_for(out + ".partial", p, ended_ok=True)
         time.sleep(0.5)
         p.send_signal(signal.SIGTERM)
         _, err = p.communicate(timeout=120)

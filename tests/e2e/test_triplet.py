@@ -585,9 +585,7 @@ class TripletResumeTest(TripletCase):
             cmd = [MPIEXEC, "-n", str(ranks), "--oversubscribe", *cmd]
         p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              env=dict(os.environ, TDSOLVE_SLOW_MS="300", TDSOLVE_CHECKPOINT_S="0.2"))
-        t0 = time.time()
-        while not os.path.exists(out + ".partial") and p.poll() is None and time.time() - t0 < 60:
-            time.sleep(0.02)
+        self.wait_for(out + ".partial", p, ended_ok=True)
         time.sleep(1.0)
         p.send_signal(sig)
         _, err = p.communicate(timeout=120)
