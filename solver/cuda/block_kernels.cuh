@@ -93,7 +93,17 @@ struct BlockPolicy {
   // float32 points with float64 accumulators (cosine) and the newer
   // metrics' longer per-feature code keep the whole register file: capped,
   // they spill.
+  // d <= 4 in two launch shapes, picked per device (KernelParams::more_blocks):
+  // 2 blocks an SM with every warp unranking its λ2 tile, or, with D = d +
+  // kMoreBlocks, 3 blocks an SM (80 registers) with one thread a block
+  // unranking it (at 80 registers the per-warp map spilled). The H100
+  // writes fastest with the first, the H200 with the second: d = 3 at
+  // n = 1e5 7.59 against 8.23 ms on the H100, 6.68 against 6.00 on the
+  // H200; BB likewise (docs/performance.md).
+  static constexpr int kMoreBlocks = 16;
+  static constexpr int features(int d) { return d > kMoreBlocks ? d - kMoreBlocks : d; }
   static constexpr int min_blocks(int d, bool older, int acc_bytes, int point_bytes) {
+    if (d > kMoreBlocks) return 3;
     if (d <= 0) {
       if (!older) return 1;
       return acc_bytes == 4 ? TDS_EDM_MIN_BLOCKS_GENERAL : (point_bytes == 8 ? 2 : 1);
@@ -106,7 +116,9 @@ struct BlockPolicy {
   // with 3 its writes ran 5 % slower: 8.03 against 7.64 ms at 2 (H100,
   // n = 1e5; BB 7.63). More blocks in flight write into more packed rows at
   // once (docs/performance.md).
-  static constexpr int max_blocks(int d, bool lambda2) { return d == 1 && lambda2 ? 2 : 0; }
+  static constexpr int max_blocks(int d, bool lambda2) {
+    return features(d) == 1 && lambda2 ? 2 : 0;
+  }
   // Binning writes nothing to memory: it is bound by instructions and their
   // latency, so it asks for more resident warps than the stores need.
   static constexpr int min_blocks_hist(int d, bool older, int acc_bytes, int point_bytes) {
@@ -143,6 +155,7 @@ struct KernelParams {
   unsigned int hist_stride;     // slots of one copy: bins + 2
   T box[kMaxBoxDims];
   MetricParams mp;   // the metric and its parameters (mp.weights: device memory)
+  bool more_blocks;  // d <= 4: the 3-blocks-an-SM launch shape (BlockPolicy::kMoreBlocks)
   bool masked_only;  // benchmark/test: every sub-tile on the masked path
 };
 
@@ -627,7 +640,8 @@ __global__ void __launch_bounds__(
                                          sizeof(T))
           : BlockPolicy::min_blocks(D, metric::traits<M>::small_d, sizeof(typename M::acc_t),
                                     sizeof(T))) block_kernel(const KernelParams<T> p) {
-  __shared__ typename detail::TileShared<T, D>::type sh;
+  constexpr int kD = BlockPolicy::features(D);  // D less the launch shape
+  __shared__ typename detail::TileShared<T, kD>::type sh;
   // The domain is rebuilt from the parameters where it is used (they live in
   // the constant bank), so it holds no registers across the tile. A
   // histogram block counts in shared memory from its first tile to its last
@@ -636,7 +650,7 @@ __global__ void __launch_bounds__(
   detail::Epilogue<T, Map, kHist>::begin_block(p);
   index_t tiles = 0;
   const auto one = [&](const mapping::Tile& t) {
-    detail::process_tile<T, M, D, Map, kHist, kPeriodic>(p, t, sh);
+    detail::process_tile<T, M, kD, Map, kHist, kPeriodic>(p, t, sh);
     if (kHist && ++tiles == p.flush_tiles) {
       detail::Epilogue<T, Map, kHist>::end_block(p);
       detail::Epilogue<T, Map, kHist>::begin_block(p);
@@ -651,7 +665,8 @@ __global__ void __launch_bounds__(
     // d = 16, 32 down 3 % (n = 1e5), but cost d = 2, 3 4-7 % (the two
     // barriers a tile), so d <= 4 keeps every warp's own evaluation
     // (docs/performance.md; the map laboratory's --map-once measures the
-    // same trade).
+    // same trade) in its 2-blocks shape; its 3-blocks shape (D > kMoreBlocks)
+    // shares the tile, as the per-warp map spilled at 80 registers.
     constexpr bool kShareTile = D <= 0 || D >= 5;
     __shared__ mapping::Tile next;
     for (index_t bx = blockIdx.x; bx < p.grid.x; bx += gridDim.x) {
@@ -753,15 +768,24 @@ void launch_family(const KernelParams<T>& p, cudaStream_t stream) {
 #define TDS_CASE(D) \
   case D:           \
     return launch_kernel<T, M, D, Map, kHist, kPeriodic>(p, stream);
-        TDS_CASE(1)
-        TDS_CASE(2)
-        TDS_CASE(3)
-        TDS_CASE(4)
+#define TDS_CASE_SHAPES(D)                                                                       \
+  case D:                                                                                        \
+    if constexpr (!kHist) {                                                                      \
+      if (p.more_blocks)                                                                         \
+        return launch_kernel<T, M, D + BlockPolicy::kMoreBlocks, Map, kHist, kPeriodic>(p,       \
+                                                                                        stream); \
+    }                                                                                            \
+    return launch_kernel<T, M, D, Map, kHist, kPeriodic>(p, stream);
+        TDS_CASE_SHAPES(1)
+        TDS_CASE_SHAPES(2)
+        TDS_CASE_SHAPES(3)
+        TDS_CASE_SHAPES(4)
         TDS_CASE(5)
         TDS_CASE(6)
         TDS_CASE(7)
         TDS_CASE(8)
 #undef TDS_CASE
+#undef TDS_CASE_SHAPES
         default:  // one narrow stage while d fits, wide ones beyond
           if (p.d * static_cast<index_t>(sizeof(T)) <= BlockPolicy::kNarrowStageBytes)
             return launch_kernel<T, M, 0, Map, kHist, kPeriodic>(p, stream);

@@ -92,6 +92,28 @@ bool lambda2_from_long_end() {
   throw UsageError("TDSOLVE_LAMBDA2_ORDER must be long or short, not '" + std::string(v) + "'");
 }
 
+// d <= 4's launch shape (BlockPolicy::kMoreBlocks): 3 blocks an SM where the
+// memory is fast enough to want more stores in flight, 2 elsewhere. Measured
+// on both sides of the line: the H200 (4.8 TB/s) wrote d = 1..4 up to 13 %
+// faster with 3, the H100 (3.35 TB/s) up to 9 % slower (performance.md).
+// TDSOLVE_SMALL_D_BLOCKS=2 or 3 forces one (tests, measurements).
+bool small_d_more_blocks(int device) {
+  const char* v = std::getenv("TDSOLVE_SMALL_D_BLOCKS");
+  if (v && *v) {
+    if (std::string(v) == "2") return false;
+    if (std::string(v) == "3") return true;
+    throw UsageError("TDSOLVE_SMALL_D_BLOCKS must be 2 or 3, not '" + std::string(v) + "'");
+  }
+  int khz = 0, bits = 0;
+  if (cudaDeviceGetAttribute(&khz, cudaDevAttrMemoryClockRate, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&bits, cudaDevAttrGlobalMemoryBusWidth, device) != cudaSuccess) {
+    cudaGetLastError();  // no figure: the shape that never lost much
+    return false;
+  }
+  const double bytes_per_s = 2.0 * khz * 1e3 * bits / 8;  // double data rate
+  return bytes_per_s >= 4e12;
+}
+
 template <typename T>
 // The kernels cut tiles into 128×128 sub-tiles; the knn kernel keeps its
 // lists in local memory.
@@ -150,6 +172,7 @@ class CudaBackend final : public Backend<T> {
     check(cudaGetDeviceProperties(&prop, device_), "cudaGetDeviceProperties");
     name_ = prop.name;
     check_problem(p);
+    more_blocks_ = small_d_more_blocks(device_);
     a_.upload(p.a, "the points");
     if (p.domain == DomainKind::rect && !p.knn()) b_.upload(p.b, "the second set of points");
     norms_a_.upload(p.norms_a, "the norms");
@@ -375,6 +398,7 @@ class CudaBackend final : public Backend<T> {
     k.mp = p_.metric_params();
     k.mp.weights = p_.kernel_weights.empty() ? nullptr : weights_.get();
     k.masked_only = masked_only_requested();
+    k.more_blocks = more_blocks_;
     return k;
   }
 
@@ -382,6 +406,7 @@ class CudaBackend final : public Backend<T> {
   CudaOptions o_;
   int device_;
   std::string name_;
+  bool more_blocks_ = false;  // d <= 4: launch shape (small_d_more_blocks)
   bool keep_on_device_ = false;
   index_t slots_ = 0;
   DeviceBuffer<T> a_, b_;

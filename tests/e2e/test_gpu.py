@@ -39,6 +39,8 @@ class GpuTest(TempDirTest):
             self.assertEqual(self.values(gpu2), c, f"{metric} {precision}: 2 ranks on one GPU != CPU")
 
     def test_kernel_shapes_identical_to_cpu(self):
+        # d <= 4 in both launch shapes (TDSOLVE_SMALL_D_BLOCKS=2: every warp
+        # unranks its λ2 tile; 3: one thread a block does, 80 registers);
         # d = 1: λ2's kernel launched with its occupancy cap (2 blocks an
         # SM, through unused shared memory).
         # d > 8 runs the general kernels: one narrow stage for d <= 16
@@ -46,14 +48,15 @@ class GpuTest(TempDirTest):
         # d is a multiple of 4 floats / 2 doubles, element by element
         # otherwise; the last stage partly zero padding. n = 1031 leaves
         # masked edges; --chunk-mb 1 splits the run into chunks.
-        def run(command, args, backend, ranks=1, extra=()):
+        def run(command, args, backend, ranks=1, extra=(), env=None):
             p = self.path(f"{command}_{backend}{ranks}.h5")
             tdsolve(command, *args, *extra, "--output", p, "--backend", backend, "--overwrite", "--progress",
-                    "none", "--quiet", np_=ranks, check=True)
+                    "none", "--quiet", np_=ranks, env=env, check=True)
             with h5py.File(p, "r") as f:
                 return f["counts" if command == "hist" else "distances"][()].tobytes()
 
-        cases = [(d, "euclidean", "float32") for d in (1, 9, 13, 16, 17, 33, 64)]
+        cases = [(d, "euclidean", "float32") for d in (1, 2, 3, 4, 9, 13, 16, 17, 33, 64)]
+        cases += [(3, "cosine", "float64"), (2, "cityblock", "float64")]
         cases += [(16, "sqeuclidean", "float32"), (17, "cityblock", "float32"), (64, "chebyshev", "float32"),
                   (13, "cosine", "float32"), (33, "cosine", "float32")]
         cases += [(d, "euclidean", "float64") for d in (9, 16, 17, 33)] + [(33, "cosine", "float64")]
@@ -63,6 +66,11 @@ class GpuTest(TempDirTest):
                     "--chunk-mb", "1"]
             cpu = run("edm", args, "cpu")
             self.assertEqual(run("edm", args, "cuda"), cpu, what)
+            if d <= 4:
+                for shape in ("2", "3"):
+                    for extra in ([], ["--map", "bb"]):
+                        self.assertEqual(run("edm", args, "cuda", 1, extra, {"TDSOLVE_SMALL_D_BLOCKS": shape}),
+                                         cpu, f"{what}, {shape} blocks {extra}")
             if d in (17, 33) and precision == "float32" and metric == "euclidean":
                 self.assertEqual(run("edm", args, "cuda", 2), cpu, what + ", 2 ranks")
                 self.assertEqual(run("edm", args, "cuda", 1, ["--map", "bb"]), cpu, what + ", bb")
@@ -73,6 +81,15 @@ class GpuTest(TempDirTest):
             self.assertEqual(run("hist", args, "cuda"), run("hist", args, "cpu"), f"hist d = {d}, {bins} bins")
         args = ["--generate", "uniform:1031:17:1", "--with-generate", "uniform:517:17:2"]
         self.assertEqual(run("cross", args, "cuda"), run("cross", args, "cpu"), "cross d = 17")
+        args = ["--generate", "uniform:1031:3:1", "--with-generate", "uniform:517:3:2"]
+        cpu = run("cross", args, "cpu")
+        for shape in ("2", "3"):
+            self.assertEqual(run("cross", args, "cuda", env={"TDSOLVE_SMALL_D_BLOCKS": shape}), cpu,
+                             f"cross d = 3, {shape} blocks")
+        r = tdsolve("edm", "--generate", "uniform:100:3", "--output", self.path("bad.h5"), "--backend", "cuda",
+                    env={"TDSOLVE_SMALL_D_BLOCKS": "5"})
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("TDSOLVE_SMALL_D_BLOCKS must be 2 or 3", r.stderr)
 
     def test_auto_picks_cuda_and_bb_map_agrees(self):
         a, b = self.path("a.h5"), self.path("b.h5")
