@@ -38,9 +38,8 @@ for tool in memcheck racecheck; do
     .devbin/tdsolve bench --backend cuda --generate uniform:600:17:2 --precision float64 --map bb --repeat 1 \
     --metric cosine
   # d <= 4 in its 3-blocks shape (one thread a block unranks the λ2 tile)
-  step "${tool}_bench_f32_d3_3blocks" env TDSOLVE_SMALL_D_BLOCKS=3 timeout 300 bash .devrun/on-device.sh \
-    compute-sanitizer --tool $tool --error-exitcode 9 \
-    .devbin/tdsolve bench --backend cuda --generate uniform:700:3:1 --repeat 1
+  step "${tool}_bench_f32_d3_3blocks" run env TDSOLVE_SMALL_D_BLOCKS=3 compute-sanitizer --tool $tool \
+    --error-exitcode 9 .devbin/tdsolve bench --backend cuda --generate uniform:700:3:1 --repeat 1
   # the general path: one narrow stage for both passes (d = 16, 16-byte
   # staging loads), wide stages (d = 33: element by element, 2 stages; d = 64)
   for d in 16 33 64; do

@@ -421,6 +421,12 @@ __device__ __forceinline__ void subtile_small_d(const KernelParams<T>& p, index_
   __syncthreads();  // before the next sub-tile overwrites the rows
 }
 
+// Where column c of a sub-tile sits in a column-strip row: lane-major, the
+// 4 columns of lane c % 32 side by side.
+__device__ __forceinline__ int lane_major(int c) {
+  return (c % kWarpSize) * kCols + c / kWarpSize;
+}
+
 // Features [kb, kb + kStep) of the sub-tile's 128 rows and 128 columns into
 // the strips; zero past d or n, which leaves every accumulator unchanged.
 // When d is a multiple of 16 bytes' worth of features every point's strip is
@@ -446,7 +452,7 @@ __device__ __forceinline__ void stage_strips(const KernelParams<T>& p, index_t i
       *reinterpret_cast<V*>(&sh.rows[r][k]) = x;
       T ys[kVec];
       std::memcpy(ys, &y, sizeof y);
-      const int at = (r % kWarpSize) * kCols + r / kWarpSize;
+      const int at = lane_major(r);
 #pragma unroll
       for (int h = 0; h < kVec; ++h)
         sh.cols[k + h][at] = ys[h];
@@ -458,8 +464,7 @@ __device__ __forceinline__ void stage_strips(const KernelParams<T>& p, index_t i
     if (k >= width) continue;
     const index_t f = kb + k, i = i0 + r, j = j0 + r;
     sh.rows[r][k] = (i < p.rows && f < p.d) ? p.a[i * p.d + f] : T(0);
-    sh.cols[k][(r % kWarpSize) * kCols + r / kWarpSize] =
-        (j < p.cols && f < p.d) ? p.b[j * p.d + f] : T(0);
+    sh.cols[k][lane_major(r)] = (j < p.cols && f < p.d) ? p.b[j * p.d + f] : T(0);
   }
 }
 
@@ -693,15 +698,15 @@ __global__ void __launch_bounds__(
 }
 
 // Dynamic shared memory that leaves room for at most `cap` blocks of
-// `kernel` on an SM (and sets the kernel's limit to allow it), or 0 where
+// `kernel` on an SM of device `dev` (and sets the kernel's limit to allow it), or 0 where
 // that cannot be arranged: then the launch runs uncapped. Checked with the
 // occupancy calculator, so a device with other limits gets no wrong cap.
 template <typename K>
-size_t occupancy_cap_bytes(K* kernel, int cap) {
-  int dev = 0, per_sm = 0, reserved = 0, optin = 0, blocks = 0;
+size_t occupancy_cap_bytes(K* kernel, int cap, int dev) {
+  int per_sm = 0, reserved = 0, optin = 0, blocks = 0;
   cudaFuncAttributes fa{};
   bool ok =
-      cudaGetDevice(&dev) == cudaSuccess &&
+      dev >= 0 &&
       cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev) ==
           cudaSuccess &&
       cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, dev) ==
@@ -749,8 +754,19 @@ void launch_kernel(const KernelParams<T>& p, cudaStream_t stream) {
       cudaFuncSetAttribute(block_kernel<T, M, D, Map, kHist, kPeriodic>,
                            cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
   }
-  if constexpr (kCap > 0)
-    smem = occupancy_cap_bytes(block_kernel<T, M, D, Map, kHist, kPeriodic>, kCap);
+  if constexpr (kCap > 0) {
+    // The same for every launch of this kernel on a device: worked out once
+    // a device (a thread keeps to one device at a time).
+    thread_local int cap_device = -1;
+    thread_local size_t cap_bytes = 0;
+    int dev = -1;
+    if (cudaGetDevice(&dev) != cudaSuccess) cudaGetLastError();
+    if (dev != cap_device) {
+      cap_bytes = occupancy_cap_bytes(block_kernel<T, M, D, Map, kHist, kPeriodic>, kCap, dev);
+      cap_device = dev;
+    }
+    smem = cap_bytes;
+  }
   block_kernel<T, M, D, Map, kHist, kPeriodic><<<grid, BlockPolicy::kThreads, smem, stream>>>(p);
 }
 
