@@ -18,8 +18,12 @@
 #      d = 9..128 float32 (and d = 1..8 next to them), float64 and hist at
 #      d = 16, 32; CSV general-<gpu>.csv, which rows are which in
 #      general-which-<gpu>.csv
+#   7. the store schedule at d <= 8: the device's choice, strips forced
+#      (STRIP_VARIANTS adds strips:ROWS) and ρ×ρ tiles (in both of d <= 4's
+#      launch shapes), λ2 and BB, n = 51200 and 1e5, float32 and float64;
+#      CSV strips-<gpu>.csv, which rows are which in strips-which-<gpu>.csv
 # Everything lands in $OUT (or /tmp/tdsolve-lab); the summary last.
-# PARTS="1 2 3 4" picks parts (5 and 6 only when named); REPEAT (default 5).
+# PARTS="1 2 3 4" picks parts (5, 6 and 7 only when named); REPEAT (default 5).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${OUT:-/tmp/tdsolve-lab}
@@ -121,6 +125,37 @@ if [[ $parts == *" 6 "* ]]; then
     done
   done
   echo "general rows: $(($(wc -l < "$csv") - 1)), failed: $(grep -c ',[1-9][0-9]*$' "$which")" | tee -a "$summary"
+fi
+if [[ $parts == *" 7 "* ]]; then
+  csv=$out/strips-$gpu.csv; which=$out/strips-which-$gpu.csv; rm -f "$csv" "$which"
+  # SCHEDULE: default (the device's choice), strips[:ROWS] or tiles:BLOCKS
+  bench() {  # bench SCHEDULE N D PRECISION MAP: one row
+    local sched=$1 n=$2 d=$3 prec=$4 map=$5 env=()
+    case $sched in
+      default) ;;
+      strips) env=(TDSOLVE_STORE_SCHEDULE=strips) ;;
+      strips:*) env=(TDSOLVE_STORE_SCHEDULE=strips TDSOLVE_STRIP_ROWS=${sched#strips:}) ;;
+      tiles:*) env=(TDSOLVE_STORE_SCHEDULE=tiles TDSOLVE_SMALL_D_BLOCKS=${sched#tiles:}) ;;
+    esac
+    env "${env[@]}" bash -c 'timeout "${LIMIT:-400}" bash .devrun/on-device.sh "$@"' _ \
+      $T bench --backend cuda --generate uniform:$n:$d:1 --precision $prec --map $map \
+      --repeat 7 --csv "$csv" >> "$out/strips_$gpu.log" 2>&1
+    echo "$sched,$n,$d,$prec,$map,$?" >> "$which"
+  }
+  for n in ${STRIP_SIZES:-51200 100000}; do
+    for d in ${STRIP_DIMS:-1 2 3 4 6 8}; do
+      for map in lambda bb; do
+        for sched in ${STRIP_VARIANTS:-default strips} tiles:2; do bench $sched $n $d float32 $map; done
+        [ "$d" -le 4 ] && bench tiles:3 $n $d float32 $map
+      done
+    done
+  done
+  for d in 1 4 8; do
+    for map in lambda bb; do
+      for sched in ${STRIP_VARIANTS:-default strips} tiles:2; do bench $sched 100000 $d float64 $map; done
+    done
+  done
+  echo "strips rows: $(($(wc -l < "$csv") - 1)), failed: $(grep -c ',[1-9][0-9]*$' "$which")" | tee -a "$summary"
 fi
 echo "== summary ($gpu)"
 cat "$summary"

@@ -11,6 +11,11 @@
 // as were wider tiles (less contiguous writes across concurrent blocks).
 // Sub-tiles on the diagonal or the domain's edge go through a mask.
 //
+// Stores at d <= 4 take another schedule, strips (mapping/strips.hpp): a block
+// takes h rows × 4 KiB of each, each warp computes whole row pieces into
+// shared memory and writes them with 16-byte stores; the column points are
+// staged in shared memory once a strip.
+//
 // Features: for d <= 8 (compile time) each lane keeps its 4 column points in
 // registers and reads row points from shared memory (a broadcast: all lanes
 // read the same row); for larger d, row and column strips of 64 bytes of
@@ -42,6 +47,7 @@
 #include <type_traits>
 
 #include "mapping/block_map.hpp"
+#include "mapping/strips.hpp"
 #include "solver/epilogue.hpp"
 #include "solver/metrics.hpp"
 #include "solver/problem.hpp"
@@ -61,6 +67,14 @@ namespace tdsolve::cuda {
 
 #ifndef TDS_HIST_MIN_BLOCKS
 #define TDS_HIST_MIN_BLOCKS 4
+#endif
+
+// Strips (the store schedule of d <= 4): bytes of a row a block.
+#ifndef TDS_STRIP_BYTES
+#define TDS_STRIP_BYTES 4096
+#endif
+#ifndef TDS_STRIP_MIN_BLOCKS
+#define TDS_STRIP_MIN_BLOCKS 3
 #endif
 
 #ifndef TDS_EDM_ROW_UNROLL
@@ -130,6 +144,30 @@ struct BlockPolicy {
   static constexpr int kNarrowStageBytes = 64;
   static constexpr int kWideStageBytes = 128;
   static constexpr int kRowUnroll = TDS_EDM_ROW_UNROLL;  // rows in flight per warp (small d)
+  // The strip schedule (mapping/strips.hpp), stores at d <= 4: a block
+  // takes h rows × 4 KiB of each (1024 floats or 512 doubles); each warp
+  // computes a whole row piece into shared memory and writes it with
+  // 16-byte stores from its first 16-byte boundary. Against ρ×ρ tiles
+  // (128-value pieces of 128 rows, 4-byte stores) a pure store kernel of
+  // d = 1 went from 73 to 93-97 % of cudaMemset on the H100 (n = 1e5; tiles
+  // of 128 columns with the same staging: 53 %): the long pieces and the
+  // wide stores need each other. At d = 5..8 the strip's columns read from
+  // shared memory for every value cost more than the stores gain, so those
+  // keep the tiles (docs/performance.md).
+  static constexpr int kStripMaxD = 4;
+  static constexpr int kStripBytes = TDS_STRIP_BYTES;
+  static constexpr int kStripMinBlocks = TDS_STRIP_MIN_BLOCKS;
+  // Rows of a strip (a multiple of 8 dividing 128): more rows share one
+  // staging of the strip's columns, fewer keep the rows written at once
+  // closer together. H100, n = 1e5, float32, λ2 (BB) with 16 / 32 / 64 rows:
+  // d = 1 6.41 / 6.75 / 7.16 ms, d = 2 6.57 / 6.68 / 6.95 (BB 6.89 / 6.71 /
+  // 6.92), d = 3 8.03 / 7.21 / 7.06, d = 4 (element staging) 8.17 / 7.43 /
+  // 7.26 (docs/figures/strips-rows-h100.csv).
+  static constexpr int strip_rows(int d) { return d <= 1 ? 16 : (d == 2 ? 32 : 64); }
+  template <typename T>
+  static constexpr int strip_cols() {
+    return kStripBytes / static_cast<int>(sizeof(T));
+  }
 };
 
 template <typename T>
@@ -157,6 +195,13 @@ struct KernelParams {
   MetricParams mp;   // the metric and its parameters (mp.weights: device memory)
   bool more_blocks;  // d <= 4: the 3-blocks-an-SM launch shape (BlockPolicy::kMoreBlocks)
   bool masked_only;  // benchmark/test: every sub-tile on the masked path
+  // Stores at d <= 4 in strips (mapping/strips.hpp) unless the tile schedule
+  // is asked for (TDSOLVE_STORE_SCHEDULE=tiles): the layout, the launch grid
+  // (λ2: x strips from strip `base`; boxes: x column chunks × y bands from
+  // row `base`).
+  bool strips;
+  mapping::StripLayout strip_layout;
+  mapping::Grid strip_grid;
 };
 
 // Host launcher for one family of kernels, instantiated per precision in
@@ -419,6 +464,138 @@ __device__ __forceinline__ void subtile_small_d(const KernelParams<T>& p, index_
     Epilogue<T, Map, kHist>::template row<kFast>(p, cur, j0, v, lane);
   }
   __syncthreads();  // before the next sub-tile overwrites the rows
+}
+
+// The strip schedule's shared memory: the strip's column points (padded to
+// 1, 2 or 4 features, in planes of 16 bytes or less so that a warp's loads
+// are consecutive), their norms where the metric needs them, and a
+// row buffer a warp, shifted so that the row's first 16-byte boundary in
+// the output buffer falls on a 16-byte boundary here.
+template <typename T, int D, bool kNorms>
+struct StripShared {
+  static constexpr int kW = BlockPolicy::strip_cols<T>();      // columns of a strip
+  static constexpr int kV = 16 / static_cast<int>(sizeof(T));  // values a 16-byte store
+  static_assert(D >= 1 && D <= BlockPolicy::kStripMaxD, "strips are for d <= 4");
+  static constexpr int kPadded = D <= 2 ? D : 4;
+  static constexpr int kPlane = kPadded < kV ? kPadded : kV;  // features a load
+  static constexpr int kPlanes = kPadded / kPlane;
+  alignas(16) T vals[BlockPolicy::kWarps][kW + kV];
+  alignas(16) T cols[kPlanes][kW][kPlane];
+  double col_norms[kNorms ? kW : 1];
+  mapping::Strip strip;  // λ2: the block's strip, unranked once
+};
+
+// Where the buffer index `index` falls within its 16 bytes, in values.
+template <typename T>
+__device__ __forceinline__ int vec_phase(const KernelParams<T>& p, std::int64_t index) {
+  constexpr int kV = 16 / static_cast<int>(sizeof(T));
+  const auto first =
+      static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(p.out) / sizeof(T));
+  return static_cast<int>((first + static_cast<std::uint64_t>(index)) & (kV - 1));
+}
+
+// N values of type T as one access of N × sizeof(T) bytes (<= 16).
+template <typename T, int N>
+struct PlaneVec {
+  static_assert(N * sizeof(T) <= 16, "at most 16 bytes");
+  using type =
+      std::conditional_t<N * sizeof(T) == 16, std::conditional_t<sizeof(T) == 4, float4, double2>,
+                         std::conditional_t<N * sizeof(T) == 8 && sizeof(T) == 4, float2, T>>;
+};
+template <int N, typename T>
+__device__ __forceinline__ void load_plane(const T* s, T* v) {
+  const auto x = *reinterpret_cast<const typename PlaneVec<T, N>::type*>(s);
+  std::memcpy(v, &x, N * sizeof(T));
+}
+
+// One strip, rows [i0, i0 + h) × columns [j0, j0 + W), of the d <= 4 store
+// kernels. The block stages the strip's column points; then each warp takes
+// whole rows on its own: the row's values (the same steps as
+// subtile_small_d, in the same order: the same bits) into its buffer, then
+// the row piece out in 16-byte stores, single values at its two ends and the
+// domain's mask. No barrier between rows, so that some warps store while
+// others compute.
+template <typename T, typename M, int D, typename Map, typename S>
+__device__ __forceinline__ void strip_store(const KernelParams<T>& p, index_t i0, index_t j0,
+                                            S& sh) {
+  using A = typename M::acc_t;
+  using V = std::conditional_t<sizeof(T) == 4, float4, double2>;
+  constexpr int kW = S::kW, kV = S::kV, kPlane = S::kPlane;
+  static_assert(metric::traits<M>::small_d, "d-specialised kernels for the older metrics only");
+  const M m(p.mp);
+  const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
+  if constexpr (D == S::kPadded && kPlane * sizeof(T) <= 8) {
+    // Whole planes: one load of 8 bytes or less each (points are D values
+    // apart from a cudaMalloc'd start, so each plane is aligned to its size).
+    // 16-byte loads measured slower at d = 4 (H100, n = 1e5: 7.69 against
+    // 7.26 ms with these element loads).
+    using P = typename PlaneVec<T, kPlane>::type;
+    for (int e = threadIdx.x; e < kW * S::kPlanes; e += BlockPolicy::kThreads) {
+      const int c = e / S::kPlanes, g = e % S::kPlanes;
+      const index_t j = j0 + c;
+      P x{};
+      if (j < p.cols) x = *reinterpret_cast<const P*>(p.b + j * D + g * kPlane);
+      *reinterpret_cast<P*>(&sh.cols[g][c][0]) = x;
+    }
+  } else {
+    for (int e = threadIdx.x; e < kW * S::kPadded; e += BlockPolicy::kThreads) {
+      const int c = e / S::kPadded, k = e % S::kPadded;
+      const index_t j = j0 + c;
+      sh.cols[k / kPlane][c][k % kPlane] = (k < D && j < p.cols) ? p.b[j * D + k] : T(0);
+    }
+  }
+  if constexpr (M::needs_norms) {
+    for (int c = threadIdx.x; c < kW; c += BlockPolicy::kThreads)
+      sh.col_norms[c] = j0 + c < p.cols ? p.norms_b[j0 + c] : 1.0;
+  }
+  __syncthreads();  // the strip's columns staged
+  T* const buf = sh.vals[warp];
+  const index_t h = p.strip_layout.h;
+  for (index_t r = warp; r < h; r += BlockPolicy::kWarps) {
+    const index_t i = i0 + r;
+    if (i >= p.rows) break;  // warp-uniform
+    std::int64_t lo, hi;
+    column_range<Map>(p, i, j0, &lo, &hi);
+    if (lo < 0) lo = 0;
+    if (hi > kW) hi = kW;
+    if (lo >= hi) continue;
+    const std::int64_t base = first_row<Map>(p, i, j0).base;  // column j0 of row i
+    const int shift = vec_phase(p, base);
+    T xr[D];
+#pragma unroll
+    for (int k = 0; k < D; ++k)
+      xr[k] = p.a[i * D + k];
+    const double nr = M::needs_norms ? p.norms_a[i] : 1.0;
+#pragma unroll 4
+    for (int c = static_cast<int>(lo & ~std::int64_t(kWarpSize - 1)) + lane; c < hi;
+         c += kWarpSize) {
+      T y[S::kPadded];
+#pragma unroll
+      for (int g = 0; g < S::kPlanes; ++g)
+        load_plane<kPlane>(sh.cols[g][c], y + g * kPlane);
+      A acc = A(0);
+#pragma unroll
+      for (int k = 0; k < D; ++k)
+        acc = step<M, T, false>(p, m, acc, xr[k], y[k], k);
+      buf[shift + c] = m.finalize(acc, nr, M::needs_norms ? sh.col_norms[c] : 1.0);
+    }
+    __syncwarp();
+    // Vector q covers columns [q kV - shift, (q + 1) kV - shift).
+    const int vecs = static_cast<int>((hi + shift + kV - 1) / kV);
+    for (int q = static_cast<int>((lo + shift) / kV) + lane; q < vecs; q += kWarpSize) {
+      const std::int64_t c = static_cast<std::int64_t>(q) * kV - shift;
+      const T* v = buf + q * kV;
+      if (c >= lo && c + kV <= hi) {
+        *reinterpret_cast<V*>(p.out + (base + c)) = *reinterpret_cast<const V*>(v);
+      } else {
+#pragma unroll
+        for (int e = 0; e < kV; ++e)
+          if (c + e >= lo && c + e < hi) p.out[base + c + e] = v[e];
+      }
+    }
+    __syncwarp();  // the buffer read before the next row overwrites it
+  }
+  __syncthreads();  // every warp done with the columns before the next strip's
 }
 
 // Where column c of a sub-tile sits in a column-strip row: lane-major, the
@@ -697,6 +874,56 @@ __global__ void __launch_bounds__(
   detail::Epilogue<T, Map, kHist>::end_block(p);
 }
 
+// The strip schedule's kernel (stores, d <= 4): λ2 unranks strip ω
+// (mapping::StripLayout; one thread a block, handed over through shared
+// memory), the boxes take column chunk x of band y, and on pairs a box's
+// blocks left of the diagonal chunk leave at once.
+template <typename T, typename M, int D, typename Map>
+__global__ void __launch_bounds__(BlockPolicy::kThreads, BlockPolicy::kStripMinBlocks)
+    strip_kernel(const KernelParams<T> p) {
+  using S = detail::StripShared<T, D, M::needs_norms>;
+  extern __shared__ __align__(16) unsigned char strip_smem[];
+  S& sh = *reinterpret_cast<S*>(strip_smem);
+  constexpr index_t kW = S::kW;
+  const mapping::Grid& g = p.strip_grid;
+  if constexpr (Map::kOneDimensional) {
+    for (index_t bx = blockIdx.x; bx < g.x; bx += gridDim.x) {
+      if (threadIdx.x == 0) sh.strip = p.strip_layout.unrank(g.base + bx);
+      __syncthreads();
+      const mapping::Strip s = sh.strip;
+      detail::strip_store<T, M, D, Map>(p, s.row, s.col, sh);  // ends with a barrier
+    }
+  } else {
+    for (index_t by = blockIdx.y; by < g.y; by += gridDim.y) {
+      const index_t i0 = g.base + by * p.strip_layout.h;
+      for (index_t bx = blockIdx.x; bx < g.x; bx += gridDim.x) {
+        if (detail::is_pairs<Map> && bx < i0 / kW) continue;  // left of the diagonal chunk
+        detail::strip_store<T, M, D, Map>(p, i0, bx * kW, sh);
+      }
+    }
+  }
+}
+
+template <typename T, typename M, int D, typename Map>
+void launch_strips(const KernelParams<T>& p, cudaStream_t stream) {
+  const mapping::Grid& g = p.strip_grid;
+  if (g.blocks() == 0) return;
+  constexpr size_t kBytes =
+      sizeof(detail::StripShared<T, D, M::needs_norms>);  // past 48 KiB: opt in
+  thread_local int opted_device = -1;
+  int dev = -1;
+  if (cudaGetDevice(&dev) != cudaSuccess) cudaGetLastError();
+  if (dev != opted_device) {
+    // A failure here shows as the launch's error.
+    cudaFuncSetAttribute(strip_kernel<T, M, D, Map>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                         static_cast<int>(kBytes));
+    opted_device = dev;
+  }
+  const dim3 grid(static_cast<unsigned>(g.x < 0x7fffffff ? g.x : 0x7fffffff),
+                  static_cast<unsigned>(g.y < 65535 ? g.y : 65535));
+  strip_kernel<T, M, D, Map><<<grid, BlockPolicy::kThreads, kBytes, stream>>>(p);
+}
+
 // Dynamic shared memory that leaves room for at most `cap` blocks of
 // `kernel` on an SM of device `dev` (and sets the kernel's limit to allow it), or 0 where
 // that cannot be arranged: then the launch runs uncapped. Checked with the
@@ -786,6 +1013,9 @@ void launch_family(const KernelParams<T>& p, cudaStream_t stream) {
     return launch_kernel<T, M, D, Map, kHist, kPeriodic>(p, stream);
 #define TDS_CASE_SHAPES(D)                                                                       \
   case D:                                                                                        \
+    if constexpr (!kHist && !kPeriodic) {                                                        \
+      if (p.strips) return launch_strips<T, M, D, Map>(p, stream);                               \
+    }                                                                                            \
     if constexpr (!kHist) {                                                                      \
       if (p.more_blocks)                                                                         \
         return launch_kernel<T, M, D + BlockPolicy::kMoreBlocks, Map, kHist, kPeriodic>(p,       \

@@ -92,11 +92,28 @@ bool lambda2_from_long_end() {
   throw UsageError("TDSOLVE_LAMBDA2_ORDER must be long or short, not '" + std::string(v) + "'");
 }
 
-// d <= 4's launch shape (BlockPolicy::kMoreBlocks): 3 blocks an SM where the
-// memory is fast enough to want more stores in flight, 2 elsewhere. Measured
-// on both sides of the line: the H200 (4.8 TB/s) wrote d = 1..4 up to 13 %
-// faster with 3, the H100 (3.35 TB/s) up to 9 % slower (performance.md).
-// TDSOLVE_SMALL_D_BLOCKS=2 or 3 forces one (tests, measurements).
+// Whether the device's memory is fast (memory clock × bus width at least
+// 4 TB/s: the H200's 4.8, not the H100's 3.35). Where it is, the small-d
+// kernels are bound by their instructions more than by the writes: d <= 4
+// runs 3 blocks an SM (BlockPolicy::kMoreBlocks) in ρ×ρ tiles. Where it is
+// not, the writes bound them: d <= 4 in strips (and 2 blocks an SM for
+// tiles, when asked for). Both
+// measured on both sides of the line (performance.md).
+bool fast_memory(int device) {
+  int khz = 0, bits = 0;
+  if (cudaDeviceGetAttribute(&khz, cudaDevAttrMemoryClockRate, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&bits, cudaDevAttrGlobalMemoryBusWidth, device) != cudaSuccess) {
+    cudaGetLastError();  // no figure: the H100's choices
+    return false;
+  }
+  const double bytes_per_s = 2.0 * khz * 1e3 * bits / 8;  // double data rate
+  return bytes_per_s >= 4e12;
+}
+
+// d <= 4's launch shape in tiles (BlockPolicy::kMoreBlocks): 3 blocks an SM
+// on fast memory, 2 elsewhere. The H200 wrote d = 1..4 up to 13 % faster
+// with 3, the H100 up to 9 % slower. TDSOLVE_SMALL_D_BLOCKS=2 or 3 forces one
+// (tests, measurements).
 bool small_d_more_blocks(int device) {
   const char* v = std::getenv("TDSOLVE_SMALL_D_BLOCKS");
   if (v && *v) {
@@ -104,14 +121,39 @@ bool small_d_more_blocks(int device) {
     if (std::string(v) == "3") return true;
     throw UsageError("TDSOLVE_SMALL_D_BLOCKS must be 2 or 3, not '" + std::string(v) + "'");
   }
-  int khz = 0, bits = 0;
-  if (cudaDeviceGetAttribute(&khz, cudaDevAttrMemoryClockRate, device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&bits, cudaDevAttrGlobalMemoryBusWidth, device) != cudaSuccess) {
-    cudaGetLastError();  // no figure: the shape that never lost much
-    return false;
+  return fast_memory(device);
+}
+
+// The store schedule of d <= 4: strips (mapping/strips.hpp) or ρ×ρ tiles.
+// Strips where memory is not fast: on the H100 (n = 1e5) they took d = 1..4
+// from 80, 79, 81, 79 % of cudaMemset to 95, 92, 86, 84 %; on the H200
+// they gained at most 2 % at d = 1, 2 and lost 13-23 % at d = 3, 4, where
+// their shared-memory traffic, not the writes, is the bound.
+// TDSOLVE_STORE_SCHEDULE=strips or tiles forces one.
+bool store_in_strips(int device, index_t d) {
+  const char* v = std::getenv("TDSOLVE_STORE_SCHEDULE");
+  bool strips = !fast_memory(device);
+  if (v && *v) {
+    if (std::string(v) == "strips") {
+      strips = true;
+    } else if (std::string(v) == "tiles") {
+      strips = false;
+    } else {
+      throw UsageError("TDSOLVE_STORE_SCHEDULE must be strips or tiles, not '" + std::string(v) +
+                       "'");
+    }
   }
-  const double bytes_per_s = 2.0 * khz * 1e3 * bits / 8;  // double data rate
-  return bytes_per_s >= 4e12;
+  return strips && d <= BlockPolicy::kStripMaxD;
+}
+
+// Rows of a strip: BlockPolicy::strip_rows(d), or TDSOLVE_STRIP_ROWS (8, 16,
+// 32, 64 or 128) to measure others.
+index_t strip_rows(index_t d) {
+  const char* v = std::getenv("TDSOLVE_STRIP_ROWS");
+  if (!v || !*v) return BlockPolicy::strip_rows(static_cast<int>(std::min<index_t>(d, 8)));
+  for (index_t h : {8, 16, 32, 64, 128})
+    if (std::to_string(h) == v) return h;
+  throw UsageError("TDSOLVE_STRIP_ROWS must be 8, 16, 32, 64 or 128, not '" + std::string(v) + "'");
 }
 
 template <typename T>
@@ -173,6 +215,8 @@ class CudaBackend final : public Backend<T> {
     name_ = prop.name;
     check_problem(p);
     more_blocks_ = small_d_more_blocks(device_);
+    strips_ = store_in_strips(device_, p.d);
+    strip_rows_ = strip_rows(p.d);
     a_.upload(p.a, "the points");
     if (p.domain == DomainKind::rect && !p.knn()) b_.upload(p.b, "the second set of points");
     norms_a_.upload(p.norms_a, "the norms");
@@ -373,6 +417,20 @@ class CudaBackend final : public Backend<T> {
       k.m = dom.m;
       if constexpr (std::is_same_v<Map, mapping::RectMap>) k.mc = dom.mc;
       k.out_offset = dom.elements_before(job.row_begin);
+      // The strips of the chunk's rows [r0, r1): bands of strip_rows_ rows
+      // (r0 is a multiple of ρ, so of 128: a band boundary).
+      const index_t h = strip_rows_, w = BlockPolicy::strip_cols<T>();
+      const index_t r0 = std::min(job.row_begin * p_.rho, p_.rows);
+      const index_t r1 = std::min(job.row_end * p_.rho, p_.rows);
+      const index_t bands = (r1 - r0 + h - 1) / h;
+      k.strip_layout = mapping::StripLayout(p_.cols, h, w);
+      if constexpr (Map::kOneDimensional) {
+        const index_t first = k.strip_layout.before(r0);
+        const index_t count = k.strip_layout.before(r0 + bands * h) - first;
+        k.strip_grid = mapping::Grid{count, count > 0 ? index_t(1) : index_t(0), first};
+      } else {
+        k.strip_grid = mapping::Grid{bands > 0 ? k.strip_layout.mc : 0, bands, r0};
+      }
     });
     k.out = slots_ > 0 ? nullptr : device_out_[s].get();
     k.counts = slots_ > 0 ? device_counts_[s].get() : nullptr;
@@ -399,6 +457,7 @@ class CudaBackend final : public Backend<T> {
     k.mp.weights = p_.kernel_weights.empty() ? nullptr : weights_.get();
     k.masked_only = masked_only_requested();
     k.more_blocks = more_blocks_;
+    k.strips = strips_ && p_.epilogue != EpilogueKind::histogram;
     return k;
   }
 
@@ -407,6 +466,8 @@ class CudaBackend final : public Backend<T> {
   int device_;
   std::string name_;
   bool more_blocks_ = false;  // d <= 4: launch shape (small_d_more_blocks)
+  bool strips_ = false;       // d <= 4 stores: strips or tiles (store_in_strips)
+  index_t strip_rows_ = 16;   // rows of a strip (strip_rows)
   bool keep_on_device_ = false;
   index_t slots_ = 0;
   DeviceBuffer<T> a_, b_;

@@ -39,6 +39,12 @@ class GpuTest(TempDirTest):
             self.assertEqual(self.values(gpu2), c, f"{metric} {precision}: 2 ranks on one GPU != CPU")
 
     def test_kernel_shapes_identical_to_cpu(self):
+        # d <= 4 stores in strips, forced (TDSOLVE_STORE_SCHEDULE=strips;
+        # by default d <= 3 where memory is not fast; 16-64 rows × 4 KiB,
+        # 16-byte stores from a row's first 16-byte boundary; 8 and 128 rows
+        # through TDSOLVE_STRIP_ROWS): n = 1031 spans two strip columns of
+        # floats and three of doubles, and chunks and ranks start inside a
+        # strip row. The tile schedule (TDSOLVE_STORE_SCHEDULE=tiles) with
         # d <= 4 in both launch shapes (TDSOLVE_SMALL_D_BLOCKS=2: every warp
         # unranks its λ2 tile; 3: one thread a block does, 80 registers);
         # d = 1: λ2's kernel launched with its occupancy cap (2 blocks an
@@ -55,8 +61,9 @@ class GpuTest(TempDirTest):
             with h5py.File(p, "r") as f:
                 return f["counts" if command == "hist" else "distances"][()].tobytes()
 
-        cases = [(d, "euclidean", "float32") for d in (1, 2, 3, 4, 9, 13, 16, 17, 33, 64)]
-        cases += [(3, "cosine", "float64"), (2, "cityblock", "float64")]
+        cases = [(d, "euclidean", "float32") for d in (1, 2, 3, 4, 6, 8, 9, 13, 16, 17, 33, 64)]
+        cases += [(3, "cosine", "float64"), (2, "cityblock", "float64"), (8, "cosine", "float32"),
+                  (7, "sqeuclidean", "float64"), (1, "euclidean", "float64")]
         cases += [(16, "sqeuclidean", "float32"), (17, "cityblock", "float32"), (64, "chebyshev", "float32"),
                   (13, "cosine", "float32"), (33, "cosine", "float32")]
         cases += [(d, "euclidean", "float64") for d in (9, 16, 17, 33)] + [(33, "cosine", "float64")]
@@ -67,10 +74,19 @@ class GpuTest(TempDirTest):
             cpu = run("edm", args, "cpu")
             self.assertEqual(run("edm", args, "cuda"), cpu, what)
             if d <= 4:
+                strips = {"TDSOLVE_STORE_SCHEDULE": "strips"}
+                self.assertEqual(run("edm", args, "cuda", 1, [], strips), cpu, what + ", strips")
+                self.assertEqual(run("edm", args, "cuda", 1, ["--map", "bb"], strips), cpu, what + ", strips, bb")
+                self.assertEqual(run("edm", args, "cuda", 2, [], strips), cpu, what + ", strips, 2 ranks")
+                if d in (1, 3):
+                    for rows in ("8", "128"):
+                        env = dict(strips, TDSOLVE_STRIP_ROWS=rows)
+                        self.assertEqual(run("edm", args, "cuda", 1, (), env), cpu, f"{what}, strips of {rows} rows")
                 for shape in ("2", "3"):
                     for extra in ([], ["--map", "bb"]):
-                        self.assertEqual(run("edm", args, "cuda", 1, extra, {"TDSOLVE_SMALL_D_BLOCKS": shape}),
-                                         cpu, f"{what}, {shape} blocks {extra}")
+                        env = {"TDSOLVE_STORE_SCHEDULE": "tiles", "TDSOLVE_SMALL_D_BLOCKS": shape}
+                        self.assertEqual(run("edm", args, "cuda", 1, extra, env), cpu,
+                                         f"{what}, tiles, {shape} blocks {extra}")
             if d in (17, 33) and precision == "float32" and metric == "euclidean":
                 self.assertEqual(run("edm", args, "cuda", 2), cpu, what + ", 2 ranks")
                 self.assertEqual(run("edm", args, "cuda", 1, ["--map", "bb"]), cpu, what + ", bb")
@@ -83,13 +99,32 @@ class GpuTest(TempDirTest):
         self.assertEqual(run("cross", args, "cuda"), run("cross", args, "cpu"), "cross d = 17")
         args = ["--generate", "uniform:1031:3:1", "--with-generate", "uniform:517:3:2"]
         cpu = run("cross", args, "cpu")
+        strips = {"TDSOLVE_STORE_SCHEDULE": "strips"}
+        self.assertEqual(run("cross", args, "cuda"), cpu, "cross d = 3")
+        self.assertEqual(run("cross", args, "cuda", env=strips), cpu, "cross d = 3, strips")
+        self.assertEqual(run("cross", args, "cuda", 2, env=strips), cpu, "cross d = 3, strips, 2 ranks")
         for shape in ("2", "3"):
-            self.assertEqual(run("cross", args, "cuda", env={"TDSOLVE_SMALL_D_BLOCKS": shape}), cpu,
-                             f"cross d = 3, {shape} blocks")
+            env = {"TDSOLVE_STORE_SCHEDULE": "tiles", "TDSOLVE_SMALL_D_BLOCKS": shape}
+            self.assertEqual(run("cross", args, "cuda", env=env), cpu, f"cross d = 3, tiles, {shape} blocks")
+        # Three ranks and chunks of one block row each (128 rows: 8 bands of a
+        # strip row of 64) on both maps, n not a multiple of anything.
+        args = ["--generate", "uniform:5003:2:3", "--chunk-mb", "1", "--block", "128"]
+        cpu = run("edm", args, "cpu")
+        for extra in ([], ["--map", "bb"]):
+            self.assertEqual(run("edm", args, "cuda", 3, extra, strips), cpu,
+                             f"d = 2, n = 5003, strips, 3 ranks {extra}")
         r = tdsolve("edm", "--generate", "uniform:100:3", "--output", self.path("bad.h5"), "--backend", "cuda",
                     env={"TDSOLVE_SMALL_D_BLOCKS": "5"})
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("TDSOLVE_SMALL_D_BLOCKS must be 2 or 3", r.stderr)
+        r = tdsolve("edm", "--generate", "uniform:100:3", "--output", self.path("bad.h5"), "--backend", "cuda",
+                    env={"TDSOLVE_STORE_SCHEDULE": "rows"})
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("TDSOLVE_STORE_SCHEDULE must be strips or tiles", r.stderr)
+        r = tdsolve("edm", "--generate", "uniform:100:3", "--output", self.path("bad.h5"), "--backend", "cuda",
+                    env={"TDSOLVE_STRIP_ROWS": "24"})
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("TDSOLVE_STRIP_ROWS must be 8, 16, 32, 64 or 128", r.stderr)
 
     def test_auto_picks_cuda_and_bb_map_agrees(self):
         a, b = self.path("a.h5"), self.path("b.h5")

@@ -1,12 +1,15 @@
 // Exactness of the index maths: every row boundary ±1, not random samples.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "mapping/block_map.hpp"
 #include "mapping/simplex.hpp"
+#include "mapping/strips.hpp"
 
 using namespace tdsolve;
 using namespace tdsolve::mapping;
@@ -207,6 +210,67 @@ TEST(Lambda2, CoversEveryTileOnceInBlockRowOrder) {
         expect += m - I;
       ASSERT_EQ(count, expect);
     }
+  }
+}
+
+// The strip layout (the small-d store schedule) against plain enumeration:
+// band by band, the chunks from the diagonal one to the last, every pair in
+// exactly one strip and no strip without a pair but the last row's.
+TEST(Strips, UnrankEnumeratesTheNonEmptyStripsBandByBand) {
+  for (const auto& [h, w] : std::vector<std::pair<index_t, index_t>>{
+           {16, 1024}, {16, 512}, {8, 32}, {4, 4}, {2, 8}, {16, 16}}) {
+    for (index_t n = 1; n <= 300; n += (n < 40 ? 1 : 7)) {
+      const StripLayout l(n, h, w);
+      std::vector<Strip> list;
+      std::vector<index_t> first;  // first strip of each band
+      const index_t bands = (n + h - 1) / h;
+      for (index_t b = 0; b < bands; ++b) {
+        first.push_back(static_cast<index_t>(list.size()));
+        for (index_t c = (b * h) / w; c < l.mc; ++c)
+          list.push_back(Strip{b * h, c * w});
+      }
+      ASSERT_EQ(l.before(bands * h), static_cast<index_t>(list.size()))
+          << n << " " << h << " " << w;
+      for (index_t b = 0; b < bands; ++b)
+        ASSERT_EQ(l.before(b * h), first[b]) << n << " band " << b;
+      std::vector<int> covered(n * n, 0);
+      for (index_t o = 0; o < static_cast<index_t>(list.size()); ++o) {
+        const Strip s = l.unrank(o);
+        ASSERT_EQ(s.row, list[o].row) << n << " ω " << o;
+        ASSERT_EQ(s.col, list[o].col) << n << " ω " << o;
+        int pairs = 0;
+        for (index_t i = s.row; i < std::min(s.row + h, n); ++i)
+          for (index_t j = std::max(s.col, i + 1); j < std::min(s.col + w, n); ++j, ++pairs)
+            ++covered[i * n + j];
+        // Only a band of the last row alone (it pairs with nothing) is empty.
+        if (s.row < n - 1) ASSERT_GT(pairs, 0) << "an empty strip: n " << n << " ω " << o;
+      }
+      for (index_t i = 0; i < n; ++i)
+        for (index_t j = 0; j < n; ++j)
+          ASSERT_EQ(covered[i * n + j], j > i ? 1 : 0) << n << " (" << i << ", " << j << ")";
+    }
+  }
+}
+
+// At sizes no enumeration reaches: the first and last strips of bands
+// around random rows, up to n = 3e9 (λ2's root near 2^48 strips).
+TEST(Strips, UnrankIsExactAtBandBoundariesOfHugeDomains) {
+  std::mt19937_64 rng(7);
+  for (index_t n : {index_t(100000), index_t(123457), index_t(3000000001)}) {
+    const StripLayout l(n, 16, 1024);
+    const index_t bands = (n + 15) / 16;
+    for (int t = 0; t < 2000; ++t) {
+      const index_t b = 1 + static_cast<index_t>(rng() % static_cast<std::uint64_t>(bands - 1));
+      const index_t s = b * 16 / 1024, at = l.before(b * 16);
+      const Strip a = l.unrank(at), z = l.unrank(at + (l.mc - s) - 1), p = l.unrank(at - 1);
+      ASSERT_EQ(a.row, b * 16);
+      ASSERT_EQ(a.col, s * 1024);
+      ASSERT_EQ(z.row, b * 16);
+      ASSERT_EQ(z.col, (l.mc - 1) * 1024);
+      ASSERT_EQ(p.row, (b - 1) * 16);
+      ASSERT_EQ(p.col, (l.mc - 1) * 1024);
+    }
+    EXPECT_EQ(l.unrank(l.before(bands * 16) - 1).row, (bands - 1) * 16);
   }
 }
 
