@@ -96,9 +96,9 @@ bool lambda2_from_long_end() {
 // 4 TB/s: the H200's 4.8, not the H100's 3.35). Where it is, the small-d
 // kernels are bound by their instructions more than by the writes: d <= 4
 // runs 3 blocks an SM (BlockPolicy::kMoreBlocks) in ρ×ρ tiles. Where it is
-// not, the writes bound them: d <= 4 in strips (and 2 blocks an SM for
-// tiles, when asked for). Both
-// measured on both sides of the line (performance.md).
+// not, the writes bound them: d <= 4 runs in strips (and in 2 blocks an SM
+// when tiles are asked for). Both choices were measured on both sides of
+// the line (performance.md).
 bool fast_memory(int device) {
   int khz = 0, bits = 0;
   if (cudaDeviceGetAttribute(&khz, cudaDevAttrMemoryClockRate, device) != cudaSuccess ||
@@ -127,8 +127,8 @@ bool small_d_more_blocks(int device) {
 // The store schedule of d <= 4: strips (mapping/strips.hpp) or ρ×ρ tiles.
 // Strips where memory is not fast: on the H100 (n = 1e5) they took d = 1..4
 // from 80, 79, 81, 79 % of cudaMemset to 95, 92, 86, 84 %; on the H200
-// they gained at most 2 % at d = 1, 2 and lost 13-23 % at d = 3, 4, where
-// their shared-memory traffic, not the writes, is the bound.
+// they lost 1-6 % at d = 1, 2 and 13 % at d = 3, 4 to the 3-blocks tiles:
+// there their shared-memory traffic, not the writes, is the bound.
 // TDSOLVE_STORE_SCHEDULE=strips or tiles forces one.
 bool store_in_strips(int device, index_t d) {
   const char* v = std::getenv("TDSOLVE_STORE_SCHEDULE");

@@ -63,7 +63,8 @@ class GpuTest(TempDirTest):
 
         cases = [(d, "euclidean", "float32") for d in (1, 2, 3, 4, 6, 8, 9, 13, 16, 17, 33, 64)]
         cases += [(3, "cosine", "float64"), (2, "cityblock", "float64"), (8, "cosine", "float32"),
-                  (7, "sqeuclidean", "float64"), (1, "euclidean", "float64")]
+                  (7, "sqeuclidean", "float64"), (1, "euclidean", "float64"), (3, "sqeuclidean", "float32"),
+                  (4, "chebyshev", "float32"), (2, "cosine", "float32"), (1, "cityblock", "float32")]
         cases += [(16, "sqeuclidean", "float32"), (17, "cityblock", "float32"), (64, "chebyshev", "float32"),
                   (13, "cosine", "float32"), (33, "cosine", "float32")]
         cases += [(d, "euclidean", "float64") for d in (9, 16, 17, 33)] + [(33, "cosine", "float64")]
