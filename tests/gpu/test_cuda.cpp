@@ -215,10 +215,32 @@ TEST(CudaBackend, EveryFeatureCountAndLargerTiles) {
   }
 }
 
+// Strips forced, whatever the GPU would pick: every d they serve, both maps,
+// ρ = 128 and 384 (chunks start on other multiples of 128), float and double.
+TEST(CudaBackend, StripsMatchCpu) {
+  REQUIRE_GPU();
+  setenv("TDSOLVE_STORE_SCHEDULE", "strips", 1);
+  for (index_t d = 1; d <= 4; ++d)
+    for (index_t rho : {128, 384})
+      for (MapKind map : {MapKind::lambda, MapKind::bb}) {
+        const Problem<float> p =
+            random_problem<float>(2100, d, Metric::euclidean, rho, 40 + d, map);
+        EXPECT_EQ(compare_chunks(p, false).differing, 0u) << "d=" << d << " rho=" << rho;
+        const Problem<double> q =
+            random_problem<double>(1100, d, Metric::cityblock, rho, 50 + d, map);
+        EXPECT_EQ(compare_chunks(q, false).differing, 0u) << "double d=" << d << " rho=" << rho;
+      }
+  unsetenv("TDSOLVE_STORE_SCHEDULE");
+}
+
+// The tiles' masked path (d = 3 would run in strips on some GPUs, where the
+// mask is the only path).
 TEST(CudaBackend, MaskedPathEverywhereMatchesCpu) {
   REQUIRE_GPU();
   setenv("TDSOLVE_CUDA_MASKED_ONLY", "1", 1);
+  setenv("TDSOLVE_STORE_SCHEDULE", "tiles", 1);
   check_all<float>({1000, 4099}, {3, 17}, false);
+  unsetenv("TDSOLVE_STORE_SCHEDULE");
   unsetenv("TDSOLVE_CUDA_MASKED_ONLY");
 }
 
