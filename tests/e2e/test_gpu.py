@@ -40,7 +40,7 @@ class GpuTest(TempDirTest):
 
     def test_kernel_shapes_identical_to_cpu(self):
         # d <= 4 stores in strips, forced (TDSOLVE_STORE_SCHEDULE=strips;
-        # by default d <= 3 where memory is not fast; 16-64 rows × 4 KiB,
+        # by default d <= 4 where memory is not fast; 16-64 rows × 4 KiB,
         # 16-byte stores from a row's first 16-byte boundary; 8 and 128 rows
         # through TDSOLVE_STRIP_ROWS): n = 1031 spans two strip columns of
         # floats and three of doubles, and chunks and ranks start inside a
@@ -107,8 +107,8 @@ class GpuTest(TempDirTest):
         for shape in ("2", "3"):
             env = {"TDSOLVE_STORE_SCHEDULE": "tiles", "TDSOLVE_SMALL_D_BLOCKS": shape}
             self.assertEqual(run("cross", args, "cuda", env=env), cpu, f"cross d = 3, tiles, {shape} blocks")
-        # Three ranks and chunks of one block row each (128 rows: 8 bands of a
-        # strip row of 64) on both maps, n not a multiple of anything.
+        # Three ranks and chunks of one block row each (128 rows: 4 bands of
+        # 32 rows at d = 2) on both maps, n not a multiple of anything.
         args = ["--generate", "uniform:5003:2:3", "--chunk-mb", "1", "--block", "128"]
         cpu = run("edm", args, "cpu")
         for extra in ([], ["--map", "bb"]):
