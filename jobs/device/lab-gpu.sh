@@ -137,8 +137,7 @@ if [[ $parts == *" 7 "* ]]; then
       strips:*) env=(TDSOLVE_STORE_SCHEDULE=strips TDSOLVE_STRIP_ROWS=${sched#strips:}) ;;
       tiles:*) env=(TDSOLVE_STORE_SCHEDULE=tiles TDSOLVE_SMALL_D_BLOCKS=${sched#tiles:}) ;;
     esac
-    env "${env[@]}" bash -c 'timeout "${LIMIT:-400}" bash .devrun/on-device.sh "$@"' _ \
-      $T bench --backend cuda --generate uniform:$n:$d:1 --precision $prec --map $map \
+    run env "${env[@]}" $T bench --backend cuda --generate uniform:$n:$d:1 --precision $prec --map $map \
       --repeat 7 --csv "$csv" >> "$out/strips_$gpu.log" 2>&1
     echo "$sched,$n,$d,$prec,$map,$?" >> "$which"
   }

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <initializer_list>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -82,14 +83,28 @@ bool masked_only_requested() {
   return v && *v == '1';
 }
 
+// The environment variable `name` as an index into `options`, or -1 when it
+// is unset or empty; any other value is a usage error that names the
+// options ("NAME must be a, b or c, not 'x'").
+int env_choice(const char* name, std::initializer_list<const char*> options) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return -1;
+  std::string list;
+  int i = 0;
+  for (const char* o : options) {
+    if (std::string(o) == v) return i;
+    list += (i == 0 ? "" : (i + 1 == static_cast<int>(options.size()) ? " or " : ", "));
+    list += o;
+    ++i;
+  }
+  throw UsageError(std::string(name) + " must be " + list + ", not '" + v + "'");
+}
+
 // The order λ2's tiles run in (mapping::Grid::reversed): TDSOLVE_LAMBDA2_ORDER
 // = long (the bounding box's order, from the long end of the triangle) or
 // short (from the short end); long unless set (docs/performance.md).
 bool lambda2_from_long_end() {
-  const char* v = std::getenv("TDSOLVE_LAMBDA2_ORDER");
-  if (!v || !*v || std::string(v) == "long") return true;
-  if (std::string(v) == "short") return false;
-  throw UsageError("TDSOLVE_LAMBDA2_ORDER must be long or short, not '" + std::string(v) + "'");
+  return env_choice("TDSOLVE_LAMBDA2_ORDER", {"long", "short"}) != 1;
 }
 
 // Whether the device's memory is fast (memory clock × bus width at least
@@ -114,14 +129,9 @@ bool fast_memory(int device) {
 // on fast memory, 2 elsewhere. The H200 wrote d = 1..4 up to 13 % faster
 // with 3, the H100 up to 9 % slower. TDSOLVE_SMALL_D_BLOCKS=2 or 3 forces one
 // (tests, measurements).
-bool small_d_more_blocks(int device) {
-  const char* v = std::getenv("TDSOLVE_SMALL_D_BLOCKS");
-  if (v && *v) {
-    if (std::string(v) == "2") return false;
-    if (std::string(v) == "3") return true;
-    throw UsageError("TDSOLVE_SMALL_D_BLOCKS must be 2 or 3, not '" + std::string(v) + "'");
-  }
-  return fast_memory(device);
+bool small_d_more_blocks(bool fast) {
+  const int c = env_choice("TDSOLVE_SMALL_D_BLOCKS", {"2", "3"});
+  return c < 0 ? fast : c == 1;
 }
 
 // The store schedule of d <= 4: strips (mapping/strips.hpp) or ρ×ρ tiles.
@@ -130,30 +140,17 @@ bool small_d_more_blocks(int device) {
 // they lost 1-6 % at d = 1, 2 and 13 % at d = 3, 4 to the 3-blocks tiles:
 // there their shared-memory traffic, not the writes, is the bound.
 // TDSOLVE_STORE_SCHEDULE=strips or tiles forces one.
-bool store_in_strips(int device, index_t d) {
-  const char* v = std::getenv("TDSOLVE_STORE_SCHEDULE");
-  bool strips = !fast_memory(device);
-  if (v && *v) {
-    if (std::string(v) == "strips") {
-      strips = true;
-    } else if (std::string(v) == "tiles") {
-      strips = false;
-    } else {
-      throw UsageError("TDSOLVE_STORE_SCHEDULE must be strips or tiles, not '" + std::string(v) +
-                       "'");
-    }
-  }
-  return strips && d <= BlockPolicy::kStripMaxD;
+bool store_in_strips(bool fast, index_t d) {
+  const int c = env_choice("TDSOLVE_STORE_SCHEDULE", {"strips", "tiles"});
+  return (c < 0 ? !fast : c == 0) && d <= BlockPolicy::kStripMaxD;
 }
 
 // Rows of a strip: BlockPolicy::strip_rows(d), or TDSOLVE_STRIP_ROWS (8, 16,
 // 32, 64 or 128) to measure others.
 index_t strip_rows(index_t d) {
-  const char* v = std::getenv("TDSOLVE_STRIP_ROWS");
-  if (!v || !*v) return BlockPolicy::strip_rows(static_cast<int>(std::min<index_t>(d, 8)));
-  for (index_t h : {8, 16, 32, 64, 128})
-    if (std::to_string(h) == v) return h;
-  throw UsageError("TDSOLVE_STRIP_ROWS must be 8, 16, 32, 64 or 128, not '" + std::string(v) + "'");
+  constexpr index_t kRows[] = {8, 16, 32, 64, 128};
+  const int c = env_choice("TDSOLVE_STRIP_ROWS", {"8", "16", "32", "64", "128"});
+  return c < 0 ? BlockPolicy::strip_rows(static_cast<int>(std::min<index_t>(d, 8))) : kRows[c];
 }
 
 template <typename T>
@@ -214,8 +211,9 @@ class CudaBackend final : public Backend<T> {
     check(cudaGetDeviceProperties(&prop, device_), "cudaGetDeviceProperties");
     name_ = prop.name;
     check_problem(p);
-    more_blocks_ = small_d_more_blocks(device_);
-    strips_ = store_in_strips(device_, p.d);
+    const bool fast = fast_memory(device_);  // both d <= 4 choices follow it
+    more_blocks_ = small_d_more_blocks(fast);
+    strips_ = store_in_strips(fast, p.d);
     strip_rows_ = strip_rows(p.d);
     a_.upload(p.a, "the points");
     if (p.domain == DomainKind::rect && !p.knn()) b_.upload(p.b, "the second set of points");
