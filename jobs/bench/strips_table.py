@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """The strips-against-tiles table of docs/performance.md from lab-gpu.sh
 part 7 (strips-<gpu>.csv and strips-which-<gpu>.csv, which says each row's
-schedule: strips, strips:ROWS, or tiles:BLOCKS): per case the λ2 and BB
-medians of every schedule, and the best share of cudaMemset of strips and
-of tiles.
+schedule: default, strips[:ROWS], lanes[:ROWS] or tiles:BLOCKS): per case
+the λ2 and BB medians of every schedule, and the best share of cudaMemset
+of each kind (strips, lanes, tiles).
 
     python3 jobs/bench/strips_table.py docs/figures/strips-h100.csv docs/figures/strips-which-h100.csv
 """
@@ -26,8 +26,8 @@ def main():
             schedules.append(sched)
         table[(prec, int(n), int(d))][(sched, map_)] = (float(r["median_ms"]), float(r["fraction_of_memset"]))
     print("| precision | n | d | " + " | ".join(f"{s} λ2 / BB ms" for s in schedules) +
-          " | best strips % of memset | best tiles % |")
-    print("|---|---:|---:|" + "---:|" * (len(schedules) + 2))
+          " | best strips % of memset | best lanes % | best tiles % |")
+    print("|---|---:|---:|" + "---:|" * (len(schedules) + 3))
     for key in sorted(table):
         v = table[key]
         cells = []
@@ -35,10 +35,10 @@ def main():
             a, b = v.get((s, "lambda")), v.get((s, "bb"))
             cells.append(f"{a[0]:.2f} / {b[0]:.2f}" if a and b else "")
         best = {}
-        for kind in ("strips", "tiles"):
+        for kind in ("strips", "lanes", "tiles"):
             shares = [x[1] for k, x in v.items() if k[0].startswith(kind)]
             best[kind] = f"{100 * max(shares):.1f}" if shares else ""
-        print(f"| {key[0]} | {key[1]} | {key[2]} | " + " | ".join(cells) + f" | {best['strips']} | {best['tiles']} |")
+        print(f"| {key[0]} | {key[1]} | {key[2]} | " + " | ".join(cells) + f" | {best['strips']} | {best['lanes']} | {best['tiles']} |")
 
 
 if __name__ == "__main__":

@@ -32,15 +32,20 @@ if [ -z "${SANITIZERS_ONLY:-}" ]; then
   step e2e_gpu run python3 tests/e2e/test_gpu.py -v
 fi
 for tool in memcheck racecheck; do
-  # d <= 4 in strips, forced (n past one 1024-float strip column; 512 doubles)
-  step "${tool}_bench_f32_d3_strips" run env TDSOLVE_STORE_SCHEDULE=strips compute-sanitizer --tool $tool \
-    --error-exitcode 9 .devbin/tdsolve bench --backend cuda --generate uniform:1500:3:1 --repeat 1
-  step "${tool}_bench_bb_f64_d4_strips" run env TDSOLVE_STORE_SCHEDULE=strips compute-sanitizer --tool $tool \
-    --error-exitcode 9 .devbin/tdsolve bench --backend cuda --generate uniform:1100:4:3 --precision float64 \
-    --map bb --repeat 1
-  step "${tool}_cross_f32_d1_strips" run env TDSOLVE_STORE_SCHEDULE=strips compute-sanitizer --tool $tool \
-    --error-exitcode 9 .devbin/tdsolve bench --backend cuda --generate uniform:300:1:1 \
-    --with-generate uniform:1517:1:2 --repeat 1
+  # d <= 4 in both strip schedules, forced (n past one 1024-float strip
+  # column; 512 doubles)
+  for s in strips lanes; do
+    step "${tool}_bench_f32_d3_$s" run env TDSOLVE_STORE_SCHEDULE=$s compute-sanitizer --tool $tool \
+      --error-exitcode 9 .devbin/tdsolve bench --backend cuda --generate uniform:1500:3:1 --repeat 1
+    step "${tool}_bench_bb_f64_d4_$s" run env TDSOLVE_STORE_SCHEDULE=$s compute-sanitizer --tool $tool \
+      --error-exitcode 9 .devbin/tdsolve bench --backend cuda --generate uniform:1100:4:3 --precision float64 \
+      --map bb --repeat 1
+    step "${tool}_cross_f32_d1_$s" run env TDSOLVE_STORE_SCHEDULE=$s compute-sanitizer --tool $tool \
+      --error-exitcode 9 .devbin/tdsolve bench --backend cuda --generate uniform:300:1:1 \
+      --with-generate uniform:1517:1:2 --repeat 1
+  done
+  step "${tool}_bench_f32_d2_cosine_lanes" run env TDSOLVE_STORE_SCHEDULE=lanes compute-sanitizer --tool $tool \
+    --error-exitcode 9 .devbin/tdsolve bench --backend cuda --generate uniform:1300:2:5 --metric cosine --repeat 1
   step "${tool}_bench_bb_f64_d17" run compute-sanitizer --tool $tool --error-exitcode 9 \
     .devbin/tdsolve bench --backend cuda --generate uniform:600:17:2 --precision float64 --map bb --repeat 1 \
     --metric cosine
@@ -69,8 +74,11 @@ if [ -x .devbin/tdsolve_ref ]; then
 fi
 step memcheck_edm_pipeline run compute-sanitizer --tool memcheck --error-exitcode 9 \
   .devbin/tdsolve edm --backend cuda --generate uniform:3000:5:3 --chunk-mb 1 --output /tmp/san.h5 --overwrite
-step memcheck_edm_pipeline_strips run env TDSOLVE_STORE_SCHEDULE=strips compute-sanitizer --tool memcheck \
-  --error-exitcode 9 .devbin/tdsolve edm --backend cuda --generate uniform:3000:2:3 --chunk-mb 1 --output /tmp/san.h5 --overwrite
+for s in strips lanes; do
+  step memcheck_edm_pipeline_$s run env TDSOLVE_STORE_SCHEDULE=$s compute-sanitizer --tool memcheck \
+    --error-exitcode 9 .devbin/tdsolve edm --backend cuda --generate uniform:3000:2:3 --chunk-mb 1 \
+    --output /tmp/san.h5 --overwrite
+done
 grep -h "ERROR SUMMARY\|RACECHECK SUMMARY" "$out"/*check*.log | sort | uniq -c | tee -a "$out/summary.txt"
 cat "$out/summary.txt"
 [ -n "${OUT:-}" ] && tar -C "$out" -czf "$OUT/check.tgz" .

@@ -128,13 +128,16 @@ if [[ $parts == *" 6 "* ]]; then
 fi
 if [[ $parts == *" 7 "* ]]; then
   csv=$out/strips-$gpu.csv; which=$out/strips-which-$gpu.csv; rm -f "$csv" "$which"
-  # SCHEDULE: default (the device's choice), strips[:ROWS] or tiles:BLOCKS
+  # SCHEDULE: default (the device's choice), strips[:ROWS], lanes[:ROWS] or
+  # tiles:BLOCKS
   bench() {  # bench SCHEDULE N D PRECISION MAP: one row
     local sched=$1 n=$2 d=$3 prec=$4 map=$5 env=()
     case $sched in
       default) ;;
       strips) env=(TDSOLVE_STORE_SCHEDULE=strips) ;;
       strips:*) env=(TDSOLVE_STORE_SCHEDULE=strips TDSOLVE_STRIP_ROWS=${sched#strips:}) ;;
+      lanes) env=(TDSOLVE_STORE_SCHEDULE=lanes) ;;
+      lanes:*) env=(TDSOLVE_STORE_SCHEDULE=lanes TDSOLVE_STRIP_ROWS=${sched#lanes:}) ;;
       tiles:*) env=(TDSOLVE_STORE_SCHEDULE=tiles TDSOLVE_SMALL_D_BLOCKS=${sched#tiles:}) ;;
     esac
     run env "${env[@]}" $T bench --backend cuda --generate uniform:$n:$d:1 --precision $prec --map $map \
@@ -144,14 +147,14 @@ if [[ $parts == *" 7 "* ]]; then
   for n in ${STRIP_SIZES:-51200 100000}; do
     for d in ${STRIP_DIMS:-1 2 3 4 6 8}; do
       for map in lambda bb; do
-        for sched in ${STRIP_VARIANTS:-default strips} tiles:2; do bench $sched $n $d float32 $map; done
+        for sched in ${STRIP_VARIANTS:-default strips lanes} tiles:2; do bench $sched $n $d float32 $map; done
         [ "$d" -le 4 ] && bench tiles:3 $n $d float32 $map
       done
     done
   done
   for d in 1 4 8; do
     for map in lambda bb; do
-      for sched in ${STRIP_VARIANTS:-default strips} tiles:2; do bench $sched 100000 $d float64 $map; done
+      for sched in ${STRIP_VARIANTS:-default strips lanes} tiles:2; do bench $sched 100000 $d float64 $map; done
     done
   done
   echo "strips rows: $(($(wc -l < "$csv") - 1)), failed: $(grep -c ',[1-9][0-9]*$' "$which")" | tee -a "$summary"

@@ -12,9 +12,11 @@
 // Sub-tiles on the diagonal or the domain's edge go through a mask.
 //
 // Stores at d <= 4 take another schedule, strips (mapping/strips.hpp): a block
-// takes h rows × 4 KiB of each, each warp computes whole row pieces into
-// shared memory and writes them with 16-byte stores; the column points are
-// staged in shared memory once a strip.
+// takes h rows × 4 KiB of each and writes them with 16-byte stores, in one
+// of two kernels: each warp computes whole row pieces into shared memory
+// from column points staged there (strip_store), or each thread keeps the
+// column points of its 16-byte piece in registers and computes and stores
+// that piece of every row (strip_lanes_store, "lanes").
 //
 // Features: for d <= 8 (compile time) each lane keeps its 4 column points in
 // registers and reads row points from shared memory (a broadcast: all lanes
@@ -162,8 +164,19 @@ struct BlockPolicy {
   // closer together. H100, n = 1e5, float32, λ2 (BB) with 16 / 32 / 64 rows:
   // d = 1 6.41 / 6.75 / 7.16 ms, d = 2 6.57 / 6.68 / 6.95 (BB 6.89 / 6.71 /
   // 6.92), d = 3 8.03 / 7.21 / 7.06, d = 4 (element staging) 8.17 / 7.43 /
-  // 7.26 (docs/figures/strips-rows-h100.csv).
-  static constexpr int strip_rows(int d) { return d <= 1 ? 16 : (d == 2 ? 32 : 64); }
+  // 7.26 (docs/figures/strips-rows-h100.csv). d = 2 takes 16 since BB's
+  // best is now lanes (6.62 ms), which λ2's 32 rows did not beat.
+  static constexpr int strip_rows(int d) { return d <= 2 ? 16 : 64; }
+  // The lanes schedule (strip_lanes_store): 64 registers for 4 blocks an SM
+  // (more spilled and ran slower), and its rows. Rows were measured with 16,
+  // 32 and 64 (docs/figures/lanes-*.csv; λ2, n = 1e5, float32): the H200
+  // (fast memory) ran d = 1..4 fastest with 16, 16, 32, 64 rows, the H100
+  // with 16, 16, 16, 32; d = 4 with 16 rows took 7.1-7.9 ms on the H200
+  // against 5.7-5.9 with 64.
+  static constexpr int kLaneMinBlocks = 4;
+  static constexpr int lane_rows(int d, bool fast_memory) {
+    return d <= 2 ? 16 : (d == 3 ? (fast_memory ? 32 : 16) : (fast_memory ? 64 : 32));
+  }
   template <typename T>
   static constexpr int strip_cols() {
     return kStripBytes / static_cast<int>(sizeof(T));
@@ -200,6 +213,7 @@ struct KernelParams {
   // (λ2: x strips from strip `base`; boxes: x column chunks × y bands from
   // row `base`).
   bool strips;
+  bool lanes;  // strips with the columns in registers (strip_lanes_store)
   mapping::StripLayout strip_layout;
   mapping::Grid strip_grid;
 };
@@ -598,6 +612,187 @@ __device__ __forceinline__ void strip_store(const KernelParams<T>& p, index_t i0
   __syncthreads();  // every warp done with the columns before the next strip's
 }
 
+// The strip schedule with the columns in registers ("lanes"): thread t owns
+// the kV columns [t kV, (t + 1) kV) of the strip (kV values a 16-byte store,
+// so 256 threads cover its 4 KiB), keeps the points of the 2 kV - 1 columns
+// around them in registers for the whole strip, and for each row computes
+// and stores the kV values of the row's t-th 16-byte piece: a row whose
+// first column sits s values past a 16-byte boundary stores columns
+// [t kV - s, (t + 1) kV - s). Thread 0's piece would start before the
+// strip; it takes the strip's last s columns instead (its registers hold
+// those points in place of the ones before the strip), so every thread
+// computes kV values a row and no value goes through shared memory.
+struct LaneRow {
+  std::int64_t base;  // buffer index of the strip's column 0 in this row
+  int lo, hi;         // the row's columns in the strip, within [0, kW]
+};
+
+template <typename T, typename M, int D>
+__device__ __forceinline__ T lane_value(const KernelParams<T>& p, const M& m, const T (&xr)[D],
+                                        const T (&y)[D], double nr, double nc) {
+  using A = typename M::acc_t;
+  A acc = A(0);
+#pragma unroll
+  for (int k = 0; k < D; ++k)
+    acc = step<M, T, false>(p, m, acc, xr[k], y[k], k);
+  return m.finalize(acc, nr, nc);
+}
+
+// Row `row`'s piece of thread t, for a row S values past a 16-byte boundary.
+template <int S, typename T, typename M, int D, int kN>
+__device__ __forceinline__ void lane_piece(const KernelParams<T>& p, const M& m, const LaneRow& row,
+                                           const T (&xr)[D], double nr, const T (&y)[kN][D],
+                                           const double (&nc)[kN]) {
+  constexpr int kV = 16 / static_cast<int>(sizeof(T));
+  constexpr int kW = BlockPolicy::kThreads * kV;
+  using V = std::conditional_t<sizeof(T) == 4, float4, double2>;
+  T v[kV];
+#pragma unroll
+  for (int e = 0; e < kV; ++e)
+    v[e] = lane_value<T, M, D>(p, m, xr, y[kV - 1 - S + e], nr, nc[kV - 1 - S + e]);
+  const int c0 = static_cast<int>(threadIdx.x) * kV - S;
+  if (c0 >= row.lo && c0 + kV <= row.hi) {
+    V w;
+    std::memcpy(&w, v, sizeof(V));
+    *reinterpret_cast<V*>(p.out + (row.base + c0)) = w;
+  } else {
+#pragma unroll
+    for (int e = 0; e < kV; ++e) {
+      const int c = c0 + e < 0 ? c0 + e + kW : c0 + e;  // thread 0: the strip's last S
+      if (c >= row.lo && c < row.hi) p.out[row.base + c] = v[e];
+    }
+  }
+}
+
+// Thread t's columns t kV - kV + 1 .. t kV + kV - 1 of the strip at j0
+// (thread 0: the strip's last kV - 1, then 0 .. kV - 1), zero past the
+// domain: its own kV in D 16-byte loads where they are whole, the kV - 1
+// before them from the previous lane (lane 0: from memory).
+template <typename T, typename M, int D, int kN>
+__device__ __forceinline__ void lane_columns(const KernelParams<T>& p, index_t j0, T (&y)[kN][D],
+                                             double (&nc)[kN]) {
+  constexpr int kV = 16 / static_cast<int>(sizeof(T));
+  constexpr int kW = BlockPolicy::kThreads * kV;
+  using V = std::conditional_t<sizeof(T) == 4, float4, double2>;
+  const int t = static_cast<int>(threadIdx.x);
+  const index_t jt = j0 + static_cast<index_t>(t) * kV;
+  if (jt + kV <= p.cols && (reinterpret_cast<std::uintptr_t>(p.b) & 15) == 0) {
+    T own[kV * D];
+#pragma unroll
+    for (int g = 0; g < D; ++g) {
+      const V w = reinterpret_cast<const V*>(p.b + jt * D)[g];
+      std::memcpy(own + g * kV, &w, sizeof(V));
+    }
+#pragma unroll
+    for (int e = 0; e < kV; ++e)
+#pragma unroll
+      for (int k = 0; k < D; ++k)
+        y[kV - 1 + e][k] = own[e * D + k];
+  } else {
+#pragma unroll
+    for (int e = 0; e < kV; ++e)
+#pragma unroll
+      for (int k = 0; k < D; ++k)
+        y[kV - 1 + e][k] = jt + e < p.cols ? p.b[(jt + e) * D + k] : T(0);
+  }
+#pragma unroll
+  for (int e = 0; e < kV - 1; ++e)
+#pragma unroll
+    for (int k = 0; k < D; ++k)
+      y[e][k] = __shfl_up_sync(0xffffffffu, y[kV + e][k], 1);
+  if (t % kWarpSize == 0) {  // the previous warp's, or (t = 0) the strip's end
+#pragma unroll
+    for (int e = 0; e < kV - 1; ++e) {
+      const int c = t * kV - (kV - 1) + e;
+      const index_t j = j0 + static_cast<index_t>(c < 0 ? c + kW : c);
+#pragma unroll
+      for (int k = 0; k < D; ++k)
+        y[e][k] = j < p.cols ? p.b[j * D + k] : T(0);
+    }
+  }
+#pragma unroll
+  for (int e = 0; e < kN; ++e) {
+    if constexpr (M::needs_norms) {
+      const int c = t * kV - (kV - 1) + e;
+      const index_t j = j0 + static_cast<index_t>(c < 0 ? c + kW : c);
+      nc[e] = j < p.cols ? p.norms_b[j] : 1.0;
+    } else {
+      nc[e] = 1.0;
+    }
+  }
+}
+
+// The rows a lanes strip stages once: their bases and ranges, their points
+// (padded to 1, 2 or 4 features) and norms, and (λ2) the block's strip.
+template <typename T, int D, bool kNorms>
+struct StripLaneShared {
+  static constexpr int kW = BlockPolicy::strip_cols<T>();  // columns of a strip
+  static constexpr int kMaxRows = 128;                     // TDSOLVE_STRIP_ROWS takes at most 128
+  static constexpr int kPadded = D <= 2 ? D : 4;
+  static_assert(D >= 1 && D <= BlockPolicy::kStripMaxD, "strips are for d <= 4");
+  LaneRow rows[kMaxRows];
+  alignas(16) T x[kMaxRows][kPadded];
+  double norms[kNorms ? kMaxRows : 1];
+  mapping::Strip strip;
+};
+
+// One strip of the lanes schedule. The rows' bases, ranges and points are
+// staged once a strip by h threads (one barrier: measured faster than
+// every thread walking the rows itself, docs/performance.md).
+template <typename T, typename M, int D, typename Map, typename S>
+__device__ __forceinline__ void strip_lanes_store(const KernelParams<T>& p, index_t i0, index_t j0,
+                                                  S& sh) {
+  constexpr int kV = 16 / static_cast<int>(sizeof(T));
+  constexpr int kN = 2 * kV - 1;  // columns a thread keeps
+  constexpr int kW = BlockPolicy::kThreads * kV;
+  static_assert(kW == BlockPolicy::strip_cols<T>(), "a strip is 16 bytes a thread wide");
+  static_assert(metric::traits<M>::small_d, "d-specialised kernels for the older metrics only");
+  const M m(p.mp);
+  const index_t h = p.strip_layout.h;
+  for (index_t r = threadIdx.x; r < h; r += BlockPolicy::kThreads) {
+    const index_t i = i0 + r;
+    if (i >= p.rows) break;
+    std::int64_t lo, hi;
+    column_range<Map>(p, i, j0, &lo, &hi);
+    sh.rows[r] =
+        LaneRow{first_row<Map>(p, i, j0).base, static_cast<int>(lo < 0 ? 0 : (lo > kW ? kW : lo)),
+                static_cast<int>(hi > kW ? kW : (hi < 0 ? 0 : hi))};
+#pragma unroll
+    for (int k = 0; k < S::kPadded; ++k)
+      sh.x[r][k] = k < D ? p.a[i * D + k] : T(0);
+    if constexpr (M::needs_norms) sh.norms[r] = p.norms_a[i];
+  }
+  T y[kN][D];
+  double nc[kN];
+  lane_columns<T, M, D>(p, j0, y, nc);
+  __syncthreads();  // the rows staged
+  for (index_t r = 0; r < h; ++r) {
+    if (i0 + r >= p.rows) break;  // block-uniform
+    const LaneRow row = sh.rows[r];
+    if (row.lo >= row.hi) continue;
+    T xr[D];
+#pragma unroll
+    for (int k = 0; k < D; ++k)
+      xr[k] = sh.x[r][k];
+    const double nr = M::needs_norms ? sh.norms[r] : 1.0;
+    switch (vec_phase(p, row.base)) {
+      case 0:
+        lane_piece<0>(p, m, row, xr, nr, y, nc);
+        break;
+      case 1:
+        lane_piece<1>(p, m, row, xr, nr, y, nc);
+        break;
+      case 2:
+        if constexpr (kV > 2) lane_piece<2 % kV>(p, m, row, xr, nr, y, nc);
+        break;
+      default:
+        if constexpr (kV > 2) lane_piece<3 % kV>(p, m, row, xr, nr, y, nc);
+        break;
+    }
+  }
+  __syncthreads();  // every thread done with the rows before the next strip's
+}
+
 // Where column c of a sub-tile sits in a column-strip row: lane-major, the
 // 4 columns of lane c % 32 side by side.
 __device__ __forceinline__ int lane_major(int c) {
@@ -874,14 +1069,17 @@ __global__ void __launch_bounds__(
   detail::Epilogue<T, Map, kHist>::end_block(p);
 }
 
-// The strip schedule's kernel (stores, d <= 4): λ2 unranks strip ω
-// (mapping::StripLayout; one thread a block, handed over through shared
-// memory), the boxes take column chunk x of band y, and on pairs a box's
-// blocks left of the diagonal chunk leave at once.
-template <typename T, typename M, int D, typename Map>
-__global__ void __launch_bounds__(BlockPolicy::kThreads, BlockPolicy::kStripMinBlocks)
+// The strip schedule's kernel (stores, d <= 4; kLanes: strip_lanes_store,
+// else strip_store): λ2 unranks strip ω (mapping::StripLayout; one thread a
+// block, handed over through shared memory), the boxes take column chunk x
+// of band y, and on pairs a box's blocks left of the diagonal chunk leave at
+// once.
+template <typename T, typename M, int D, typename Map, bool kLanes>
+__global__ void __launch_bounds__(BlockPolicy::kThreads, kLanes ? BlockPolicy::kLaneMinBlocks
+                                                                : BlockPolicy::kStripMinBlocks)
     strip_kernel(const KernelParams<T> p) {
-  using S = detail::StripShared<T, D, M::needs_norms>;
+  using S = std::conditional_t<kLanes, detail::StripLaneShared<T, D, M::needs_norms>,
+                               detail::StripShared<T, D, M::needs_norms>>;
   extern __shared__ __align__(16) unsigned char strip_smem[];
   S& sh = *reinterpret_cast<S*>(strip_smem);
   constexpr index_t kW = S::kW;
@@ -891,37 +1089,44 @@ __global__ void __launch_bounds__(BlockPolicy::kThreads, BlockPolicy::kStripMinB
       if (threadIdx.x == 0) sh.strip = p.strip_layout.unrank(g.base + bx);
       __syncthreads();
       const mapping::Strip s = sh.strip;
-      detail::strip_store<T, M, D, Map>(p, s.row, s.col, sh);  // ends with a barrier
+      if constexpr (kLanes)
+        detail::strip_lanes_store<T, M, D, Map>(p, s.row, s.col, sh);  // ends with a barrier
+      else
+        detail::strip_store<T, M, D, Map>(p, s.row, s.col, sh);  // ends with a barrier
     }
   } else {
     for (index_t by = blockIdx.y; by < g.y; by += gridDim.y) {
       const index_t i0 = g.base + by * p.strip_layout.h;
       for (index_t bx = blockIdx.x; bx < g.x; bx += gridDim.x) {
         if (detail::is_pairs<Map> && bx < i0 / kW) continue;  // left of the diagonal chunk
-        detail::strip_store<T, M, D, Map>(p, i0, bx * kW, sh);
+        if constexpr (kLanes)
+          detail::strip_lanes_store<T, M, D, Map>(p, i0, bx * kW, sh);
+        else
+          detail::strip_store<T, M, D, Map>(p, i0, bx * kW, sh);
       }
     }
   }
 }
 
-template <typename T, typename M, int D, typename Map>
+template <typename T, typename M, int D, typename Map, bool kLanes>
 void launch_strips(const KernelParams<T>& p, cudaStream_t stream) {
   const mapping::Grid& g = p.strip_grid;
   if (g.blocks() == 0) return;
   constexpr size_t kBytes =
-      sizeof(detail::StripShared<T, D, M::needs_norms>);  // past 48 KiB: opt in
+      kLanes ? sizeof(detail::StripLaneShared<T, D, M::needs_norms>)
+             : sizeof(detail::StripShared<T, D, M::needs_norms>);  // past 48 KiB: opt in
   thread_local int opted_device = -1;
   int dev = -1;
   if (cudaGetDevice(&dev) != cudaSuccess) cudaGetLastError();
   if (dev != opted_device) {
     // A failure here shows as the launch's error.
-    cudaFuncSetAttribute(strip_kernel<T, M, D, Map>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                         static_cast<int>(kBytes));
+    cudaFuncSetAttribute(strip_kernel<T, M, D, Map, kLanes>,
+                         cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kBytes));
     opted_device = dev;
   }
   const dim3 grid(static_cast<unsigned>(g.x < 0x7fffffff ? g.x : 0x7fffffff),
                   static_cast<unsigned>(g.y < 65535 ? g.y : 65535));
-  strip_kernel<T, M, D, Map><<<grid, BlockPolicy::kThreads, kBytes, stream>>>(p);
+  strip_kernel<T, M, D, Map, kLanes><<<grid, BlockPolicy::kThreads, kBytes, stream>>>(p);
 }
 
 // Dynamic shared memory that leaves room for at most `cap` blocks of
@@ -1014,7 +1219,8 @@ void launch_family(const KernelParams<T>& p, cudaStream_t stream) {
 #define TDS_CASE_SHAPES(D)                                                                       \
   case D:                                                                                        \
     if constexpr (!kHist && !kPeriodic) {                                                        \
-      if (p.strips) return launch_strips<T, M, D, Map>(p, stream);                               \
+      if (p.strips && p.lanes) return launch_strips<T, M, D, Map, true>(p, stream);              \
+      if (p.strips) return launch_strips<T, M, D, Map, false>(p, stream);                        \
     }                                                                                            \
     if constexpr (!kHist) {                                                                      \
       if (p.more_blocks)                                                                         \

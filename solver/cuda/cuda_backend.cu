@@ -108,12 +108,8 @@ bool lambda2_from_long_end() {
 }
 
 // Whether the device's memory is fast (memory clock × bus width at least
-// 4 TB/s: the H200's 4.8, not the H100's 3.35). Where it is, the small-d
-// kernels are bound by their instructions more than by the writes: d <= 4
-// runs 3 blocks an SM (BlockPolicy::kMoreBlocks) in ρ×ρ tiles. Where it is
-// not, the writes bound them: d <= 4 runs in strips (and in 2 blocks an SM
-// when tiles are asked for). Both choices were measured on both sides of
-// the line (performance.md).
+// 4 TB/s: the H200's 4.8, not the H100's 3.35). The d <= 4 choices below
+// follow it; each was measured on both sides of the line (performance.md).
 bool fast_memory(int device) {
   int khz = 0, bits = 0;
   if (cudaDeviceGetAttribute(&khz, cudaDevAttrMemoryClockRate, device) != cudaSuccess ||
@@ -128,29 +124,38 @@ bool fast_memory(int device) {
 // d <= 4's launch shape in tiles (BlockPolicy::kMoreBlocks): 3 blocks an SM
 // on fast memory, 2 elsewhere. The H200 wrote d = 1..4 up to 13 % faster
 // with 3, the H100 up to 9 % slower. TDSOLVE_SMALL_D_BLOCKS=2 or 3 forces one
-// (tests, measurements).
+// (tests, measurements). Stores in a periodic box use it, and stores in
+// tiles asked for.
 bool small_d_more_blocks(bool fast) {
   const int c = env_choice("TDSOLVE_SMALL_D_BLOCKS", {"2", "3"});
   return c < 0 ? fast : c == 1;
 }
 
-// The store schedule of d <= 4: strips (mapping/strips.hpp) or ρ×ρ tiles.
-// Strips where memory is not fast: on the H100 (n = 1e5) they took d = 1..4
-// from 80, 79, 81, 79 % of cudaMemset to 95, 92, 86, 84 %; on the H200
-// they lost 1-6 % at d = 1, 2 and 13 % at d = 3, 4 to the 3-blocks tiles:
-// there their shared-memory traffic, not the writes, is the bound.
-// TDSOLVE_STORE_SCHEDULE=strips or tiles forces one.
-bool store_in_strips(bool fast, index_t d) {
-  const int c = env_choice("TDSOLVE_STORE_SCHEDULE", {"strips", "tiles"});
-  return (c < 0 ? !fast : c == 0) && d <= BlockPolicy::kStripMaxD;
+// The store schedule of d <= 4 (mapping/strips.hpp; block_kernels.cuh):
+// lanes (strips, the columns in registers, each thread a 16-byte piece of
+// every row), strips (the columns in shared memory, each warp a row through
+// a buffer) or ρ×ρ tiles. Lanes, but for d <= 2 where memory is not fast:
+// there (the H100) the strips wrote 2-4 % faster; lanes took the H100's
+// d = 3, 4 from 86 and 84 % of cudaMemset to 90 and 85 %, and the H200's
+// d = 1..4 from the tiles' 70-76 % to 78-90 % (performance.md).
+// TDSOLVE_STORE_SCHEDULE=lanes, strips or tiles forces one.
+enum class StoreSchedule { tiles, strips, lanes };
+StoreSchedule store_schedule(bool fast, index_t d) {
+  const int c = env_choice("TDSOLVE_STORE_SCHEDULE", {"strips", "tiles", "lanes"});
+  if (d > BlockPolicy::kStripMaxD || c == 1) return StoreSchedule::tiles;
+  if (c == 0) return StoreSchedule::strips;
+  if (c == 2 || fast || d > 2) return StoreSchedule::lanes;
+  return StoreSchedule::strips;
 }
 
-// Rows of a strip: BlockPolicy::strip_rows(d), or TDSOLVE_STRIP_ROWS (8, 16,
-// 32, 64 or 128) to measure others.
-index_t strip_rows(index_t d) {
+// Rows of a strip: BlockPolicy::strip_rows or lane_rows, or TDSOLVE_STRIP_ROWS
+// (8, 16, 32, 64 or 128) to measure others.
+index_t strip_rows(index_t d, StoreSchedule s, bool fast) {
   constexpr index_t kRows[] = {8, 16, 32, 64, 128};
   const int c = env_choice("TDSOLVE_STRIP_ROWS", {"8", "16", "32", "64", "128"});
-  return c < 0 ? BlockPolicy::strip_rows(static_cast<int>(std::min<index_t>(d, 8))) : kRows[c];
+  if (c >= 0) return kRows[c];
+  const int dd = static_cast<int>(std::min<index_t>(d, 8));
+  return s == StoreSchedule::lanes ? BlockPolicy::lane_rows(dd, fast) : BlockPolicy::strip_rows(dd);
 }
 
 template <typename T>
@@ -213,8 +218,8 @@ class CudaBackend final : public Backend<T> {
     check_problem(p);
     const bool fast = fast_memory(device_);  // both d <= 4 choices follow it
     more_blocks_ = small_d_more_blocks(fast);
-    strips_ = store_in_strips(fast, p.d);
-    strip_rows_ = strip_rows(p.d);
+    schedule_ = store_schedule(fast, p.d);
+    strip_rows_ = strip_rows(p.d, schedule_, fast);
     a_.upload(p.a, "the points");
     if (p.domain == DomainKind::rect && !p.knn()) b_.upload(p.b, "the second set of points");
     norms_a_.upload(p.norms_a, "the norms");
@@ -455,7 +460,8 @@ class CudaBackend final : public Backend<T> {
     k.mp.weights = p_.kernel_weights.empty() ? nullptr : weights_.get();
     k.masked_only = masked_only_requested();
     k.more_blocks = more_blocks_;
-    k.strips = strips_ && p_.epilogue != EpilogueKind::histogram;
+    k.strips = schedule_ != StoreSchedule::tiles && p_.epilogue != EpilogueKind::histogram;
+    k.lanes = schedule_ == StoreSchedule::lanes;
     return k;
   }
 
@@ -463,9 +469,9 @@ class CudaBackend final : public Backend<T> {
   CudaOptions o_;
   int device_;
   std::string name_;
-  bool more_blocks_ = false;  // d <= 4: launch shape (small_d_more_blocks)
-  bool strips_ = false;       // d <= 4 stores: strips or tiles (store_in_strips)
-  index_t strip_rows_ = 16;   // rows of a strip (strip_rows)
+  bool more_blocks_ = false;                       // d <= 4: launch shape (small_d_more_blocks)
+  StoreSchedule schedule_ = StoreSchedule::tiles;  // d <= 4 stores (store_schedule)
+  index_t strip_rows_ = 16;                        // rows of a strip (strip_rows)
   bool keep_on_device_ = false;
   index_t slots_ = 0;
   DeviceBuffer<T> a_, b_;

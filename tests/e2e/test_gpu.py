@@ -39,12 +39,14 @@ class GpuTest(TempDirTest):
             self.assertEqual(self.values(gpu2), c, f"{metric} {precision}: 2 ranks on one GPU != CPU")
 
     def test_kernel_shapes_identical_to_cpu(self):
-        # d <= 4 stores in strips, forced (TDSOLVE_STORE_SCHEDULE=strips;
-        # by default d <= 4 where memory is not fast; 16-64 rows × 4 KiB,
-        # 16-byte stores from a row's first 16-byte boundary; 8 and 128 rows
-        # through TDSOLVE_STRIP_ROWS): n = 1031 spans two strip columns of
-        # floats and three of doubles, and chunks and ranks start inside a
-        # strip row. The tile schedule (TDSOLVE_STORE_SCHEDULE=tiles) with
+        # d <= 4 stores in both strip schedules, forced
+        # (TDSOLVE_STORE_SCHEDULE=strips: a warp a row through a buffer;
+        # lanes: a thread a 16-byte piece of every row, the columns in
+        # registers, thread 0 taking the strip's last values; 16-64 rows ×
+        # 4 KiB, 16-byte stores from a row's first 16-byte boundary; 8 and
+        # 128 rows through TDSOLVE_STRIP_ROWS): n = 1031 spans two strip
+        # columns of floats and three of doubles, and chunks and ranks start
+        # inside a strip row. The tile schedule (TDSOLVE_STORE_SCHEDULE=tiles) with
         # d <= 4 in both launch shapes (TDSOLVE_SMALL_D_BLOCKS=2: every warp
         # unranks its λ2 tile; 3: one thread a block does, 80 registers);
         # d = 1: λ2's kernel launched with its occupancy cap (2 blocks an
@@ -75,14 +77,16 @@ class GpuTest(TempDirTest):
             cpu = run("edm", args, "cpu")
             self.assertEqual(run("edm", args, "cuda"), cpu, what)
             if d <= 4:
-                strips = {"TDSOLVE_STORE_SCHEDULE": "strips"}
-                self.assertEqual(run("edm", args, "cuda", 1, [], strips), cpu, what + ", strips")
-                self.assertEqual(run("edm", args, "cuda", 1, ["--map", "bb"], strips), cpu, what + ", strips, bb")
-                self.assertEqual(run("edm", args, "cuda", 2, [], strips), cpu, what + ", strips, 2 ranks")
-                if d in (1, 3):
-                    for rows in ("8", "128"):
-                        env = dict(strips, TDSOLVE_STRIP_ROWS=rows)
-                        self.assertEqual(run("edm", args, "cuda", 1, (), env), cpu, f"{what}, strips of {rows} rows")
+                for schedule in ("strips", "lanes"):
+                    strips = {"TDSOLVE_STORE_SCHEDULE": schedule}
+                    w = f"{what}, {schedule}"
+                    self.assertEqual(run("edm", args, "cuda", 1, [], strips), cpu, w)
+                    self.assertEqual(run("edm", args, "cuda", 1, ["--map", "bb"], strips), cpu, w + ", bb")
+                    self.assertEqual(run("edm", args, "cuda", 2, [], strips), cpu, w + ", 2 ranks")
+                    if d in (1, 3):
+                        for rows in ("8", "128"):
+                            env = dict(strips, TDSOLVE_STRIP_ROWS=rows)
+                            self.assertEqual(run("edm", args, "cuda", 1, (), env), cpu, f"{w} of {rows} rows")
                 for shape in ("2", "3"):
                     for extra in ([], ["--map", "bb"]):
                         env = {"TDSOLVE_STORE_SCHEDULE": "tiles", "TDSOLVE_SMALL_D_BLOCKS": shape}
@@ -100,10 +104,11 @@ class GpuTest(TempDirTest):
         self.assertEqual(run("cross", args, "cuda"), run("cross", args, "cpu"), "cross d = 17")
         args = ["--generate", "uniform:1031:3:1", "--with-generate", "uniform:517:3:2"]
         cpu = run("cross", args, "cpu")
-        strips = {"TDSOLVE_STORE_SCHEDULE": "strips"}
         self.assertEqual(run("cross", args, "cuda"), cpu, "cross d = 3")
-        self.assertEqual(run("cross", args, "cuda", env=strips), cpu, "cross d = 3, strips")
-        self.assertEqual(run("cross", args, "cuda", 2, env=strips), cpu, "cross d = 3, strips, 2 ranks")
+        for schedule in ("strips", "lanes"):
+            strips = {"TDSOLVE_STORE_SCHEDULE": schedule}
+            self.assertEqual(run("cross", args, "cuda", env=strips), cpu, f"cross d = 3, {schedule}")
+            self.assertEqual(run("cross", args, "cuda", 2, env=strips), cpu, f"cross d = 3, {schedule}, 2 ranks")
         for shape in ("2", "3"):
             env = {"TDSOLVE_STORE_SCHEDULE": "tiles", "TDSOLVE_SMALL_D_BLOCKS": shape}
             self.assertEqual(run("cross", args, "cuda", env=env), cpu, f"cross d = 3, tiles, {shape} blocks")
@@ -111,9 +116,10 @@ class GpuTest(TempDirTest):
         # 32 rows at d = 2) on both maps, n not a multiple of anything.
         args = ["--generate", "uniform:5003:2:3", "--chunk-mb", "1", "--block", "128"]
         cpu = run("edm", args, "cpu")
-        for extra in ([], ["--map", "bb"]):
-            self.assertEqual(run("edm", args, "cuda", 3, extra, strips), cpu,
-                             f"d = 2, n = 5003, strips, 3 ranks {extra}")
+        for schedule in ("strips", "lanes"):
+            for extra in ([], ["--map", "bb"]):
+                self.assertEqual(run("edm", args, "cuda", 3, extra, {"TDSOLVE_STORE_SCHEDULE": schedule}), cpu,
+                                 f"d = 2, n = 5003, {schedule}, 3 ranks {extra}")
         r = tdsolve("edm", "--generate", "uniform:100:3", "--output", self.path("bad.h5"), "--backend", "cuda",
                     env={"TDSOLVE_SMALL_D_BLOCKS": "5"})
         self.assertNotEqual(r.returncode, 0)
@@ -121,7 +127,7 @@ class GpuTest(TempDirTest):
         r = tdsolve("edm", "--generate", "uniform:100:3", "--output", self.path("bad.h5"), "--backend", "cuda",
                     env={"TDSOLVE_STORE_SCHEDULE": "rows"})
         self.assertNotEqual(r.returncode, 0)
-        self.assertIn("TDSOLVE_STORE_SCHEDULE must be strips or tiles", r.stderr)
+        self.assertIn("TDSOLVE_STORE_SCHEDULE must be strips, tiles or lanes", r.stderr)
         r = tdsolve("edm", "--generate", "uniform:100:3", "--output", self.path("bad.h5"), "--backend", "cuda",
                     env={"TDSOLVE_STRIP_ROWS": "24"})
         self.assertNotEqual(r.returncode, 0)

@@ -215,22 +215,29 @@ TEST(CudaBackend, EveryFeatureCountAndLargerTiles) {
   }
 }
 
-// Strips forced, whatever the GPU would pick: every d they serve, both maps,
-// ρ = 128 and 384 (chunks start on other multiples of 128), float and double.
+// Both strip schedules forced, whatever the GPU would pick: every d they
+// serve, both maps, ρ = 128 and 384 (chunks start on other multiples of 128),
+// float and double, and cosine (the norms) in lanes.
 TEST(CudaBackend, StripsMatchCpu) {
   REQUIRE_GPU();
-  setenv("TDSOLVE_STORE_SCHEDULE", "strips", 1);
-  for (index_t d = 1; d <= 4; ++d)
-    for (index_t rho : {128, 384})
-      for (MapKind map : {MapKind::lambda, MapKind::bb}) {
-        const Problem<float> p =
-            random_problem<float>(2100, d, Metric::euclidean, rho, 40 + d, map);
-        EXPECT_EQ(compare_chunks(p, false).differing, 0u) << "d=" << d << " rho=" << rho;
-        const Problem<double> q =
-            random_problem<double>(1100, d, Metric::cityblock, rho, 50 + d, map);
-        EXPECT_EQ(compare_chunks(q, false).differing, 0u) << "double d=" << d << " rho=" << rho;
-      }
-  unsetenv("TDSOLVE_STORE_SCHEDULE");
+  for (const char* schedule : {"strips", "lanes"}) {
+    setenv("TDSOLVE_STORE_SCHEDULE", schedule, 1);
+    for (index_t d = 1; d <= 4; ++d)
+      for (index_t rho : {128, 384})
+        for (MapKind map : {MapKind::lambda, MapKind::bb}) {
+          const std::string what =
+              std::string(schedule) + " d=" + std::to_string(d) + " rho=" + std::to_string(rho);
+          const Problem<float> p =
+              random_problem<float>(2100, d, Metric::euclidean, rho, 40 + d, map);
+          EXPECT_EQ(compare_chunks(p, false).differing, 0u) << what;
+          const Problem<double> q =
+              random_problem<double>(1100, d, Metric::cityblock, rho, 50 + d, map);
+          EXPECT_EQ(compare_chunks(q, false).differing, 0u) << "double " << what;
+          const Problem<float> c = random_problem<float>(1300, d, Metric::cosine, rho, 60 + d, map);
+          EXPECT_EQ(compare_chunks(c, false).differing, 0u) << "cosine " << what;
+        }
+    unsetenv("TDSOLVE_STORE_SCHEDULE");
+  }
 }
 
 // The tiles' masked path (d = 3 would run in strips on some GPUs, where the
