@@ -218,6 +218,7 @@ class CudaBackend final : public Backend<T> {
     check_problem(p);
     const bool fast = fast_memory(device_);  // both d <= 4 choices follow it
     more_blocks_ = small_d_more_blocks(fast);
+    long_end_ = lambda2_from_long_end();  // a bad value fails here, before any file
     schedule_ = store_schedule(fast, p.d);
     strip_rows_ = strip_rows(p.d, schedule_, fast);
     a_.upload(p.a, "the points");
@@ -416,7 +417,7 @@ class CudaBackend final : public Backend<T> {
         dom = p_.pair_domain();
       }
       k.grid = Map::grid(dom, job.row_begin, job.row_end);
-      k.grid.reversed = std::is_same_v<Map, mapping::Lambda2Map> && lambda2_from_long_end();
+      k.grid.reversed = std::is_same_v<Map, mapping::Lambda2Map> && long_end_;
       k.m = dom.m;
       if constexpr (std::is_same_v<Map, mapping::RectMap>) k.mc = dom.mc;
       k.out_offset = dom.elements_before(job.row_begin);
@@ -471,6 +472,7 @@ class CudaBackend final : public Backend<T> {
   std::string name_;
   bool more_blocks_ = false;                       // d <= 4: launch shape (small_d_more_blocks)
   StoreSchedule schedule_ = StoreSchedule::tiles;  // d <= 4 stores (store_schedule)
+  bool long_end_ = true;                           // λ2's tile order (lambda2_from_long_end)
   index_t strip_rows_ = 16;                        // rows of a strip (strip_rows)
   bool keep_on_device_ = false;
   index_t slots_ = 0;
