@@ -135,9 +135,10 @@ bool small_d_more_blocks(bool fast) {
 // lanes (strips, the columns in registers, each thread a 16-byte piece of
 // every row), strips (the columns in shared memory, each warp a row through
 // a buffer) or ρ×ρ tiles. Lanes, but for d <= 2 where memory is not fast:
-// there (the H100) the strips wrote 2-4 % faster; lanes took the H100's
-// d = 3, 4 from 86 and 84 % of cudaMemset to 90 and 85 %, and the H200's
-// d = 1..4 from the tiles' 70-76 % to 78-90 % (performance.md).
+// there (the H100, n = 1e5) the strips wrote d = 1 6 % and d = 2 2 %
+// faster; lanes took the H100's d = 3, 4 from 86 and 84 % of cudaMemset to
+// 92 and 86 %, and the H200's d = 1..4 from the tiles' 70-76 % to 78-89 %
+// (performance.md).
 // TDSOLVE_STORE_SCHEDULE=lanes, strips or tiles forces one.
 enum class StoreSchedule { tiles, strips, lanes };
 StoreSchedule store_schedule(bool fast, index_t d) {
