@@ -18,8 +18,9 @@
 #      d = 9..128 float32 (and d = 1..8 next to them), float64 and hist at
 #      d = 16, 32; CSV general-<gpu>.csv, which rows are which in
 #      general-which-<gpu>.csv
-#   7. the store schedule at d <= 8: the device's choice, strips forced
-#      (STRIP_VARIANTS adds strips:ROWS) and ρ×ρ tiles (in both of d <= 4's
+#   7. the store schedule at d <= 8: the device's choice, strips and lanes
+#      forced (STRIP_VARIANTS replaces "default strips lanes", e.g. with
+#      strips:ROWS or lanes:ROWS) and ρ×ρ tiles (in both of d <= 4's
 #      launch shapes), λ2 and BB, n = 51200 and 1e5, float32 and float64;
 #      CSV strips-<gpu>.csv, which rows are which in strips-which-<gpu>.csv
 # Everything lands in $OUT (or /tmp/tdsolve-lab); the summary last.
