@@ -228,6 +228,12 @@ namespace detail {
 constexpr int kCols = BlockPolicy::kCols;
 constexpr int kWarpSize = 32;
 
+// Values of T in one 16-byte access, and that access's vector type.
+template <typename T>
+constexpr int kVec16 = 16 / static_cast<int>(sizeof(T));
+template <typename T>
+using Vec16 = std::conditional_t<sizeof(T) == 4, float4, double2>;
+
 template <typename Map>
 constexpr bool is_pairs = std::is_same_v<typename Map::Domain, mapping::PairDomain>;
 
@@ -393,7 +399,7 @@ template <typename T, int kStageBytes>
 struct GeneralShared {
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>, "float or double points");
   static constexpr int kStep = kStageBytes / sizeof(T);  // features per stage
-  static constexpr int kVec = 16 / sizeof(T);            // features in one 16-byte load
+  static constexpr int kVec = kVec16<T>;                 // features in one 16-byte load
   alignas(16) T rows[BlockPolicy::kTile][kStep];
   alignas(16) T cols[kStep][BlockPolicy::kTile + BlockPolicy::kPad];
   double row_norms[BlockPolicy::kTile];
@@ -487,8 +493,8 @@ __device__ __forceinline__ void subtile_small_d(const KernelParams<T>& p, index_
 // the output buffer falls on a 16-byte boundary here.
 template <typename T, int D, bool kNorms>
 struct StripShared {
-  static constexpr int kW = BlockPolicy::strip_cols<T>();      // columns of a strip
-  static constexpr int kV = 16 / static_cast<int>(sizeof(T));  // values a 16-byte store
+  static constexpr int kW = BlockPolicy::strip_cols<T>();  // columns of a strip
+  static constexpr int kV = kVec16<T>;                     // values a 16-byte store
   static_assert(D >= 1 && D <= BlockPolicy::kStripMaxD, "strips are for d <= 4");
   static constexpr int kPadded = D <= 2 ? D : 4;
   static constexpr int kPlane = kPadded < kV ? kPadded : kV;  // features a load
@@ -502,7 +508,7 @@ struct StripShared {
 // Where the buffer index `index` falls within its 16 bytes, in values.
 template <typename T>
 __device__ __forceinline__ int vec_phase(const KernelParams<T>& p, std::int64_t index) {
-  constexpr int kV = 16 / static_cast<int>(sizeof(T));
+  constexpr int kV = kVec16<T>;
   const auto first =
       static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(p.out) / sizeof(T));
   return static_cast<int>((first + static_cast<std::uint64_t>(index)) & (kV - 1));
@@ -513,13 +519,26 @@ template <typename T, int N>
 struct PlaneVec {
   static_assert(N * sizeof(T) <= 16, "at most 16 bytes");
   using type =
-      std::conditional_t<N * sizeof(T) == 16, std::conditional_t<sizeof(T) == 4, float4, double2>,
+      std::conditional_t<N * sizeof(T) == 16, Vec16<T>,
                          std::conditional_t<N * sizeof(T) == 8 && sizeof(T) == 4, float2, T>>;
 };
 template <int N, typename T>
 __device__ __forceinline__ void load_plane(const T* s, T* v) {
   const auto x = *reinterpret_cast<const typename PlaneVec<T, N>::type*>(s);
   std::memcpy(v, &x, N * sizeof(T));
+}
+
+// The value of the pair (row point xr, column point y[0 .. D)) in both strip
+// kernels: the same steps in the same order as subtile_small_d.
+template <typename T, typename M, int D>
+__device__ __forceinline__ T point_value(const KernelParams<T>& p, const M& m, const T (&xr)[D],
+                                         const T* y, double nr, double nc) {
+  using A = typename M::acc_t;
+  A acc = A(0);
+#pragma unroll
+  for (int k = 0; k < D; ++k)
+    acc = step<M, T, false>(p, m, acc, xr[k], y[k], k);
+  return m.finalize(acc, nr, nc);
 }
 
 // One strip, rows [i0, i0 + h) × columns [j0, j0 + W), of the d <= 4 store
@@ -532,8 +551,7 @@ __device__ __forceinline__ void load_plane(const T* s, T* v) {
 template <typename T, typename M, int D, typename Map, typename S>
 __device__ __forceinline__ void strip_store(const KernelParams<T>& p, index_t i0, index_t j0,
                                             S& sh) {
-  using A = typename M::acc_t;
-  using V = std::conditional_t<sizeof(T) == 4, float4, double2>;
+  using V = Vec16<T>;
   constexpr int kW = S::kW, kV = S::kV, kPlane = S::kPlane;
   static_assert(metric::traits<M>::small_d, "d-specialised kernels for the older metrics only");
   const M m(p.mp);
@@ -587,11 +605,8 @@ __device__ __forceinline__ void strip_store(const KernelParams<T>& p, index_t i0
 #pragma unroll
       for (int g = 0; g < S::kPlanes; ++g)
         load_plane<kPlane>(sh.cols[g][c], y + g * kPlane);
-      A acc = A(0);
-#pragma unroll
-      for (int k = 0; k < D; ++k)
-        acc = step<M, T, false>(p, m, acc, xr[k], y[k], k);
-      buf[shift + c] = m.finalize(acc, nr, M::needs_norms ? sh.col_norms[c] : 1.0);
+      buf[shift + c] =
+          point_value<T, M, D>(p, m, xr, y, nr, M::needs_norms ? sh.col_norms[c] : 1.0);
     }
     __syncwarp();
     // Vector q covers columns [q kV - shift, (q + 1) kV - shift).
@@ -627,29 +642,18 @@ struct LaneRow {
   int lo, hi;         // the row's columns in the strip, within [0, kW]
 };
 
-template <typename T, typename M, int D>
-__device__ __forceinline__ T lane_value(const KernelParams<T>& p, const M& m, const T (&xr)[D],
-                                        const T (&y)[D], double nr, double nc) {
-  using A = typename M::acc_t;
-  A acc = A(0);
-#pragma unroll
-  for (int k = 0; k < D; ++k)
-    acc = step<M, T, false>(p, m, acc, xr[k], y[k], k);
-  return m.finalize(acc, nr, nc);
-}
-
 // Row `row`'s piece of thread t, for a row S values past a 16-byte boundary.
 template <int S, typename T, typename M, int D, int kN>
 __device__ __forceinline__ void lane_piece(const KernelParams<T>& p, const M& m, const LaneRow& row,
                                            const T (&xr)[D], double nr, const T (&y)[kN][D],
                                            const double (&nc)[kN]) {
-  constexpr int kV = 16 / static_cast<int>(sizeof(T));
+  constexpr int kV = kVec16<T>;
   constexpr int kW = BlockPolicy::kThreads * kV;
-  using V = std::conditional_t<sizeof(T) == 4, float4, double2>;
+  using V = Vec16<T>;
   T v[kV];
 #pragma unroll
   for (int e = 0; e < kV; ++e)
-    v[e] = lane_value<T, M, D>(p, m, xr, y[kV - 1 - S + e], nr, nc[kV - 1 - S + e]);
+    v[e] = point_value<T, M, D>(p, m, xr, y[kV - 1 - S + e], nr, nc[kV - 1 - S + e]);
   const int c0 = static_cast<int>(threadIdx.x) * kV - S;
   if (c0 >= row.lo && c0 + kV <= row.hi) {
     V w;
@@ -671,9 +675,9 @@ __device__ __forceinline__ void lane_piece(const KernelParams<T>& p, const M& m,
 template <typename T, typename M, int D, int kN>
 __device__ __forceinline__ void lane_columns(const KernelParams<T>& p, index_t j0, T (&y)[kN][D],
                                              double (&nc)[kN]) {
-  constexpr int kV = 16 / static_cast<int>(sizeof(T));
+  constexpr int kV = kVec16<T>;
   constexpr int kW = BlockPolicy::kThreads * kV;
-  using V = std::conditional_t<sizeof(T) == 4, float4, double2>;
+  using V = Vec16<T>;
   const int t = static_cast<int>(threadIdx.x);
   const index_t jt = j0 + static_cast<index_t>(t) * kV;
   if (jt + kV <= p.cols && (reinterpret_cast<std::uintptr_t>(p.b) & 15) == 0) {
@@ -700,11 +704,16 @@ __device__ __forceinline__ void lane_columns(const KernelParams<T>& p, index_t j
 #pragma unroll
     for (int k = 0; k < D; ++k)
       y[e][k] = __shfl_up_sync(0xffffffffu, y[kV + e][k], 1);
+  // Column y[e] of this thread (the strip's end in place of the columns
+  // before the strip).
+  const auto column = [&](int e) {
+    const int c = t * kV - (kV - 1) + e;
+    return j0 + static_cast<index_t>(c < 0 ? c + kW : c);
+  };
   if (t % kWarpSize == 0) {  // the previous warp's, or (t = 0) the strip's end
 #pragma unroll
     for (int e = 0; e < kV - 1; ++e) {
-      const int c = t * kV - (kV - 1) + e;
-      const index_t j = j0 + static_cast<index_t>(c < 0 ? c + kW : c);
+      const index_t j = column(e);
 #pragma unroll
       for (int k = 0; k < D; ++k)
         y[e][k] = j < p.cols ? p.b[j * D + k] : T(0);
@@ -713,8 +722,7 @@ __device__ __forceinline__ void lane_columns(const KernelParams<T>& p, index_t j
 #pragma unroll
   for (int e = 0; e < kN; ++e) {
     if constexpr (M::needs_norms) {
-      const int c = t * kV - (kV - 1) + e;
-      const index_t j = j0 + static_cast<index_t>(c < 0 ? c + kW : c);
+      const index_t j = column(e);
       nc[e] = j < p.cols ? p.norms_b[j] : 1.0;
     } else {
       nc[e] = 1.0;
@@ -742,7 +750,7 @@ struct StripLaneShared {
 template <typename T, typename M, int D, typename Map, typename S>
 __device__ __forceinline__ void strip_lanes_store(const KernelParams<T>& p, index_t i0, index_t j0,
                                                   S& sh) {
-  constexpr int kV = 16 / static_cast<int>(sizeof(T));
+  constexpr int kV = kVec16<T>;
   constexpr int kN = 2 * kV - 1;  // columns a thread keeps
   constexpr int kW = BlockPolicy::kThreads * kV;
   static_assert(kW == BlockPolicy::strip_cols<T>(), "a strip is 16 bytes a thread wide");
@@ -807,7 +815,7 @@ template <typename T, typename S>
 __device__ __forceinline__ void stage_strips(const KernelParams<T>& p, index_t i0, index_t j0,
                                              index_t kb, S& sh) {
   constexpr int kStep = S::kStep, kVec = S::kVec;
-  using V = std::conditional_t<sizeof(T) == 4, float4, double2>;
+  using V = Vec16<T>;
   // Only the features the compute reads: up to d, rounded up to whole
   // groups of kVec (the group past d is zero-padded).
   const index_t left = p.d - kb;
@@ -1084,27 +1092,42 @@ __global__ void __launch_bounds__(BlockPolicy::kThreads, kLanes ? BlockPolicy::k
   S& sh = *reinterpret_cast<S*>(strip_smem);
   constexpr index_t kW = S::kW;
   const mapping::Grid& g = p.strip_grid;
+  const auto store = [&](index_t i0, index_t j0) {  // ends with a barrier
+    if constexpr (kLanes)
+      detail::strip_lanes_store<T, M, D, Map>(p, i0, j0, sh);
+    else
+      detail::strip_store<T, M, D, Map>(p, i0, j0, sh);
+  };
   if constexpr (Map::kOneDimensional) {
     for (index_t bx = blockIdx.x; bx < g.x; bx += gridDim.x) {
       if (threadIdx.x == 0) sh.strip = p.strip_layout.unrank(g.base + bx);
       __syncthreads();
       const mapping::Strip s = sh.strip;
-      if constexpr (kLanes)
-        detail::strip_lanes_store<T, M, D, Map>(p, s.row, s.col, sh);  // ends with a barrier
-      else
-        detail::strip_store<T, M, D, Map>(p, s.row, s.col, sh);  // ends with a barrier
+      store(s.row, s.col);
     }
   } else {
     for (index_t by = blockIdx.y; by < g.y; by += gridDim.y) {
       const index_t i0 = g.base + by * p.strip_layout.h;
       for (index_t bx = blockIdx.x; bx < g.x; bx += gridDim.x) {
         if (detail::is_pairs<Map> && bx < i0 / kW) continue;  // left of the diagonal chunk
-        if constexpr (kLanes)
-          detail::strip_lanes_store<T, M, D, Map>(p, i0, bx * kW, sh);
-        else
-          detail::strip_store<T, M, D, Map>(p, i0, bx * kW, sh);
+        store(i0, bx * kW);
       }
     }
+  }
+}
+
+// Runs work(device) when the calling thread's current device is not *seen
+// (the device it last ran for), then records it: launch settings that are
+// the same for every launch of a kernel on a device, worked out once a
+// device (a thread keeps to one device at a time). *seen is the caller's
+// thread_local, one per kernel instantiation.
+template <typename F>
+void once_per_device(int* seen, F&& work) {
+  int dev = -1;
+  if (cudaGetDevice(&dev) != cudaSuccess) cudaGetLastError();
+  if (dev != *seen) {
+    work(dev);
+    *seen = dev;
   }
 }
 
@@ -1116,14 +1139,11 @@ void launch_strips(const KernelParams<T>& p, cudaStream_t stream) {
       kLanes ? sizeof(detail::StripLaneShared<T, D, M::needs_norms>)
              : sizeof(detail::StripShared<T, D, M::needs_norms>);  // past 48 KiB: opt in
   thread_local int opted_device = -1;
-  int dev = -1;
-  if (cudaGetDevice(&dev) != cudaSuccess) cudaGetLastError();
-  if (dev != opted_device) {
+  once_per_device(&opted_device, [](int) {
     // A failure here shows as the launch's error.
     cudaFuncSetAttribute(strip_kernel<T, M, D, Map, kLanes>,
                          cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kBytes));
-    opted_device = dev;
-  }
+  });
   const dim3 grid(static_cast<unsigned>(g.x < 0x7fffffff ? g.x : 0x7fffffff),
                   static_cast<unsigned>(g.y < 65535 ? g.y : 65535));
   strip_kernel<T, M, D, Map, kLanes><<<grid, BlockPolicy::kThreads, kBytes, stream>>>(p);
@@ -1187,16 +1207,11 @@ void launch_kernel(const KernelParams<T>& p, cudaStream_t stream) {
                            cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
   }
   if constexpr (kCap > 0) {
-    // The same for every launch of this kernel on a device: worked out once
-    // a device (a thread keeps to one device at a time).
     thread_local int cap_device = -1;
     thread_local size_t cap_bytes = 0;
-    int dev = -1;
-    if (cudaGetDevice(&dev) != cudaSuccess) cudaGetLastError();
-    if (dev != cap_device) {
+    once_per_device(&cap_device, [](int dev) {
       cap_bytes = occupancy_cap_bytes(block_kernel<T, M, D, Map, kHist, kPeriodic>, kCap, dev);
-      cap_device = dev;
-    }
+    });
     smem = cap_bytes;
   }
   block_kernel<T, M, D, Map, kHist, kPeriodic><<<grid, BlockPolicy::kThreads, smem, stream>>>(p);

@@ -217,7 +217,7 @@ class CudaBackend final : public Backend<T> {
     check(cudaGetDeviceProperties(&prop, device_), "cudaGetDeviceProperties");
     name_ = prop.name;
     check_problem(p);
-    const bool fast = fast_memory(device_);  // both d <= 4 choices follow it
+    const bool fast = fast_memory(device_);  // the d <= 4 choices follow it
     more_blocks_ = small_d_more_blocks(fast);
     long_end_ = lambda2_from_long_end();  // a bad value fails here, before any file
     schedule_ = store_schedule(fast, p.d);
