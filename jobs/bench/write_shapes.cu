@@ -46,6 +46,14 @@ __global__ void linear_store4(float* out, size_t m) {
        e += size_t(gridDim.x) * blockDim.x)
     reinterpret_cast<float4*>(out)[e] = make_float4(e & 1023, 1, 2, 3);
 }
+// Row i of the packed triangle: element (i, j) at base + j, and the row's
+// columns [jlo, jhi) within the piece [j0, j1).
+struct RowPiece {
+  long long base, jlo, jhi;
+};
+__device__ RowPiece row_piece(long long i, long long n, long long j0, long long j1) {
+  return {i * n - i * (i + 1) / 2 - i - 1, max(j0, i + 1), min(j1, n)};
+}
 __global__ void __launch_bounds__(256)
     tile_kernel(const float* __restrict__ x, float* __restrict__ out, long long n,
                 const int2* __restrict__ tiles, int H, int W, int mode) {
@@ -58,9 +66,8 @@ __global__ void __launch_bounds__(256)
     for (int r = warp; r < H; r += 8) {
       const long long i = i0 + r;
       if (i >= n) break;
-      const long long base = i * n - i * (i + 1) / 2 - i - 1;
+      const auto [base, jlo, jhi] = row_piece(i, n, j0, j0 + W);
       const float xi = x[i];
-      const long long jlo = max(j0, i + 1), jhi = min(j0 + W, n);
 #pragma unroll 4
       for (long long j = j0 + lane; j < j0 + W; j += 32)
         if (j >= jlo && j < jhi) out[base + j] = fabsf(xi - x[j]);
@@ -70,9 +77,8 @@ __global__ void __launch_bounds__(256)
     for (int r = warp; r < H; r += 8) {
       const long long i = i0 + r;
       if (i >= n) break;
-      const long long base = i * n - i * (i + 1) / 2 - i - 1;
+      const auto [base, jlo, jhi] = row_piece(i, n, j0, j0 + W);
       const float xi = x[i];
-      const long long jlo = max(j0, i + 1), jhi = min(j0 + W, n);
       if (jlo >= jhi) continue;
       const long long a0 = (base + j0) & ~3ll;
       const int sh = int(base + j0 - a0);
@@ -104,9 +110,8 @@ __global__ void __launch_bounds__(256)
       for (int r = rw; r < H; r += rstep) {
         const long long i = i0 + r;
         if (i >= n) break;
-        const long long base = i * n - i * (i + 1) / 2 - i - 1;
+        const auto [base, jlo, jhi] = row_piece(i, n, cg, min(cg + 128, j0 + W));
         const float xi = x[i];
-        const long long jlo = max(cg, i + 1), jhi = min(min(cg + 128, j0 + W), n);
 #pragma unroll
         for (int s = 0; s < 4; ++s) {
           const long long j = cg + lane + 32 * s;
