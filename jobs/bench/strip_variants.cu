@@ -1,20 +1,25 @@
-// The strip kernels alone (euclidean, float32, d = 1..4, strips of 16, 32
-// and 64 rows, λ2 and BB) next to cudaMemset: "shared" (strip_store: the
-// columns staged in shared memory, each warp's row through a shared buffer)
-// and "lanes" (strip_lanes_store: the columns in registers, each thread's
-// 16-byte piece computed in place). Every run's output is poisoned first and
+// The strip kernels alone (euclidean, float32, d = 1..8, strips of 16, 32
+// and 64 rows, λ2 and BB) next to cudaMemset and the tiles (block_kernel,
+// the reference at d > 4): "shared" (strip_store: the columns staged in
+// shared memory, each warp's row through a shared buffer, d <= 4),
+// "lanes16/8/4" (strip_lanes_store with pieces of 16, 8 or 4 bytes: the
+// columns in registers, each thread's piece computed in place) and the
+// prototype "vlanes" below. Every run's output is poisoned first and
 // digested after; a digest that differs between runs of one (n, d) fails
 // the program (exit 1). Small n (arguments 3 on) check the edges the same
-// way, with 8, 16, 64 and 128 rows, without timing. Build-time knobs: the
-// piece a row (TDS_STRIP_BYTES; lanes needs 4096) and the blocks an SM the
-// shared kernel's registers must allow (TDS_STRIP_MIN_BLOCKS). Built with
-// the include flags of the tdsolve_cuda target:
+// way, with 8, 16, 64 and 128 rows, without timing. TDS_DIMS="lo hi" picks
+// the d. Build-time knobs: the piece a row of strip_store
+// (TDS_STRIP_BYTES), the blocks an SM the shared kernel's registers must
+// allow (TDS_STRIP_MIN_BLOCKS) and lanes' at d > 4
+// (TDS_LANE_MIN_BLOCKS_WIDE). Built with the include flags of the
+// tdsolve_cuda target:
 //   nvcc -DOMPI_SKIP_MPICXX=1 --options-file
 //   build/solver/CMakeFiles/tdsolve_cuda.dir/includes_CUDA.rsp \
 //     -O3 -DNDEBUG -arch=sm_90 --fmad=false --expt-relaxed-constexpr -std=c++17 \
 //     -o strip_variants jobs/bench/strip_variants.cu
 //   ./strip_variants 100000 TAG [small n ...]   # TAG: the CSV's first column
-// docs/figures/lanes-*.csv came from builds of this file (performance.md).
+// docs/figures/lanes-*.csv and wide-lanes-*.csv came from builds of this
+// file (performance.md).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -64,9 +69,154 @@ unsigned long long digest_of(const float* out, size_t m) {
   CK(cudaFree(d));
   return h;
 }
+
+// Prototype "vlanes": each thread keeps only its own 4 columns (4 d values)
+// and computes their 4 values a row; a row s values past a 16-byte boundary
+// takes its first s values from the previous lane by shuffle. Lane 0 of
+// each warp duplicates the previous warp's last piece (warp 0's: the
+// strip's last), so a strip is 8 × 31 pieces = 992 columns.
+namespace vl {
+constexpr int kPieces = 8 * 31, kW = kPieces * 4;
+template <int D>
+struct Shared {
+  detail::LaneRow rows[128];
+  alignas(16) float x[128][D <= 4 ? 4 : 8];
+  mapping::Strip strip;
+};
+template <int S, int D>
+__device__ __forceinline__ void piece(const KernelParams<float>& p, const detail::LaneRow& row,
+                                      const float (&v)[4], int mine, int lane, int warp) {
+  float w[4];
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    if (e < S) {
+      w[e] = __shfl_up_sync(0xffffffffu, v[4 - S + e], 1);
+    } else {
+      w[e] = v[e - S];
+    }
+  }
+  if (lane == 0) {
+    if (warp == 0 && S > 0) {  // the strip's last S values
+#pragma unroll
+      for (int e = 4 - S; e < 4; ++e) {
+        const int c = mine * 4 + e;
+        if (c >= row.lo && c < row.hi) p.out[row.base + c] = v[e];
+      }
+    }
+    return;
+  }
+  const int c0 = mine * 4 - S;
+  if (c0 >= row.lo && c0 + 4 <= row.hi) {
+    float4 q;
+    memcpy(&q, w, 16);
+    *reinterpret_cast<float4*>(p.out + (row.base + c0)) = q;
+  } else {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int c = c0 + e;
+      if (c >= 0 && c >= row.lo && c < row.hi) p.out[row.base + c] = w[e];
+    }
+  }
+}
+template <int D, typename Map>
+__device__ __forceinline__ void strip(const KernelParams<float>& p, index_t i0, index_t j0,
+                                      Shared<D>& sh) {
+  const E m(p.mp);
+  const index_t h = p.strip_layout.h;
+  for (index_t r = threadIdx.x; r < h; r += 256) {
+    const index_t i = i0 + r;
+    if (i >= p.rows) break;
+    std::int64_t lo, hi;
+    detail::column_range<Map>(p, i, j0, &lo, &hi);
+    sh.rows[r] = detail::LaneRow{detail::first_row<Map>(p, i, j0).base,
+                                 static_cast<int>(lo < 0 ? 0 : (lo > kW ? kW : lo)),
+                                 static_cast<int>(hi > kW ? kW : (hi < 0 ? 0 : hi))};
+#pragma unroll
+    for (int k = 0; k < D; ++k)
+      sh.x[r][k] = p.a[i * D + k];
+  }
+  const int t = threadIdx.x, lane = t % 32, warp = t / 32;
+  const int mine = lane == 0 ? (warp == 0 ? kPieces - 1 : 31 * warp - 1) : 31 * warp + lane - 1;
+  const index_t jt = j0 + mine * 4;
+  float y[4][D];
+  if (jt + 4 <= p.cols) {
+    float own[4 * D];
+#pragma unroll
+    for (int g = 0; g < D; ++g) {
+      const float4 q = reinterpret_cast<const float4*>(p.b + jt * D)[g];
+      memcpy(own + 4 * g, &q, 16);
+    }
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+#pragma unroll
+      for (int k = 0; k < D; ++k)
+        y[e][k] = own[e * D + k];
+  } else {
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+#pragma unroll
+      for (int k = 0; k < D; ++k)
+        y[e][k] = jt + e < p.cols ? p.b[(jt + e) * D + k] : 0.f;
+  }
+  __syncthreads();
+  for (index_t r = 0; r < h; ++r) {
+    if (i0 + r >= p.rows) break;
+    const detail::LaneRow row = sh.rows[r];
+    if (row.lo >= row.hi) continue;
+    float xr[D];
+#pragma unroll
+    for (int k = 0; k < D; ++k)
+      xr[k] = sh.x[r][k];
+    float v[4];
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+      v[e] = detail::point_value<float, E, D>(p, m, xr, y[e], 1.0, 1.0);
+    switch (detail::vec_phase<4>(p, row.base)) {
+      case 0:
+        piece<0, D>(p, row, v, mine, lane, warp);
+        break;
+      case 1:
+        piece<1, D>(p, row, v, mine, lane, warp);
+        break;
+      case 2:
+        piece<2, D>(p, row, v, mine, lane, warp);
+        break;
+      default:
+        piece<3, D>(p, row, v, mine, lane, warp);
+        break;
+    }
+  }
+  __syncthreads();
+}
+template <int D, typename Map>
+__global__ void __launch_bounds__(256, 4) kernel(const KernelParams<float> p) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  Shared<D>& sh = *reinterpret_cast<Shared<D>*>(smem);
+  const mapping::Grid& g = p.strip_grid;
+  if constexpr (Map::kOneDimensional) {
+    for (index_t bx = blockIdx.x; bx < g.x; bx += gridDim.x) {
+      if (threadIdx.x == 0) sh.strip = p.strip_layout.unrank(g.base + bx);
+      __syncthreads();
+      const mapping::Strip st = sh.strip;
+      strip<D, Map>(p, st.row, st.col, sh);
+    }
+  } else {
+    for (index_t by = blockIdx.y; by < g.y; by += gridDim.y) {
+      const index_t i0 = g.base + by * p.strip_layout.h;
+      for (index_t bx = blockIdx.x; bx < g.x; bx += gridDim.x) {
+        if (bx < i0 / kW) continue;
+        strip<D, Map>(p, i0, bx * kW, sh);
+      }
+    }
+  }
+}
+}  // namespace vl
+
 std::map<std::pair<long long, int>, unsigned long long> seen;  // (n, d) -> digest
 int failures = 0;
-template <int D, typename Map, bool kLanes>
+// kKind: 0 strips (strip_store), 1 lanes with pieces of kV floats, 2 tiles
+// (block_kernel, the 2-blocks shape at d <= 4), 3 vlanes.
+template <int D, typename Map, int kKind, int kV = 4>
 void one(index_t n, int h, float* out, double mset, int reps, const char* tag, const char* map) {
   float* a;
   CK(cudaMalloc(&a, size_t(n) * D * 4));
@@ -81,24 +231,50 @@ void one(index_t n, int h, float* out, double mset, int reps, const char* tag, c
   p.m = (n + 127) / 128;
   p.out = out;
   p.mp.metric = Metric::euclidean;
-  p.strips = true;
-  p.strip_layout = mapping::StripLayout(n, h, BlockPolicy::strip_cols<float>());
+  p.strips = kKind != 2;
+  p.lanes = kKind == 1;
+  const int w = kKind == 1   ? BlockPolicy::kThreads * kV
+                : kKind == 3 ? vl::kW
+                             : BlockPolicy::strip_cols<float>();
+  if (w % h != 0) return;
+  p.strip_layout = mapping::StripLayout(n, h, w);
   const index_t bands = (n + h - 1) / h;
   if constexpr (Map::kOneDimensional)
     p.strip_grid = mapping::Grid{p.strip_layout.before(bands * h), 1, 0};
   else
     p.strip_grid = mapping::Grid{p.strip_layout.mc, bands, 0};
-  auto k = strip_kernel<float, E, D, Map, kLanes>;
+  p.grid = Map::grid(mapping::PairDomain(n, 128), 0, p.m);
+  const auto launch = [&] {
+    if constexpr (kKind == 2) {
+      launch_kernel<float, E, D, Map, false, false>(p, 0);
+    } else if constexpr (kKind == 3) {
+      const dim3 grid(unsigned(p.strip_grid.x), unsigned(p.strip_grid.y));
+      vl::kernel<D, Map><<<grid, 256, sizeof(vl::Shared<D>)>>>(p);
+    } else
+      launch_strips<float, E, D, Map, kKind == 1, kV>(p, 0);
+  };
   cudaFuncAttributes fa;
-  CK(cudaFuncGetAttributes(&fa, k));
-  const size_t smem = kLanes ? sizeof(detail::StripLaneShared<float, D, false>)
-                             : sizeof(detail::StripShared<float, D, false>);
-  CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+  size_t smem = 0;
   int occ = 0;
-  CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, k, 256, smem));
+  if constexpr (kKind == 2) {
+    auto k = block_kernel<float, E, D, Map, false, false>;
+    CK(cudaFuncGetAttributes(&fa, k));
+    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, k, 256, 0));
+  } else if constexpr (kKind == 3) {
+    auto k = vl::kernel<D, Map>;
+    CK(cudaFuncGetAttributes(&fa, k));
+    smem = sizeof(vl::Shared<D>);
+    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, k, 256, smem));
+  } else {
+    auto k = strip_kernel<float, E, D, Map, kKind == 1, kV>;
+    CK(cudaFuncGetAttributes(&fa, k));
+    smem = sizeof(detail::StripSharedOf<float, E, D, kKind == 1, kV>);
+    CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, k, 256, smem));
+  }
   const size_t m = size_t(n) * (n - 1) / 2;
   CK(cudaMemset(out, 0xff, m * 4));
-  launch_strips<float, E, D, Map, kLanes>(p, 0);
+  launch();
   CK(cudaGetLastError());
   CK(cudaDeviceSynchronize());
   const unsigned long long dg = digest_of(out, m);
@@ -113,7 +289,7 @@ void one(index_t n, int h, float* out, double mset, int reps, const char* tag, c
     std::vector<float> ms;
     for (int r = 0; r < reps; ++r) {
       CK(cudaEventRecord(e0));
-      launch_strips<float, E, D, Map, kLanes>(p, 0);
+      launch();
       CK(cudaEventRecord(e1));
       CK(cudaEventSynchronize(e1));
       float t;
@@ -124,34 +300,58 @@ void one(index_t n, int h, float* out, double mset, int reps, const char* tag, c
     std::sort(ms.begin(), ms.end());
     med = ms[ms.size() / 2];
   }
-  printf("%s,%s,%s,%lld,%d,%d,%d,%zu,%d,%.3f,%.1f,%016llx,%s\n", tag, kLanes ? "lanes" : "shared",
-         map, (long long)n, D, h, fa.numRegs, smem, occ, med, med > 0 ? 100 * mset / med : 0.0, dg,
-         ok ? "same" : "DIFFERENT");
+  char variant[16];
+  if (kKind == 1)
+    snprintf(variant, sizeof variant, "lanes%d", kV * 4);
+  else
+    snprintf(variant, sizeof variant, "%s",
+             kKind == 0   ? "shared"
+             : kKind == 2 ? "tiles"
+                          : "vlanes");
+  printf("%s,%s,%s,%lld,%d,%d,%d,%zu,%d,%.3f,%.1f,%016llx,%s,%zu\n", tag, variant, map,
+         (long long)n, D, kKind == 2 ? 128 : h, fa.numRegs, smem, occ, med,
+         med > 0 ? 100 * mset / med : 0.0, dg, ok ? "same" : "DIFFERENT", fa.localSizeBytes);
   fflush(stdout);
   CK(cudaFree(a));
 }
+// Every build of one d on both maps; tiles (the reference at d > 4) once
+// per call with `tiles`.
+template <int D, typename Map>
+void maps_of(index_t n, int h, float* out, double mset, int reps, const char* tag, const char* map,
+             bool tiles) {
+  if (tiles) one<D, Map, 2>(n, h, out, mset, reps, tag, map);
+  if constexpr (D <= BlockPolicy::kStripMaxD) one<D, Map, 0>(n, h, out, mset, reps, tag, map);
+  one<D, Map, 1, 4>(n, h, out, mset, reps, tag, map);
+  if constexpr (D >= 3) one<D, Map, 1, 2>(n, h, out, mset, reps, tag, map);
+  if constexpr (D >= 5) one<D, Map, 1, 1>(n, h, out, mset, reps, tag, map);
+  one<D, Map, 3>(n, h, out, mset, reps, tag, map);
+}
 template <int D>
-void all(index_t n, int h, float* out, double mset, int reps, const char* tag) {
-  one<D, mapping::Lambda2Map, false>(n, h, out, mset, reps, tag, "lambda2");
-  one<D, mapping::Lambda2Map, true>(n, h, out, mset, reps, tag, "lambda2");
-  one<D, mapping::BoundingBoxMap, false>(n, h, out, mset, reps, tag, "bb");
-  one<D, mapping::BoundingBoxMap, true>(n, h, out, mset, reps, tag, "bb");
+void all(index_t n, int h, float* out, double mset, int reps, const char* tag, bool tiles) {
+  maps_of<D, mapping::Lambda2Map>(n, h, out, mset, reps, tag, "lambda2", tiles);
+  maps_of<D, mapping::BoundingBoxMap>(n, h, out, mset, reps, tag, "bb", tiles);
+}
+template <int... Ds>
+void dims(index_t n, int h, float* out, double mset, int reps, const char* tag, bool tiles, int dlo,
+          int dhi) {
+  ((Ds >= dlo && Ds <= dhi ? all<Ds>(n, h, out, mset, reps, tag, tiles) : void()), ...);
 }
 int main(int argc, char** argv) {
   const index_t n = argc > 1 ? atoll(argv[1]) : 100000;
   const char* tag = argc > 2 ? argv[2] : "?";
+  // TDS_DIMS="lo hi": the d measured (default 1 8).
+  int dlo = 1, dhi = 8;
+  if (const char* e = getenv("TDS_DIMS")) sscanf(e, "%d %d", &dlo, &dhi);
   const size_t m = size_t(n) * (n - 1) / 2;
   float* out;
   CK(cudaMalloc(&out, m * 4));
-  printf("tag,variant,map,n,d,rows,registers,smem,blocks_per_sm,ms,pct_memset,digest,check\n");
+  printf(
+      "tag,variant,map,n,d,rows,registers,smem,blocks_per_sm,ms,pct_memset,digest,check,local_"
+      "bytes\n");
   for (int i = 3; i < argc; ++i) {  // the edges: small n, every strip height
     const index_t s = atoll(argv[i]);
-    for (int h : {8, 16, 64, 128}) {
-      all<1>(s, h, out, 0, 0, tag);
-      all<2>(s, h, out, 0, 0, tag);
-      all<3>(s, h, out, 0, 0, tag);
-      all<4>(s, h, out, 0, 0, tag);
-    }
+    for (int h : {8, 16, 64, 128})
+      dims<1, 2, 3, 4, 5, 6, 7, 8>(s, h, out, 0, 0, tag, h == 8, dlo, dhi);
   }
   cudaEvent_t e0, e1;
   CK(cudaEventCreate(&e0));
@@ -169,12 +369,8 @@ int main(int argc, char** argv) {
   std::sort(ms.begin(), ms.end());
   const double mset = ms[3];
   printf("# memset %.3f ms\n", mset);
-  for (int h : {16, 32, 64}) {
-    all<1>(n, h, out, mset, 7, tag);
-    all<2>(n, h, out, mset, 7, tag);
-    all<3>(n, h, out, mset, 7, tag);
-    all<4>(n, h, out, mset, 7, tag);
-  }
+  for (int h : {16, 32, 64})
+    dims<1, 2, 3, 4, 5, 6, 7, 8>(n, h, out, mset, 7, tag, h == 16, dlo, dhi);
   printf("# %d digest(s) differ\n", failures);
   return failures ? 1 : 0;
 }

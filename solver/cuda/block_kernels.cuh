@@ -46,6 +46,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <stdexcept>
+#include <string>
 #include <type_traits>
 
 #include "mapping/block_map.hpp"
@@ -77,6 +79,9 @@ namespace tdsolve::cuda {
 #endif
 #ifndef TDS_STRIP_MIN_BLOCKS
 #define TDS_STRIP_MIN_BLOCKS 3
+#endif
+#ifndef TDS_LANE_MIN_BLOCKS_WIDE
+#define TDS_LANE_MIN_BLOCKS_WIDE 4
 #endif
 
 #ifndef TDS_EDM_ROW_UNROLL
@@ -176,6 +181,22 @@ struct BlockPolicy {
   static constexpr int kLaneMinBlocks = 4;
   static constexpr int lane_rows(int d, bool fast_memory) {
     return d <= 2 ? 16 : (d == 3 ? (fast_memory ? 32 : 16) : (fast_memory ? 64 : 32));
+  }
+  // Lanes run d <= 8. A thread keeps 2 v - 1 column points for pieces of v
+  // values, so past d = 4 its pieces are 8 bytes (3 × d values for floats, d
+  // for doubles) and a strip 2 KiB of each row.
+  static constexpr int kLaneMaxD = 8;
+  static constexpr int lane_min_blocks(int d) {
+    return d <= kStripMaxD ? kLaneMinBlocks : TDS_LANE_MIN_BLOCKS_WIDE;
+  }
+  static constexpr int lane_bytes(int d) { return d <= kStripMaxD ? 16 : 8; }
+  template <typename T>
+  static constexpr int lane_values(int d) {
+    return lane_bytes(d) / static_cast<int>(sizeof(T));
+  }
+  template <typename T>
+  static constexpr int lane_cols(int d) {  // columns of a lanes strip
+    return kThreads * lane_values<T>(d);
   }
   template <typename T>
   static constexpr int strip_cols() {
@@ -505,10 +526,10 @@ struct StripShared {
   mapping::Strip strip;  // λ2: the block's strip, unranked once
 };
 
-// Where the buffer index `index` falls within its 16 bytes, in values.
-template <typename T>
+// Where the buffer index `index` falls within its piece of kV values
+// (kV × sizeof(T) bytes, a power of two).
+template <int kV, typename T>
 __device__ __forceinline__ int vec_phase(const KernelParams<T>& p, std::int64_t index) {
-  constexpr int kV = kVec16<T>;
   const auto first =
       static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(p.out) / sizeof(T));
   return static_cast<int>((first + static_cast<std::uint64_t>(index)) & (kV - 1));
@@ -592,7 +613,7 @@ __device__ __forceinline__ void strip_store(const KernelParams<T>& p, index_t i0
     if (hi > kW) hi = kW;
     if (lo >= hi) continue;
     const std::int64_t base = first_row<Map>(p, i, j0).base;  // column j0 of row i
-    const int shift = vec_phase(p, base);
+    const int shift = vec_phase<kV>(p, base);
     T xr[D];
 #pragma unroll
     for (int k = 0; k < D; ++k)
@@ -628,11 +649,12 @@ __device__ __forceinline__ void strip_store(const KernelParams<T>& p, index_t i0
 }
 
 // The strip schedule with the columns in registers ("lanes"): thread t owns
-// the kV columns [t kV, (t + 1) kV) of the strip (kV values a 16-byte store,
-// so 256 threads cover its 4 KiB), keeps the points of the 2 kV - 1 columns
-// around them in registers for the whole strip, and for each row computes
-// and stores the kV values of the row's t-th 16-byte piece: a row whose
-// first column sits s values past a 16-byte boundary stores columns
+// the kV columns [t kV, (t + 1) kV) of the strip (a piece: kV values of
+// BlockPolicy::lane_bytes(d), 16 bytes for d <= 4 and 8 beyond, so 256
+// threads cover 4 or 2 KiB of a row), keeps the points of the 2 kV - 1
+// columns around them in registers for the whole strip, and for each row
+// computes and stores the kV values of the row's t-th aligned piece: a row
+// whose first column sits s values past a piece boundary stores columns
 // [t kV - s, (t + 1) kV - s). Thread 0's piece would start before the
 // strip; it takes the strip's last s columns instead (its registers hold
 // those points in place of the ones before the strip), so every thread
@@ -642,14 +664,15 @@ struct LaneRow {
   int lo, hi;         // the row's columns in the strip, within [0, kW]
 };
 
-// Row `row`'s piece of thread t, for a row S values past a 16-byte boundary.
+// Row `row`'s piece of thread t, for a row S values past a piece boundary
+// (pieces of kV = (kN + 1) / 2 values).
 template <int S, typename T, typename M, int D, int kN>
 __device__ __forceinline__ void lane_piece(const KernelParams<T>& p, const M& m, const LaneRow& row,
                                            const T (&xr)[D], double nr, const T (&y)[kN][D],
                                            const double (&nc)[kN]) {
-  constexpr int kV = kVec16<T>;
+  constexpr int kV = (kN + 1) / 2;
   constexpr int kW = BlockPolicy::kThreads * kV;
-  using V = Vec16<T>;
+  using V = typename PlaneVec<T, kV>::type;
   T v[kV];
 #pragma unroll
   for (int e = 0; e < kV; ++e)
@@ -670,17 +693,17 @@ __device__ __forceinline__ void lane_piece(const KernelParams<T>& p, const M& m,
 
 // Thread t's columns t kV - kV + 1 .. t kV + kV - 1 of the strip at j0
 // (thread 0: the strip's last kV - 1, then 0 .. kV - 1), zero past the
-// domain: its own kV in D 16-byte loads where they are whole, the kV - 1
-// before them from the previous lane (lane 0: from memory).
+// domain: its own kV in D loads of a piece each where they are whole, the
+// kV - 1 before them from the previous lane (lane 0: from memory).
 template <typename T, typename M, int D, int kN>
 __device__ __forceinline__ void lane_columns(const KernelParams<T>& p, index_t j0, T (&y)[kN][D],
                                              double (&nc)[kN]) {
-  constexpr int kV = kVec16<T>;
+  constexpr int kV = (kN + 1) / 2;
   constexpr int kW = BlockPolicy::kThreads * kV;
-  using V = Vec16<T>;
+  using V = typename PlaneVec<T, kV>::type;
   const int t = static_cast<int>(threadIdx.x);
   const index_t jt = j0 + static_cast<index_t>(t) * kV;
-  if (jt + kV <= p.cols && (reinterpret_cast<std::uintptr_t>(p.b) & 15) == 0) {
+  if (jt + kV <= p.cols && (reinterpret_cast<std::uintptr_t>(p.b) & (sizeof(V) - 1)) == 0) {
     T own[kV * D];
 #pragma unroll
     for (int g = 0; g < D; ++g) {
@@ -731,13 +754,17 @@ __device__ __forceinline__ void lane_columns(const KernelParams<T>& p, index_t j
 }
 
 // The rows a lanes strip stages once: their bases and ranges, their points
-// (padded to 1, 2 or 4 features) and norms, and (λ2) the block's strip.
-template <typename T, int D, bool kNorms>
+// (padded to 1, 2, 4 or 8 features) and norms, and (λ2) the block's strip.
+// Pieces of kV values, so strips of kW columns.
+template <typename T, int D, bool kNorms, int kValues>
 struct StripLaneShared {
-  static constexpr int kW = BlockPolicy::strip_cols<T>();  // columns of a strip
-  static constexpr int kMaxRows = 128;                     // TDSOLVE_STRIP_ROWS takes at most 128
-  static constexpr int kPadded = D <= 2 ? D : 4;
-  static_assert(D >= 1 && D <= BlockPolicy::kStripMaxD, "strips are for d <= 4");
+  static constexpr int kV = kValues;                     // values a piece
+  static constexpr int kW = BlockPolicy::kThreads * kV;  // columns of a strip
+  static constexpr int kMaxRows = 128;                   // TDSOLVE_STRIP_ROWS takes at most 128
+  static constexpr int kPadded = D <= 2 ? D : (D <= 4 ? 4 : 8);
+  static_assert(D >= 1 && D <= BlockPolicy::kLaneMaxD, "lanes are for d <= 8");
+  static_assert(kV >= 1 && kV * sizeof(T) <= 16 && (kV & (kV - 1)) == 0,
+                "pieces of 16 bytes or less");
   LaneRow rows[kMaxRows];
   alignas(16) T x[kMaxRows][kPadded];
   double norms[kNorms ? kMaxRows : 1];
@@ -750,10 +777,9 @@ struct StripLaneShared {
 template <typename T, typename M, int D, typename Map, typename S>
 __device__ __forceinline__ void strip_lanes_store(const KernelParams<T>& p, index_t i0, index_t j0,
                                                   S& sh) {
-  constexpr int kV = kVec16<T>;
+  constexpr int kV = S::kV;
   constexpr int kN = 2 * kV - 1;  // columns a thread keeps
-  constexpr int kW = BlockPolicy::kThreads * kV;
-  static_assert(kW == BlockPolicy::strip_cols<T>(), "a strip is 16 bytes a thread wide");
+  constexpr int kW = S::kW;
   static_assert(metric::traits<M>::small_d, "d-specialised kernels for the older metrics only");
   const M m(p.mp);
   const index_t h = p.strip_layout.h;
@@ -783,18 +809,18 @@ __device__ __forceinline__ void strip_lanes_store(const KernelParams<T>& p, inde
     for (int k = 0; k < D; ++k)
       xr[k] = sh.x[r][k];
     const double nr = M::needs_norms ? sh.norms[r] : 1.0;
-    switch (vec_phase(p, row.base)) {
+    switch (vec_phase<kV>(p, row.base)) {  // block-uniform
       case 0:
         lane_piece<0>(p, m, row, xr, nr, y, nc);
         break;
       case 1:
-        lane_piece<1>(p, m, row, xr, nr, y, nc);
+        if constexpr (kV > 1) lane_piece<1 % kV>(p, m, row, xr, nr, y, nc);
         break;
       case 2:
         if constexpr (kV > 2) lane_piece<2 % kV>(p, m, row, xr, nr, y, nc);
         break;
       default:
-        if constexpr (kV > 2) lane_piece<3 % kV>(p, m, row, xr, nr, y, nc);
+        if constexpr (kV > 3) lane_piece<3 % kV>(p, m, row, xr, nr, y, nc);
         break;
     }
   }
@@ -1077,17 +1103,25 @@ __global__ void __launch_bounds__(
   detail::Epilogue<T, Map, kHist>::end_block(p);
 }
 
-// The strip schedule's kernel (stores, d <= 4; kLanes: strip_lanes_store,
-// else strip_store): λ2 unranks strip ω (mapping::StripLayout; one thread a
-// block, handed over through shared memory), the boxes take column chunk x
-// of band y, and on pairs a box's blocks left of the diagonal chunk leave at
-// once.
-template <typename T, typename M, int D, typename Map, bool kLanes>
-__global__ void __launch_bounds__(BlockPolicy::kThreads, kLanes ? BlockPolicy::kLaneMinBlocks
+namespace detail {
+// The shared memory of a strip kernel: lanes with pieces of kV values, or
+// the strips of strip_store (d <= 4).
+template <typename T, typename M, int D, bool kLanes, int kV>
+using StripSharedOf = std::conditional_t<kLanes, StripLaneShared<T, D, M::needs_norms, kV>,
+                                         StripShared<T, D, M::needs_norms>>;
+}  // namespace detail
+
+// The strip schedule's kernel (stores; kLanes: strip_lanes_store at d <= 8
+// with pieces of kV values, else strip_store at d <= 4): λ2 unranks strip ω
+// (mapping::StripLayout; one thread a block, handed over through shared
+// memory), the boxes take column chunk x of band y, and on pairs a box's
+// blocks left of the diagonal chunk leave at once.
+template <typename T, typename M, int D, typename Map, bool kLanes,
+          int kV = BlockPolicy::lane_values<T>(D)>
+__global__ void __launch_bounds__(BlockPolicy::kThreads, kLanes ? BlockPolicy::lane_min_blocks(D)
                                                                 : BlockPolicy::kStripMinBlocks)
     strip_kernel(const KernelParams<T> p) {
-  using S = std::conditional_t<kLanes, detail::StripLaneShared<T, D, M::needs_norms>,
-                               detail::StripShared<T, D, M::needs_norms>>;
+  using S = detail::StripSharedOf<T, M, D, kLanes, kV>;
   extern __shared__ __align__(16) unsigned char strip_smem[];
   S& sh = *reinterpret_cast<S*>(strip_smem);
   constexpr index_t kW = S::kW;
@@ -1131,22 +1165,25 @@ void once_per_device(int* seen, F&& work) {
   }
 }
 
-template <typename T, typename M, int D, typename Map, bool kLanes>
+template <typename T, typename M, int D, typename Map, bool kLanes,
+          int kV = BlockPolicy::lane_values<T>(D)>
 void launch_strips(const KernelParams<T>& p, cudaStream_t stream) {
+  using S = detail::StripSharedOf<T, M, D, kLanes, kV>;
   const mapping::Grid& g = p.strip_grid;
   if (g.blocks() == 0) return;
-  constexpr size_t kBytes =
-      kLanes ? sizeof(detail::StripLaneShared<T, D, M::needs_norms>)
-             : sizeof(detail::StripShared<T, D, M::needs_norms>);  // past 48 KiB: opt in
+  if (p.strip_layout.w != S::kW)
+    throw std::logic_error("strips of " + std::to_string(p.strip_layout.w) +
+                           " columns launched on a kernel of " + std::to_string(S::kW));
+  constexpr size_t kBytes = sizeof(S);  // past 48 KiB: opt in
   thread_local int opted_device = -1;
   once_per_device(&opted_device, [](int) {
     // A failure here shows as the launch's error.
-    cudaFuncSetAttribute(strip_kernel<T, M, D, Map, kLanes>,
+    cudaFuncSetAttribute(strip_kernel<T, M, D, Map, kLanes, kV>,
                          cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kBytes));
   });
   const dim3 grid(static_cast<unsigned>(g.x < 0x7fffffff ? g.x : 0x7fffffff),
                   static_cast<unsigned>(g.y < 65535 ? g.y : 65535));
-  strip_kernel<T, M, D, Map, kLanes><<<grid, BlockPolicy::kThreads, kBytes, stream>>>(p);
+  strip_kernel<T, M, D, Map, kLanes, kV><<<grid, BlockPolicy::kThreads, kBytes, stream>>>(p);
 }
 
 // Dynamic shared memory that leaves room for at most `cap` blocks of
@@ -1228,8 +1265,11 @@ void launch_family(const KernelParams<T>& p, cudaStream_t stream) {
       return launch_kernel<T, M, 0, Map, kHist, kPeriodic>(p, stream);  // general d only
     } else {
       switch (p.d) {
-#define TDS_CASE(D) \
-  case D:           \
+#define TDS_CASE(D)                                                                 \
+  case D:                                                                           \
+    if constexpr (!kHist && !kPeriodic) {                                           \
+      if (p.strips && p.lanes) return launch_strips<T, M, D, Map, true>(p, stream); \
+    }                                                                               \
     return launch_kernel<T, M, D, Map, kHist, kPeriodic>(p, stream);
 #define TDS_CASE_SHAPES(D)                                                                       \
   case D:                                                                                        \

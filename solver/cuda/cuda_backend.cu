@@ -424,7 +424,10 @@ class CudaBackend final : public Backend<T> {
       k.out_offset = dom.elements_before(job.row_begin);
       // The strips of the chunk's rows [r0, r1): bands of strip_rows_ rows
       // (r0 is a multiple of ρ, so of 128: a band boundary).
-      const index_t h = strip_rows_, w = BlockPolicy::strip_cols<T>();
+      const index_t h = strip_rows_;
+      const index_t w = schedule_ == StoreSchedule::lanes
+                            ? BlockPolicy::lane_cols<T>(static_cast<int>(p_.d))
+                            : BlockPolicy::strip_cols<T>();
       const index_t r0 = std::min(job.row_begin * p_.rho, p_.rows);
       const index_t r1 = std::min(job.row_end * p_.rho, p_.rows);
       const index_t bands = (r1 - r0 + h - 1) / h;
