@@ -1,25 +1,27 @@
 // The strip kernels alone (euclidean, float32, d = 1..8, strips of 16, 32
-// and 64 rows, λ2 and BB) next to cudaMemset and the tiles (block_kernel,
-// the reference at d > 4): "shared" (strip_store: the columns staged in
-// shared memory, each warp's row through a shared buffer, d <= 4),
-// "lanes16/8/4" (strip_lanes_store with pieces of 16, 8 or 4 bytes: the
-// columns in registers, each thread's piece computed in place) and the
-// prototype "vlanes" below. Every run's output is poisoned first and
-// digested after; a digest that differs between runs of one (n, d) fails
-// the program (exit 1). Small n (arguments 3 on) check the edges the same
-// way, with 8, 16, 64 and 128 rows, without timing. TDS_DIMS="lo hi" picks
-// the d. Build-time knobs: the piece a row of strip_store
-// (TDS_STRIP_BYTES), the blocks an SM the shared kernel's registers must
-// allow (TDS_STRIP_MIN_BLOCKS) and lanes' at d > 4
-// (TDS_LANE_MIN_BLOCKS_WIDE). Built with the include flags of the
-// tdsolve_cuda target:
+// and 64 rows, λ2 and BB) next to cudaMemset and the tiles (block_kernel;
+// the 2-blocks shape at d <= 4): "shared" (strip_store: the columns staged
+// in shared memory, each warp's row through a shared buffer, d <= 4),
+// "lanes" (strip_lanes_store: the columns around a thread's own in
+// registers, each thread's 16-byte piece computed in place), "shuffle"
+// (strip_lanes_store with kShuffle: only the thread's own columns, a row's
+// first values from the previous lane) and "vlanes" (a prototype below:
+// lane 0 repeats the previous warp's last piece, 992-column strips). Every
+// run's output is poisoned first and digested after; a digest that differs
+// between runs of one (n, d) fails the program (exit 1). Small n
+// (arguments 3 on) check the edges the same way, with 8, 16, 64 and 128
+// rows, without timing. TDS_DIMS="lo hi" picks the d. Build-time knobs: the
+// piece a row of strip_store (TDS_STRIP_BYTES) and the blocks an SM its
+// registers must allow (TDS_STRIP_MIN_BLOCKS). Built with the include flags
+// of the tdsolve_cuda target:
 //   nvcc -DOMPI_SKIP_MPICXX=1 --options-file
 //   build/solver/CMakeFiles/tdsolve_cuda.dir/includes_CUDA.rsp \
 //     -O3 -DNDEBUG -arch=sm_90 --fmad=false --expt-relaxed-constexpr -std=c++17 \
 //     -o strip_variants jobs/bench/strip_variants.cu
 //   ./strip_variants 100000 TAG [small n ...]   # TAG: the CSV's first column
 // docs/figures/lanes-*.csv and wide-lanes-*.csv came from builds of this
-// file (performance.md).
+// file (performance.md; the lanes builds with 8- and 4-byte pieces and 3
+// or 2 blocks an SM past d = 4 are in commit 1e05ff4).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -171,7 +173,7 @@ __device__ __forceinline__ void strip(const KernelParams<float>& p, index_t i0, 
 #pragma unroll
     for (int e = 0; e < 4; ++e)
       v[e] = detail::point_value<float, E, D>(p, m, xr, y[e], 1.0, 1.0);
-    switch (detail::vec_phase<4>(p, row.base)) {
+    switch (detail::vec_phase(p, row.base)) {
       case 0:
         piece<0, D>(p, row, v, mine, lane, warp);
         break;
@@ -214,9 +216,10 @@ __global__ void __launch_bounds__(256, 4) kernel(const KernelParams<float> p) {
 
 std::map<std::pair<long long, int>, unsigned long long> seen;  // (n, d) -> digest
 int failures = 0;
-// kKind: 0 strips (strip_store), 1 lanes with pieces of kV floats, 2 tiles
-// (block_kernel, the 2-blocks shape at d <= 4), 3 vlanes.
-template <int D, typename Map, int kKind, int kV = 4>
+// kKind: 0 strips (strip_store), 1 lanes (strip_lanes_store, the columns
+// around a thread's own in registers), 2 tiles (block_kernel, the 2-blocks
+// shape at d <= 4), 3 vlanes, 4 lanes with shuffles (kShuffle).
+template <int D, typename Map, int kKind>
 void one(index_t n, int h, float* out, double mset, int reps, const char* tag, const char* map) {
   float* a;
   CK(cudaMalloc(&a, size_t(n) * D * 4));
@@ -232,10 +235,9 @@ void one(index_t n, int h, float* out, double mset, int reps, const char* tag, c
   p.out = out;
   p.mp.metric = Metric::euclidean;
   p.strips = kKind != 2;
-  p.lanes = kKind == 1;
-  const int w = kKind == 1   ? BlockPolicy::kThreads * kV
-                : kKind == 3 ? vl::kW
-                             : BlockPolicy::strip_cols<float>();
+  p.lanes = kKind == 1 || kKind == 4;
+  constexpr bool kLanes = kKind == 1 || kKind == 4;
+  const int w = kKind == 3 ? vl::kW : BlockPolicy::strip_cols<float>();
   if (w % h != 0) return;
   p.strip_layout = mapping::StripLayout(n, h, w);
   const index_t bands = (n + h - 1) / h;
@@ -251,7 +253,7 @@ void one(index_t n, int h, float* out, double mset, int reps, const char* tag, c
       const dim3 grid(unsigned(p.strip_grid.x), unsigned(p.strip_grid.y));
       vl::kernel<D, Map><<<grid, 256, sizeof(vl::Shared<D>)>>>(p);
     } else
-      launch_strips<float, E, D, Map, kKind == 1, kV>(p, 0);
+      launch_strips<float, E, D, Map, kLanes, kKind == 4>(p, 0);
   };
   cudaFuncAttributes fa;
   size_t smem = 0;
@@ -266,9 +268,9 @@ void one(index_t n, int h, float* out, double mset, int reps, const char* tag, c
     smem = sizeof(vl::Shared<D>);
     CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, k, 256, smem));
   } else {
-    auto k = strip_kernel<float, E, D, Map, kKind == 1, kV>;
+    auto k = strip_kernel<float, E, D, Map, kLanes, kKind == 4>;
     CK(cudaFuncGetAttributes(&fa, k));
-    smem = sizeof(detail::StripSharedOf<float, E, D, kKind == 1, kV>);
+    smem = sizeof(detail::StripSharedOf<float, E, D, kLanes>);
     CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
     CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, k, 256, smem));
   }
@@ -300,14 +302,8 @@ void one(index_t n, int h, float* out, double mset, int reps, const char* tag, c
     std::sort(ms.begin(), ms.end());
     med = ms[ms.size() / 2];
   }
-  char variant[16];
-  if (kKind == 1)
-    snprintf(variant, sizeof variant, "lanes%d", kV * 4);
-  else
-    snprintf(variant, sizeof variant, "%s",
-             kKind == 0   ? "shared"
-             : kKind == 2 ? "tiles"
-                          : "vlanes");
+  const char* const kNames[] = {"shared", "lanes", "tiles", "vlanes", "shuffle"};
+  const char* variant = kNames[kKind];
   printf("%s,%s,%s,%lld,%d,%d,%d,%zu,%d,%.3f,%.1f,%016llx,%s,%zu\n", tag, variant, map,
          (long long)n, D, kKind == 2 ? 128 : h, fa.numRegs, smem, occ, med,
          med > 0 ? 100 * mset / med : 0.0, dg, ok ? "same" : "DIFFERENT", fa.localSizeBytes);
@@ -321,9 +317,8 @@ void maps_of(index_t n, int h, float* out, double mset, int reps, const char* ta
              bool tiles) {
   if (tiles) one<D, Map, 2>(n, h, out, mset, reps, tag, map);
   if constexpr (D <= BlockPolicy::kStripMaxD) one<D, Map, 0>(n, h, out, mset, reps, tag, map);
-  one<D, Map, 1, 4>(n, h, out, mset, reps, tag, map);
-  if constexpr (D >= 3) one<D, Map, 1, 2>(n, h, out, mset, reps, tag, map);
-  if constexpr (D >= 5) one<D, Map, 1, 1>(n, h, out, mset, reps, tag, map);
+  one<D, Map, 1>(n, h, out, mset, reps, tag, map);
+  one<D, Map, 4>(n, h, out, mset, reps, tag, map);
   one<D, Map, 3>(n, h, out, mset, reps, tag, map);
 }
 template <int D>

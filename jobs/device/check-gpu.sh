@@ -46,6 +46,15 @@ for tool in memcheck racecheck; do
   done
   step "${tool}_bench_f32_d2_cosine_lanes" run env TDSOLVE_STORE_SCHEDULE=lanes compute-sanitizer --tool $tool \
     --error-exitcode 9 .devbin/tdsolve bench --backend cuda --generate uniform:1300:2:5 --metric cosine --repeat 1
+  # d = 5..8 in lanes, forced (d = 7, 8: a row's first values from the
+  # previous lane, single stores at the warps' edges)
+  step "${tool}_bench_f32_d8_lanes" run env TDSOLVE_STORE_SCHEDULE=lanes compute-sanitizer --tool $tool \
+    --error-exitcode 9 .devbin/tdsolve bench --backend cuda --generate uniform:1500:8:1 --repeat 1
+  step "${tool}_bench_bb_f64_d7_lanes" run env TDSOLVE_STORE_SCHEDULE=lanes compute-sanitizer --tool $tool \
+    --error-exitcode 9 .devbin/tdsolve bench --backend cuda --generate uniform:1100:7:3 --precision float64 \
+    --map bb --repeat 1
+  step "${tool}_bench_f32_d6_cosine_lanes" run env TDSOLVE_STORE_SCHEDULE=lanes compute-sanitizer --tool $tool \
+    --error-exitcode 9 .devbin/tdsolve bench --backend cuda --generate uniform:1300:6:5 --metric cosine --repeat 1
   step "${tool}_bench_bb_f64_d17" run compute-sanitizer --tool $tool --error-exitcode 9 \
     .devbin/tdsolve bench --backend cuda --generate uniform:600:17:2 --precision float64 --map bb --repeat 1 \
     --metric cosine

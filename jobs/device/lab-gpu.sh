@@ -20,9 +20,11 @@
 #      general-which-<gpu>.csv
 #   7. the store schedule at d <= 8: the device's choice, strips and lanes
 #      forced (STRIP_VARIANTS replaces "default strips lanes", e.g. with
-#      strips:ROWS or lanes:ROWS) and ρ×ρ tiles (in both of d <= 4's
-#      launch shapes), λ2 and BB, n = 51200 and 1e5, float32 and float64;
-#      CSV strips-<gpu>.csv, which rows are which in strips-which-<gpu>.csv
+#      strips:ROWS or lanes:ROWS; strips past d = 4 run the tiles) and ρ×ρ
+#      tiles (in both of d <= 4's launch shapes), λ2 and BB, n = 51200 and
+#      1e5 (STRIP_SIZES), d = 1, 2, 3, 4, 6, 8 (STRIP_DIMS) in float32 and
+#      1, 4, 8 (STRIP_F64_DIMS) in float64; CSV strips-<gpu>.csv, which rows are which in
+#      strips-which-<gpu>.csv
 # Everything lands in $OUT (or /tmp/tdsolve-lab); the summary last.
 # PARTS="1 2 3 4" picks parts (5, 6 and 7 only when named); REPEAT (default 5).
 set -uo pipefail
@@ -153,7 +155,7 @@ if [[ $parts == *" 7 "* ]]; then
       done
     done
   done
-  for d in 1 4 8; do
+  for d in ${STRIP_F64_DIMS:-1 4 8}; do
     for map in lambda bb; do
       for sched in ${STRIP_VARIANTS:-default strips lanes} tiles:2; do bench $sched 100000 $d float64 $map; done
     done

@@ -11,12 +11,13 @@
 // as were wider tiles (less contiguous writes across concurrent blocks).
 // Sub-tiles on the diagonal or the domain's edge go through a mask.
 //
-// Stores at d <= 4 take another schedule, strips (mapping/strips.hpp): a block
-// takes h rows × 4 KiB of each and writes them with 16-byte stores, in one
-// of two kernels: each warp computes whole row pieces into shared memory
-// from column points staged there (strip_store), or each thread keeps the
-// column points of its 16-byte piece in registers and computes and stores
-// that piece of every row (strip_lanes_store, "lanes").
+// Stores at d <= 4 take another schedule by default, strips
+// (mapping/strips.hpp; at d = 5..8 when asked for): a block takes h rows ×
+// 4 KiB of each and writes them with 16-byte stores, in one of two kernels:
+// each warp computes whole row pieces into shared memory from column points
+// staged there (strip_store, d <= 4), or each thread keeps the column points
+// of its 16-byte piece in registers and computes and stores that piece of
+// every row (strip_lanes_store, "lanes", d <= 8).
 //
 // Features: for d <= 8 (compile time) each lane keeps its 4 column points in
 // registers and reads row points from shared memory (a broadcast: all lanes
@@ -79,9 +80,6 @@ namespace tdsolve::cuda {
 #endif
 #ifndef TDS_STRIP_MIN_BLOCKS
 #define TDS_STRIP_MIN_BLOCKS 3
-#endif
-#ifndef TDS_LANE_MIN_BLOCKS_WIDE
-#define TDS_LANE_MIN_BLOCKS_WIDE 4
 #endif
 
 #ifndef TDS_EDM_ROW_UNROLL
@@ -159,8 +157,8 @@ struct BlockPolicy {
   // d = 1 went from 73 to 93-97 % of cudaMemset on the H100 (n = 1e5; tiles
   // of 128 columns with the same staging: 53 %): the long pieces and the
   // wide stores need each other. At d = 5..8 the strip's columns read from
-  // shared memory for every value cost more than the stores gain, so those
-  // keep the tiles (docs/performance.md).
+  // shared memory for every value cost more than the stores gain, so this
+  // kernel stops at d = 4 (lanes, below, go to 8; docs/performance.md).
   static constexpr int kStripMaxD = 4;
   static constexpr int kStripBytes = TDS_STRIP_BYTES;
   static constexpr int kStripMinBlocks = TDS_STRIP_MIN_BLOCKS;
@@ -172,32 +170,27 @@ struct BlockPolicy {
   // 7.26 (docs/figures/strips-rows-h100.csv). d = 2 takes 16 since BB's
   // best is now lanes (6.62 ms), which λ2's 32 rows did not beat.
   static constexpr int strip_rows(int d) { return d <= 2 ? 16 : 64; }
-  // The lanes schedule (strip_lanes_store): 64 registers for 4 blocks an SM
-  // (more spilled and ran slower), and its rows. Rows were measured with 16,
-  // 32 and 64 (docs/figures/lanes-*.csv; λ2, n = 1e5, float32): the H200
-  // (fast memory) ran d = 1..4 fastest with 16, 16, 32, 64 rows, the H100
-  // with 16, 16, 16, 32; d = 4 with 16 rows took 7.1-7.9 ms on the H200
+  // The lanes schedule (strip_lanes_store), stores at d <= 8: 64 registers
+  // for 4 blocks an SM (more spilled and ran slower), and its rows. Rows
+  // were measured with 16, 32 and 64 (docs/figures/lanes-*.csv and
+  // wide-lanes-*.csv; λ2, n = 1e5, float32): the H200 (fast memory) ran
+  // d = 1..8 fastest with 16, 16, 32, then 64 rows, the H100 with 16, 16,
+  // 16, 32, 16, 32, 64, 64; d = 4 with 16 rows took 7.1-7.9 ms on the H200
   // against 5.7-5.9 with 64.
   static constexpr int kLaneMinBlocks = 4;
-  static constexpr int lane_rows(int d, bool fast_memory) {
-    return d <= 2 ? 16 : (d == 3 ? (fast_memory ? 32 : 16) : (fast_memory ? 64 : 32));
-  }
-  // Lanes run d <= 8. A thread keeps 2 v - 1 column points for pieces of v
-  // values, so past d = 4 its pieces are 8 bytes (3 × d values for floats, d
-  // for doubles) and a strip 2 KiB of each row.
   static constexpr int kLaneMaxD = 8;
-  static constexpr int lane_min_blocks(int d) {
-    return d <= kStripMaxD ? kLaneMinBlocks : TDS_LANE_MIN_BLOCKS_WIDE;
+  static constexpr int lane_rows(int d, bool fast_memory) {
+    if (d <= 2) return 16;
+    if (fast_memory) return d == 3 ? 32 : 64;
+    return d == 3 || d == 5 ? 16 : (d == 4 || d == 6 ? 32 : 64);
   }
-  static constexpr int lane_bytes(int d) { return d <= kStripMaxD ? 16 : 8; }
-  template <typename T>
-  static constexpr int lane_values(int d) {
-    return lane_bytes(d) / static_cast<int>(sizeof(T));
-  }
-  template <typename T>
-  static constexpr int lane_cols(int d) {  // columns of a lanes strip
-    return kThreads * lane_values<T>(d);
-  }
+  // Past d = 6 the 7 column points a thread keeps (3 for doubles) spill at
+  // 64 registers (7 × 7 values at d = 7), so there a thread keeps only its
+  // own and takes a row's first values from the previous lane (kShuffle).
+  // λ2, n = 1e5, H100 (H200): d = 7 7.56 (7.56) ms against 7.83 (7.60), d = 8
+  // 7.93 (8.17) against 8.65 (8.31); at d = 5, 6 the shuffles were 2-5 %
+  // slower (docs/figures/wide-lanes-*.csv).
+  static constexpr bool lane_shuffles(int d) { return d > 6; }
   template <typename T>
   static constexpr int strip_cols() {
     return kStripBytes / static_cast<int>(sizeof(T));
@@ -229,8 +222,8 @@ struct KernelParams {
   MetricParams mp;   // the metric and its parameters (mp.weights: device memory)
   bool more_blocks;  // d <= 4: the 3-blocks-an-SM launch shape (BlockPolicy::kMoreBlocks)
   bool masked_only;  // benchmark/test: every sub-tile on the masked path
-  // Stores at d <= 4 in strips (mapping/strips.hpp) unless the tile schedule
-  // is asked for (TDSOLVE_STORE_SCHEDULE=tiles): the layout, the launch grid
+  // Stores in strips (mapping/strips.hpp; store_schedule in cuda_backend.cu
+  // says when): the layout, the launch grid
   // (λ2: x strips from strip `base`; boxes: x column chunks × y bands from
   // row `base`).
   bool strips;
@@ -526,10 +519,10 @@ struct StripShared {
   mapping::Strip strip;  // λ2: the block's strip, unranked once
 };
 
-// Where the buffer index `index` falls within its piece of kV values
-// (kV × sizeof(T) bytes, a power of two).
-template <int kV, typename T>
+// Where the buffer index `index` falls within its 16 bytes, in values.
+template <typename T>
 __device__ __forceinline__ int vec_phase(const KernelParams<T>& p, std::int64_t index) {
+  constexpr int kV = kVec16<T>;
   const auto first =
       static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(p.out) / sizeof(T));
   return static_cast<int>((first + static_cast<std::uint64_t>(index)) & (kV - 1));
@@ -613,7 +606,7 @@ __device__ __forceinline__ void strip_store(const KernelParams<T>& p, index_t i0
     if (hi > kW) hi = kW;
     if (lo >= hi) continue;
     const std::int64_t base = first_row<Map>(p, i, j0).base;  // column j0 of row i
-    const int shift = vec_phase<kV>(p, base);
+    const int shift = vec_phase(p, base);
     T xr[D];
 #pragma unroll
     for (int k = 0; k < D; ++k)
@@ -649,30 +642,36 @@ __device__ __forceinline__ void strip_store(const KernelParams<T>& p, index_t i0
 }
 
 // The strip schedule with the columns in registers ("lanes"): thread t owns
-// the kV columns [t kV, (t + 1) kV) of the strip (a piece: kV values of
-// BlockPolicy::lane_bytes(d), 16 bytes for d <= 4 and 8 beyond, so 256
-// threads cover 4 or 2 KiB of a row), keeps the points of the 2 kV - 1
-// columns around them in registers for the whole strip, and for each row
-// computes and stores the kV values of the row's t-th aligned piece: a row
-// whose first column sits s values past a piece boundary stores columns
-// [t kV - s, (t + 1) kV - s). Thread 0's piece would start before the
-// strip; it takes the strip's last s columns instead (its registers hold
-// those points in place of the ones before the strip), so every thread
-// computes kV values a row and no value goes through shared memory.
+// the kV columns [t kV, (t + 1) kV) of the strip (kV values a 16-byte store,
+// so 256 threads cover its 4 KiB) and for each row stores the row's t-th
+// aligned 16-byte piece: a row whose first column sits s values past a
+// 16-byte boundary stores columns [t kV - s, (t + 1) kV - s). No value goes
+// through shared memory. Two ways to have the s values of the columns
+// before t kV:
+// - d <= 6: the thread keeps the points of the 2 kV - 1 columns around its
+//   own in registers for the whole strip and computes the kV values of its
+//   piece itself (lane_piece). Thread 0's piece would start before the
+//   strip; it takes the strip's last s columns instead (its registers hold
+//   those points in place of the ones before the strip).
+// - d = 7, 8 (kShuffle): the thread keeps only its own kV columns, computes
+//   their values and takes the first s values of its piece from the
+//   previous lane by shuffle (shuffle_piece). Lane 0 has no previous lane:
+//   it stores its own first kV - s values one by one, and lane 31 its last
+//   s, which the next warp's lane 0 (or the next strip) does not cover.
 struct LaneRow {
   std::int64_t base;  // buffer index of the strip's column 0 in this row
   int lo, hi;         // the row's columns in the strip, within [0, kW]
 };
 
-// Row `row`'s piece of thread t, for a row S values past a piece boundary
-// (pieces of kV = (kN + 1) / 2 values).
+// Row `row`'s piece of thread t, for a row S values past a 16-byte boundary.
 template <int S, typename T, typename M, int D, int kN>
 __device__ __forceinline__ void lane_piece(const KernelParams<T>& p, const M& m, const LaneRow& row,
                                            const T (&xr)[D], double nr, const T (&y)[kN][D],
                                            const double (&nc)[kN]) {
-  constexpr int kV = (kN + 1) / 2;
+  constexpr int kV = kVec16<T>;
   constexpr int kW = BlockPolicy::kThreads * kV;
-  using V = typename PlaneVec<T, kV>::type;
+  static_assert(kN == 2 * kV - 1, "the columns around the thread's own");
+  using V = Vec16<T>;
   T v[kV];
 #pragma unroll
   for (int e = 0; e < kV; ++e)
@@ -691,19 +690,56 @@ __device__ __forceinline__ void lane_piece(const KernelParams<T>& p, const M& m,
   }
 }
 
-// Thread t's columns t kV - kV + 1 .. t kV + kV - 1 of the strip at j0
-// (thread 0: the strip's last kV - 1, then 0 .. kV - 1), zero past the
-// domain: its own kV in D loads of a piece each where they are whole, the
-// kV - 1 before them from the previous lane (lane 0: from memory).
+// Row `row`'s piece of thread t from the values v of its own columns, for a
+// row S values past a 16-byte boundary (kShuffle lanes).
+template <int S, typename T>
+__device__ __forceinline__ void shuffle_piece(const KernelParams<T>& p, const LaneRow& row,
+                                              const T (&v)[kVec16<T>]) {
+  constexpr int kV = kVec16<T>;
+  using V = Vec16<T>;
+  const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
+  const int c = static_cast<int>(threadIdx.x) * kV;  // the thread's first column
+  T w[kV];                                           // columns [c - S, c + kV - S)
+#pragma unroll
+  for (int e = 0; e < kV; ++e)
+    w[e] = e < S ? __shfl_up_sync(0xffffffffu, v[kV - S + e], 1) : v[e - S];
+  if (S == 0 || lane > 0) {
+    const int c0 = c - S;
+    if (c0 >= row.lo && c0 + kV <= row.hi) {
+      V q;
+      std::memcpy(&q, w, sizeof(V));
+      *reinterpret_cast<V*>(p.out + (row.base + c0)) = q;
+    } else {
+#pragma unroll
+      for (int e = 0; e < kV; ++e)
+        if (c0 + e >= row.lo && c0 + e < row.hi) p.out[row.base + c0 + e] = w[e];
+    }
+  }
+  if constexpr (S > 0) {
+    if (lane == 0 || lane == kWarpSize - 1) {  // lane 0: its first kV - S; lane 31: its last S
+#pragma unroll
+      for (int e = 0; e < kV; ++e)
+        if ((lane == 0) == (e < kV - S) && c + e >= row.lo && c + e < row.hi)
+          p.out[row.base + c + e] = v[e];
+    }
+  }
+}
+
+// Thread t's kN columns t kV - (kN - kV) .. t kV + kV - 1 of the strip at
+// j0, zero past the domain: its own kV in D 16-byte loads where they are
+// whole; with kN = 2 kV - 1 also the kV - 1 before them, from the previous
+// lane (lane 0: from memory; thread 0: the strip's last kV - 1).
 template <typename T, typename M, int D, int kN>
 __device__ __forceinline__ void lane_columns(const KernelParams<T>& p, index_t j0, T (&y)[kN][D],
                                              double (&nc)[kN]) {
-  constexpr int kV = (kN + 1) / 2;
+  constexpr int kV = kVec16<T>;
   constexpr int kW = BlockPolicy::kThreads * kV;
-  using V = typename PlaneVec<T, kV>::type;
+  constexpr int kBefore = kN - kV;  // 0 or kV - 1
+  static_assert(kBefore == 0 || kBefore == kV - 1, "own columns, or those and kV - 1 before");
+  using V = Vec16<T>;
   const int t = static_cast<int>(threadIdx.x);
   const index_t jt = j0 + static_cast<index_t>(t) * kV;
-  if (jt + kV <= p.cols && (reinterpret_cast<std::uintptr_t>(p.b) & (sizeof(V) - 1)) == 0) {
+  if (jt + kV <= p.cols && (reinterpret_cast<std::uintptr_t>(p.b) & 15) == 0) {
     T own[kV * D];
 #pragma unroll
     for (int g = 0; g < D; ++g) {
@@ -714,32 +750,34 @@ __device__ __forceinline__ void lane_columns(const KernelParams<T>& p, index_t j
     for (int e = 0; e < kV; ++e)
 #pragma unroll
       for (int k = 0; k < D; ++k)
-        y[kV - 1 + e][k] = own[e * D + k];
+        y[kBefore + e][k] = own[e * D + k];
   } else {
 #pragma unroll
     for (int e = 0; e < kV; ++e)
 #pragma unroll
       for (int k = 0; k < D; ++k)
-        y[kV - 1 + e][k] = jt + e < p.cols ? p.b[(jt + e) * D + k] : T(0);
+        y[kBefore + e][k] = jt + e < p.cols ? p.b[(jt + e) * D + k] : T(0);
   }
-#pragma unroll
-  for (int e = 0; e < kV - 1; ++e)
-#pragma unroll
-    for (int k = 0; k < D; ++k)
-      y[e][k] = __shfl_up_sync(0xffffffffu, y[kV + e][k], 1);
   // Column y[e] of this thread (the strip's end in place of the columns
   // before the strip).
   const auto column = [&](int e) {
-    const int c = t * kV - (kV - 1) + e;
+    const int c = t * kV - kBefore + e;
     return j0 + static_cast<index_t>(c < 0 ? c + kW : c);
   };
-  if (t % kWarpSize == 0) {  // the previous warp's, or (t = 0) the strip's end
+  if constexpr (kBefore > 0) {
 #pragma unroll
-    for (int e = 0; e < kV - 1; ++e) {
-      const index_t j = column(e);
+    for (int e = 0; e < kBefore; ++e)
 #pragma unroll
       for (int k = 0; k < D; ++k)
-        y[e][k] = j < p.cols ? p.b[j * D + k] : T(0);
+        y[e][k] = __shfl_up_sync(0xffffffffu, y[kV + e][k], 1);
+    if (t % kWarpSize == 0) {  // the previous warp's, or (t = 0) the strip's end
+#pragma unroll
+      for (int e = 0; e < kBefore; ++e) {
+        const index_t j = column(e);
+#pragma unroll
+        for (int k = 0; k < D; ++k)
+          y[e][k] = j < p.cols ? p.b[j * D + k] : T(0);
+      }
     }
   }
 #pragma unroll
@@ -755,16 +793,12 @@ __device__ __forceinline__ void lane_columns(const KernelParams<T>& p, index_t j
 
 // The rows a lanes strip stages once: their bases and ranges, their points
 // (padded to 1, 2, 4 or 8 features) and norms, and (λ2) the block's strip.
-// Pieces of kV values, so strips of kW columns.
-template <typename T, int D, bool kNorms, int kValues>
+template <typename T, int D, bool kNorms>
 struct StripLaneShared {
-  static constexpr int kV = kValues;                     // values a piece
-  static constexpr int kW = BlockPolicy::kThreads * kV;  // columns of a strip
-  static constexpr int kMaxRows = 128;                   // TDSOLVE_STRIP_ROWS takes at most 128
+  static constexpr int kW = BlockPolicy::strip_cols<T>();  // columns of a strip
+  static constexpr int kMaxRows = 128;                     // TDSOLVE_STRIP_ROWS takes at most 128
   static constexpr int kPadded = D <= 2 ? D : (D <= 4 ? 4 : 8);
   static_assert(D >= 1 && D <= BlockPolicy::kLaneMaxD, "lanes are for d <= 8");
-  static_assert(kV >= 1 && kV * sizeof(T) <= 16 && (kV & (kV - 1)) == 0,
-                "pieces of 16 bytes or less");
   LaneRow rows[kMaxRows];
   alignas(16) T x[kMaxRows][kPadded];
   double norms[kNorms ? kMaxRows : 1];
@@ -774,12 +808,13 @@ struct StripLaneShared {
 // One strip of the lanes schedule. The rows' bases, ranges and points are
 // staged once a strip by h threads (one barrier: measured faster than
 // every thread walking the rows itself, docs/performance.md).
-template <typename T, typename M, int D, typename Map, typename S>
+template <typename T, typename M, int D, typename Map, bool kShuffle, typename S>
 __device__ __forceinline__ void strip_lanes_store(const KernelParams<T>& p, index_t i0, index_t j0,
                                                   S& sh) {
-  constexpr int kV = S::kV;
-  constexpr int kN = 2 * kV - 1;  // columns a thread keeps
-  constexpr int kW = S::kW;
+  constexpr int kV = kVec16<T>;
+  constexpr int kN = kShuffle ? kV : 2 * kV - 1;  // columns a thread keeps
+  constexpr int kW = BlockPolicy::kThreads * kV;
+  static_assert(kW == S::kW, "a strip is 16 bytes a thread wide");
   static_assert(metric::traits<M>::small_d, "d-specialised kernels for the older metrics only");
   const M m(p.mp);
   const index_t h = p.strip_layout.h;
@@ -803,25 +838,47 @@ __device__ __forceinline__ void strip_lanes_store(const KernelParams<T>& p, inde
   for (index_t r = 0; r < h; ++r) {
     if (i0 + r >= p.rows) break;  // block-uniform
     const LaneRow row = sh.rows[r];
-    if (row.lo >= row.hi) continue;
+    if (row.lo >= row.hi) continue;  // block-uniform
     T xr[D];
 #pragma unroll
     for (int k = 0; k < D; ++k)
       xr[k] = sh.x[r][k];
     const double nr = M::needs_norms ? sh.norms[r] : 1.0;
-    switch (vec_phase<kV>(p, row.base)) {  // block-uniform
-      case 0:
-        lane_piece<0>(p, m, row, xr, nr, y, nc);
-        break;
-      case 1:
-        if constexpr (kV > 1) lane_piece<1 % kV>(p, m, row, xr, nr, y, nc);
-        break;
-      case 2:
-        if constexpr (kV > 2) lane_piece<2 % kV>(p, m, row, xr, nr, y, nc);
-        break;
-      default:
-        if constexpr (kV > 3) lane_piece<3 % kV>(p, m, row, xr, nr, y, nc);
-        break;
+    const int phase = vec_phase(p, row.base);  // block-uniform
+    if constexpr (kShuffle) {
+      T v[kV];
+#pragma unroll
+      for (int e = 0; e < kV; ++e)
+        v[e] = point_value<T, M, D>(p, m, xr, y[e], nr, nc[e]);
+      switch (phase) {
+        case 0:
+          shuffle_piece<0>(p, row, v);
+          break;
+        case 1:
+          shuffle_piece<1>(p, row, v);
+          break;
+        case 2:
+          if constexpr (kV > 2) shuffle_piece<2 % kV>(p, row, v);
+          break;
+        default:
+          if constexpr (kV > 2) shuffle_piece<3 % kV>(p, row, v);
+          break;
+      }
+    } else {
+      switch (phase) {
+        case 0:
+          lane_piece<0>(p, m, row, xr, nr, y, nc);
+          break;
+        case 1:
+          lane_piece<1>(p, m, row, xr, nr, y, nc);
+          break;
+        case 2:
+          if constexpr (kV > 2) lane_piece<2 % kV>(p, m, row, xr, nr, y, nc);
+          break;
+        default:
+          if constexpr (kV > 2) lane_piece<3 % kV>(p, m, row, xr, nr, y, nc);
+          break;
+      }
     }
   }
   __syncthreads();  // every thread done with the rows before the next strip's
@@ -1104,31 +1161,31 @@ __global__ void __launch_bounds__(
 }
 
 namespace detail {
-// The shared memory of a strip kernel: lanes with pieces of kV values, or
-// the strips of strip_store (d <= 4).
-template <typename T, typename M, int D, bool kLanes, int kV>
-using StripSharedOf = std::conditional_t<kLanes, StripLaneShared<T, D, M::needs_norms, kV>,
+// The shared memory of a strip kernel: lanes (d <= 8) or the strips of
+// strip_store (d <= 4).
+template <typename T, typename M, int D, bool kLanes>
+using StripSharedOf = std::conditional_t<kLanes, StripLaneShared<T, D, M::needs_norms>,
                                          StripShared<T, D, M::needs_norms>>;
 }  // namespace detail
 
-// The strip schedule's kernel (stores; kLanes: strip_lanes_store at d <= 8
-// with pieces of kV values, else strip_store at d <= 4): λ2 unranks strip ω
-// (mapping::StripLayout; one thread a block, handed over through shared
-// memory), the boxes take column chunk x of band y, and on pairs a box's
-// blocks left of the diagonal chunk leave at once.
+// The strip schedule's kernel (stores; kLanes: strip_lanes_store at d <= 8,
+// its values from the previous lane where kShuffle, else strip_store at
+// d <= 4): λ2 unranks strip ω (mapping::StripLayout; one thread a block,
+// handed over through shared memory), the boxes take column chunk x of band
+// y, and on pairs a box's blocks left of the diagonal chunk leave at once.
 template <typename T, typename M, int D, typename Map, bool kLanes,
-          int kV = BlockPolicy::lane_values<T>(D)>
-__global__ void __launch_bounds__(BlockPolicy::kThreads, kLanes ? BlockPolicy::lane_min_blocks(D)
+          bool kShuffle = BlockPolicy::lane_shuffles(D)>
+__global__ void __launch_bounds__(BlockPolicy::kThreads, kLanes ? BlockPolicy::kLaneMinBlocks
                                                                 : BlockPolicy::kStripMinBlocks)
     strip_kernel(const KernelParams<T> p) {
-  using S = detail::StripSharedOf<T, M, D, kLanes, kV>;
+  using S = detail::StripSharedOf<T, M, D, kLanes>;
   extern __shared__ __align__(16) unsigned char strip_smem[];
   S& sh = *reinterpret_cast<S*>(strip_smem);
   constexpr index_t kW = S::kW;
   const mapping::Grid& g = p.strip_grid;
   const auto store = [&](index_t i0, index_t j0) {  // ends with a barrier
     if constexpr (kLanes)
-      detail::strip_lanes_store<T, M, D, Map>(p, i0, j0, sh);
+      detail::strip_lanes_store<T, M, D, Map, kShuffle>(p, i0, j0, sh);
     else
       detail::strip_store<T, M, D, Map>(p, i0, j0, sh);
   };
@@ -1166,9 +1223,9 @@ void once_per_device(int* seen, F&& work) {
 }
 
 template <typename T, typename M, int D, typename Map, bool kLanes,
-          int kV = BlockPolicy::lane_values<T>(D)>
+          bool kShuffle = BlockPolicy::lane_shuffles(D)>
 void launch_strips(const KernelParams<T>& p, cudaStream_t stream) {
-  using S = detail::StripSharedOf<T, M, D, kLanes, kV>;
+  using S = detail::StripSharedOf<T, M, D, kLanes>;
   const mapping::Grid& g = p.strip_grid;
   if (g.blocks() == 0) return;
   if (p.strip_layout.w != S::kW)
@@ -1178,12 +1235,12 @@ void launch_strips(const KernelParams<T>& p, cudaStream_t stream) {
   thread_local int opted_device = -1;
   once_per_device(&opted_device, [](int) {
     // A failure here shows as the launch's error.
-    cudaFuncSetAttribute(strip_kernel<T, M, D, Map, kLanes, kV>,
+    cudaFuncSetAttribute(strip_kernel<T, M, D, Map, kLanes, kShuffle>,
                          cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kBytes));
   });
   const dim3 grid(static_cast<unsigned>(g.x < 0x7fffffff ? g.x : 0x7fffffff),
                   static_cast<unsigned>(g.y < 65535 ? g.y : 65535));
-  strip_kernel<T, M, D, Map, kLanes, kV><<<grid, BlockPolicy::kThreads, kBytes, stream>>>(p);
+  strip_kernel<T, M, D, Map, kLanes, kShuffle><<<grid, BlockPolicy::kThreads, kBytes, stream>>>(p);
 }
 
 // Dynamic shared memory that leaves room for at most `cap` blocks of

@@ -108,7 +108,7 @@ bool lambda2_from_long_end() {
 }
 
 // Whether the device's memory is fast (memory clock × bus width at least
-// 4 TB/s: the H200's 4.8, not the H100's 3.35). The d <= 4 choices below
+// 4 TB/s: the H200's 4.8, not the H100's 3.35). The d <= 8 choices below
 // follow it; each was measured on both sides of the line (performance.md).
 bool fast_memory(int device) {
   int khz = 0, bits = 0;
@@ -131,22 +131,28 @@ bool small_d_more_blocks(bool fast) {
   return c < 0 ? fast : c == 1;
 }
 
-// The store schedule of d <= 4 (mapping/strips.hpp; block_kernels.cuh):
+// The store schedule of d <= 8 (mapping/strips.hpp; block_kernels.cuh):
 // lanes (strips, the columns in registers, each thread a 16-byte piece of
-// every row), strips (the columns in shared memory, each warp a row through
-// a buffer) or ρ×ρ tiles. Lanes, but for d <= 2 where memory is not fast:
-// there (the H100, n = 1e5) the strips wrote d = 1 6 % and d = 2 2 %
-// faster; lanes took the H100's d = 3, 4 from 86 and 84 % of cudaMemset to
-// 92 and 86 %, and the H200's d = 1..4 from the tiles' 70-76 % to 78-89 %
-// (performance.md).
-// TDSOLVE_STORE_SCHEDULE=lanes, strips or tiles forces one.
+// every row), strips (d <= 4: the columns in shared memory, each warp a row
+// through a buffer) or ρ×ρ tiles. At d <= 4 lanes, but for d <= 2 where
+// memory is not fast: there (the H100, n = 1e5) the strips wrote d = 1 6 %
+// and d = 2 2 % faster; lanes took the H100's d = 3, 4 from 86 and 84 % of
+// cudaMemset to 92 and 86 %, and the H200's d = 1..4 from the tiles'
+// 70-76 % to 78-89 % (performance.md). At d = 5..8 the tiles, and lanes
+// only when asked for: the kernel alone wrote the H100's d = 5..8 at
+// 78-90 % of cudaMemset against the tiles' 65-70 %, but the backend's
+// checks on a GPU have not run on it yet (performance.md).
+// TDSOLVE_STORE_SCHEDULE=lanes, strips or tiles forces one (strips past
+// d = 4, where there is no strips kernel: the tiles).
 enum class StoreSchedule { tiles, strips, lanes };
 StoreSchedule store_schedule(bool fast, index_t d) {
+  using S = StoreSchedule;
+  constexpr S kAsked[] = {S::strips, S::tiles, S::lanes};  // in the order the message names them
   const int c = env_choice("TDSOLVE_STORE_SCHEDULE", {"strips", "tiles", "lanes"});
-  if (d > BlockPolicy::kStripMaxD || c == 1) return StoreSchedule::tiles;
-  if (c == 0) return StoreSchedule::strips;
-  if (c == 2 || fast || d > 2) return StoreSchedule::lanes;
-  return StoreSchedule::strips;
+  if (d > BlockPolicy::kLaneMaxD) return S::tiles;
+  if (d > BlockPolicy::kStripMaxD) return c >= 0 && kAsked[c] == S::lanes ? S::lanes : S::tiles;
+  if (c >= 0) return kAsked[c];
+  return fast || d > 2 ? S::lanes : S::strips;
 }
 
 // Rows of a strip: BlockPolicy::strip_rows or lane_rows, or TDSOLVE_STRIP_ROWS
@@ -217,7 +223,7 @@ class CudaBackend final : public Backend<T> {
     check(cudaGetDeviceProperties(&prop, device_), "cudaGetDeviceProperties");
     name_ = prop.name;
     check_problem(p);
-    const bool fast = fast_memory(device_);  // the d <= 4 choices follow it
+    const bool fast = fast_memory(device_);  // the d <= 8 choices follow it
     more_blocks_ = small_d_more_blocks(fast);
     long_end_ = lambda2_from_long_end();  // a bad value fails here, before any file
     schedule_ = store_schedule(fast, p.d);
@@ -424,10 +430,7 @@ class CudaBackend final : public Backend<T> {
       k.out_offset = dom.elements_before(job.row_begin);
       // The strips of the chunk's rows [r0, r1): bands of strip_rows_ rows
       // (r0 is a multiple of ρ, so of 128: a band boundary).
-      const index_t h = strip_rows_;
-      const index_t w = schedule_ == StoreSchedule::lanes
-                            ? BlockPolicy::lane_cols<T>(static_cast<int>(p_.d))
-                            : BlockPolicy::strip_cols<T>();
+      const index_t h = strip_rows_, w = BlockPolicy::strip_cols<T>();
       const index_t r0 = std::min(job.row_begin * p_.rho, p_.rows);
       const index_t r1 = std::min(job.row_end * p_.rho, p_.rows);
       const index_t bands = (r1 - r0 + h - 1) / h;
@@ -475,7 +478,7 @@ class CudaBackend final : public Backend<T> {
   int device_;
   std::string name_;
   bool more_blocks_ = false;                       // d <= 4: launch shape (small_d_more_blocks)
-  StoreSchedule schedule_ = StoreSchedule::tiles;  // d <= 4 stores (store_schedule)
+  StoreSchedule schedule_ = StoreSchedule::tiles;  // d <= 8 stores (store_schedule)
   bool long_end_ = true;                           // λ2's tile order (lambda2_from_long_end)
   index_t strip_rows_ = 16;                        // rows of a strip (strip_rows)
   bool keep_on_device_ = false;

@@ -39,18 +39,20 @@ class GpuTest(TempDirTest):
             self.assertEqual(self.values(gpu2), c, f"{metric} {precision}: 2 ranks on one GPU != CPU")
 
     def test_kernel_shapes_identical_to_cpu(self):
-        # d <= 4 stores in both strip schedules, forced
-        # (TDSOLVE_STORE_SCHEDULE=strips: a warp a row through a buffer;
-        # lanes: a thread a 16-byte piece of every row, the columns in
-        # registers, thread 0 taking the strip's last values; 16-64 rows ×
-        # 4 KiB, 16-byte stores from a row's first 16-byte boundary; 8 and
-        # 128 rows through TDSOLVE_STRIP_ROWS): n = 1031 spans two strip
-        # columns of floats and three of doubles, and chunks and ranks start
-        # inside a strip row. The tile schedule (TDSOLVE_STORE_SCHEDULE=tiles) with
-        # d <= 4 in both launch shapes (TDSOLVE_SMALL_D_BLOCKS=2: every warp
-        # unranks its λ2 tile; 3: one thread a block does, 80 registers);
-        # d = 1: λ2's kernel launched with its occupancy cap (2 blocks an
-        # SM, through unused shared memory).
+        # d <= 8 stores in the strip schedules, forced
+        # (TDSOLVE_STORE_SCHEDULE=strips, d <= 4: a warp a row through a
+        # buffer; lanes, d <= 8: a thread a 16-byte piece of every row, the
+        # columns in registers, thread 0 taking the strip's last values, or
+        # past d = 6 a row's first values from the previous lane and single
+        # stores at warp edges; 16-64 rows × 4 KiB, 16-byte stores from a
+        # row's first 16-byte boundary; 8 and 128 rows through
+        # TDSOLVE_STRIP_ROWS): n = 1031 spans two strip columns of floats
+        # and three of doubles, and chunks and ranks start inside a strip
+        # row. The tile schedule (TDSOLVE_STORE_SCHEDULE=tiles) with d <= 4
+        # in both launch shapes (TDSOLVE_SMALL_D_BLOCKS=2: every warp
+        # unranks its λ2 tile; 3: one thread a block does, 80 registers),
+        # and at d = 5..8 (their default); d = 1: λ2's kernel launched with its occupancy
+        # cap (2 blocks an SM, through unused shared memory).
         # d > 8 runs the general kernels: one narrow stage for d <= 16
         # floats / 8 doubles, wide stages beyond; 16-byte staging loads when
         # d is a multiple of 4 floats / 2 doubles, element by element
@@ -76,17 +78,21 @@ class GpuTest(TempDirTest):
                     "--chunk-mb", "1"]
             cpu = run("edm", args, "cpu")
             self.assertEqual(run("edm", args, "cuda"), cpu, what)
-            if d <= 4:
-                for schedule in ("strips", "lanes"):
+            if d <= 8:
+                for schedule in ("strips", "lanes") if d <= 4 else ("lanes",):
                     strips = {"TDSOLVE_STORE_SCHEDULE": schedule}
                     w = f"{what}, {schedule}"
                     self.assertEqual(run("edm", args, "cuda", 1, [], strips), cpu, w)
                     self.assertEqual(run("edm", args, "cuda", 1, ["--map", "bb"], strips), cpu, w + ", bb")
                     self.assertEqual(run("edm", args, "cuda", 2, [], strips), cpu, w + ", 2 ranks")
-                    if d in (1, 3):
+                    if d in (1, 3, 7):
                         for rows in ("8", "128"):
                             env = dict(strips, TDSOLVE_STRIP_ROWS=rows)
                             self.assertEqual(run("edm", args, "cuda", 1, (), env), cpu, f"{w} of {rows} rows")
+            if d in (6, 7, 8):
+                env = {"TDSOLVE_STORE_SCHEDULE": "tiles"}
+                self.assertEqual(run("edm", args, "cuda", 1, [], env), cpu, f"{what}, tiles")
+            if d <= 4:
                 for shape in ("2", "3"):
                     for extra in ([], ["--map", "bb"]):
                         env = {"TDSOLVE_STORE_SCHEDULE": "tiles", "TDSOLVE_SMALL_D_BLOCKS": shape}
@@ -112,6 +118,13 @@ class GpuTest(TempDirTest):
         for shape in ("2", "3"):
             env = {"TDSOLVE_STORE_SCHEDULE": "tiles", "TDSOLVE_SMALL_D_BLOCKS": shape}
             self.assertEqual(run("cross", args, "cuda", env=env), cpu, f"cross d = 3, tiles, {shape} blocks")
+        # d = 7: lanes with shuffles on a rectangle, 1 and 2 ranks.
+        args = ["--generate", "uniform:1031:7:1", "--with-generate", "uniform:517:7:2"]
+        cpu = run("cross", args, "cpu")
+        lanes = {"TDSOLVE_STORE_SCHEDULE": "lanes"}
+        self.assertEqual(run("cross", args, "cuda"), cpu, "cross d = 7")
+        self.assertEqual(run("cross", args, "cuda", env=lanes), cpu, "cross d = 7, lanes")
+        self.assertEqual(run("cross", args, "cuda", 2, env=lanes), cpu, "cross d = 7, lanes, 2 ranks")
         # Three ranks and chunks of one block row each (128 rows: 4 bands of
         # 32 rows at d = 2) on both maps, n not a multiple of anything.
         args = ["--generate", "uniform:5003:2:3", "--chunk-mb", "1", "--block", "128"]

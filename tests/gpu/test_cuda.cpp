@@ -216,13 +216,16 @@ TEST(CudaBackend, EveryFeatureCountAndLargerTiles) {
 }
 
 // Both strip schedules forced, whatever the GPU would pick: every d they
-// serve, both maps, ρ = 128 and 384 (chunks start on other multiples of 128),
-// float and double, and cosine (the norms) in lanes.
+// serve (strips d <= 4; lanes d <= 8, with shuffles past 6), both maps,
+// ρ = 128 and 384 (chunks start on other multiples of 128), float and
+// double, and cosine (the norms). Then the tiles at d = 5..8, which
+// periodic boxes and TDSOLVE_STORE_SCHEDULE=tiles still run.
 TEST(CudaBackend, StripsMatchCpu) {
   REQUIRE_GPU();
   for (const char* schedule : {"strips", "lanes"}) {
     setenv("TDSOLVE_STORE_SCHEDULE", schedule, 1);
-    for (index_t d = 1; d <= 4; ++d)
+    const index_t max_d = std::string(schedule) == "strips" ? 4 : 8;
+    for (index_t d = 1; d <= max_d; ++d)
       for (index_t rho : {128, 384})
         for (MapKind map : {MapKind::lambda, MapKind::bb}) {
           const std::string what =
@@ -238,6 +241,15 @@ TEST(CudaBackend, StripsMatchCpu) {
         }
     unsetenv("TDSOLVE_STORE_SCHEDULE");
   }
+  setenv("TDSOLVE_STORE_SCHEDULE", "tiles", 1);
+  for (index_t d = 5; d <= 8; ++d) {
+    const Problem<float> p = random_problem<float>(1500, d, Metric::euclidean, 128, 70 + d);
+    EXPECT_EQ(compare_chunks(p, false).differing, 0u) << "tiles d=" << d;
+    const Problem<double> q =
+        random_problem<double>(1100, d, Metric::cosine, 128, 80 + d, MapKind::bb);
+    EXPECT_EQ(compare_chunks(q, false).differing, 0u) << "tiles cosine bb d=" << d;
+  }
+  unsetenv("TDSOLVE_STORE_SCHEDULE");
 }
 
 // The tiles' masked path (d = 3 would run in strips on some GPUs, where the
