@@ -23,8 +23,8 @@
 #      strips:ROWS or lanes:ROWS; strips past d = 4 run the tiles) and ρ×ρ
 #      tiles (in both of d <= 4's launch shapes), λ2 and BB, n = 51200 and
 #      1e5 (STRIP_SIZES), d = 1, 2, 3, 4, 6, 8 (STRIP_DIMS) in float32 and
-#      1, 4, 8 (STRIP_F64_DIMS) in float64; CSV strips-<gpu>.csv, which rows are which in
-#      strips-which-<gpu>.csv
+#      1, 4, 8 (STRIP_F64_DIMS) in float64; CSV strips-<gpu>.csv, which
+#      rows are which in strips-which-<gpu>.csv
 # Everything lands in $OUT (or /tmp/tdsolve-lab); the summary last.
 # PARTS="1 2 3 4" picks parts (5, 6 and 7 only when named); REPEAT (default 5).
 set -uo pipefail

@@ -47,8 +47,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-#include <stdexcept>
-#include <string>
 #include <type_traits>
 
 #include "mapping/block_map.hpp"
@@ -188,7 +186,7 @@ struct BlockPolicy {
   // 64 registers (7 × 7 values at d = 7), so there a thread keeps only its
   // own and takes a row's first values from the previous lane (kShuffle).
   // λ2, n = 1e5, H100 (H200): d = 7 7.56 (7.56) ms against 7.83 (7.60), d = 8
-  // 7.93 (8.17) against 8.65 (8.31); at d = 5, 6 the shuffles were 2-5 %
+  // 7.93 (8.16) against 8.65 (8.31); at d = 5, 6 the shuffles were 2-5 %
   // slower (docs/figures/wide-lanes-*.csv).
   static constexpr bool lane_shuffles(int d) { return d > 6; }
   template <typename T>
@@ -1228,9 +1226,6 @@ void launch_strips(const KernelParams<T>& p, cudaStream_t stream) {
   using S = detail::StripSharedOf<T, M, D, kLanes>;
   const mapping::Grid& g = p.strip_grid;
   if (g.blocks() == 0) return;
-  if (p.strip_layout.w != S::kW)
-    throw std::logic_error("strips of " + std::to_string(p.strip_layout.w) +
-                           " columns launched on a kernel of " + std::to_string(S::kW));
   constexpr size_t kBytes = sizeof(S);  // past 48 KiB: opt in
   thread_local int opted_device = -1;
   once_per_device(&opted_device, [](int) {

@@ -51,8 +51,9 @@ class GpuTest(TempDirTest):
         # row. The tile schedule (TDSOLVE_STORE_SCHEDULE=tiles) with d <= 4
         # in both launch shapes (TDSOLVE_SMALL_D_BLOCKS=2: every warp
         # unranks its λ2 tile; 3: one thread a block does, 80 registers),
-        # and at d = 5..8 (their default); d = 1: λ2's kernel launched with its occupancy
-        # cap (2 blocks an SM, through unused shared memory).
+        # and at d = 5..8 (their default, forced too); d = 1: λ2's kernel
+        # launched with its occupancy cap (2 blocks an SM, through unused
+        # shared memory).
         # d > 8 runs the general kernels: one narrow stage for d <= 16
         # floats / 8 doubles, wide stages beyond; 16-byte staging loads when
         # d is a multiple of 4 floats / 2 doubles, element by element
