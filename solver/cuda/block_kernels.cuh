@@ -661,31 +661,42 @@ struct LaneRow {
   int lo, hi;         // the row's columns in the strip, within [0, kW]
 };
 
+// The values w of columns [c0, c0 + kV) of row `row`: one 16-byte store
+// where the piece is whole, else those in the row's range one by one; with
+// kWrap a column before the strip is the strip's end (thread 0 of
+// lane_piece).
+template <bool kWrap, typename T>
+__device__ __forceinline__ void store_piece(const KernelParams<T>& p, const LaneRow& row, int c0,
+                                            const T (&w)[kVec16<T>]) {
+  constexpr int kV = kVec16<T>;
+  constexpr int kW = BlockPolicy::kThreads * kV;
+  using V = Vec16<T>;
+  if (c0 >= row.lo && c0 + kV <= row.hi) {
+    V q;
+    std::memcpy(&q, w, sizeof(V));
+    *reinterpret_cast<V*>(p.out + (row.base + c0)) = q;
+  } else {
+#pragma unroll
+    for (int e = 0; e < kV; ++e) {
+      const int c = kWrap && c0 + e < 0 ? c0 + e + kW : c0 + e;
+      if (c >= row.lo && c < row.hi) p.out[row.base + c] = w[e];
+    }
+  }
+}
+
 // Row `row`'s piece of thread t, for a row S values past a 16-byte boundary.
 template <int S, typename T, typename M, int D, int kN>
 __device__ __forceinline__ void lane_piece(const KernelParams<T>& p, const M& m, const LaneRow& row,
                                            const T (&xr)[D], double nr, const T (&y)[kN][D],
                                            const double (&nc)[kN]) {
   constexpr int kV = kVec16<T>;
-  constexpr int kW = BlockPolicy::kThreads * kV;
   static_assert(kN == 2 * kV - 1, "the columns around the thread's own");
-  using V = Vec16<T>;
   T v[kV];
 #pragma unroll
   for (int e = 0; e < kV; ++e)
     v[e] = point_value<T, M, D>(p, m, xr, y[kV - 1 - S + e], nr, nc[kV - 1 - S + e]);
-  const int c0 = static_cast<int>(threadIdx.x) * kV - S;
-  if (c0 >= row.lo && c0 + kV <= row.hi) {
-    V w;
-    std::memcpy(&w, v, sizeof(V));
-    *reinterpret_cast<V*>(p.out + (row.base + c0)) = w;
-  } else {
-#pragma unroll
-    for (int e = 0; e < kV; ++e) {
-      const int c = c0 + e < 0 ? c0 + e + kW : c0 + e;  // thread 0: the strip's last S
-      if (c >= row.lo && c < row.hi) p.out[row.base + c] = v[e];
-    }
-  }
+  // Thread 0: the strip's last S in place of the columns before it.
+  store_piece<true>(p, row, static_cast<int>(threadIdx.x) * kV - S, v);
 }
 
 // Row `row`'s piece of thread t from the values v of its own columns, for a
@@ -694,25 +705,13 @@ template <int S, typename T>
 __device__ __forceinline__ void shuffle_piece(const KernelParams<T>& p, const LaneRow& row,
                                               const T (&v)[kVec16<T>]) {
   constexpr int kV = kVec16<T>;
-  using V = Vec16<T>;
   const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
   const int c = static_cast<int>(threadIdx.x) * kV;  // the thread's first column
   T w[kV];                                           // columns [c - S, c + kV - S)
 #pragma unroll
   for (int e = 0; e < kV; ++e)
     w[e] = e < S ? __shfl_up_sync(0xffffffffu, v[kV - S + e], 1) : v[e - S];
-  if (S == 0 || lane > 0) {
-    const int c0 = c - S;
-    if (c0 >= row.lo && c0 + kV <= row.hi) {
-      V q;
-      std::memcpy(&q, w, sizeof(V));
-      *reinterpret_cast<V*>(p.out + (row.base + c0)) = q;
-    } else {
-#pragma unroll
-      for (int e = 0; e < kV; ++e)
-        if (c0 + e >= row.lo && c0 + e < row.hi) p.out[row.base + c0 + e] = w[e];
-    }
-  }
+  if (S == 0 || lane > 0) store_piece<false>(p, row, c - S, w);  // c - S >= 0 here
   if constexpr (S > 0) {
     if (lane == 0 || lane == kWarpSize - 1) {  // lane 0: its first kV - S; lane 31: its last S
 #pragma unroll
@@ -842,41 +841,36 @@ __device__ __forceinline__ void strip_lanes_store(const KernelParams<T>& p, inde
     for (int k = 0; k < D; ++k)
       xr[k] = sh.x[r][k];
     const double nr = M::needs_norms ? sh.norms[r] : 1.0;
-    const int phase = vec_phase(p, row.base);  // block-uniform
+    T v[kV];  // kShuffle: the values of the thread's own columns, before the row's case
     if constexpr (kShuffle) {
-      T v[kV];
 #pragma unroll
       for (int e = 0; e < kV; ++e)
         v[e] = point_value<T, M, D>(p, m, xr, y[e], nr, nc[e]);
-      switch (phase) {
-        case 0:
-          shuffle_piece<0>(p, row, v);
-          break;
-        case 1:
-          shuffle_piece<1>(p, row, v);
-          break;
-        case 2:
-          if constexpr (kV > 2) shuffle_piece<2 % kV>(p, row, v);
-          break;
-        default:
-          if constexpr (kV > 2) shuffle_piece<3 % kV>(p, row, v);
-          break;
+    }
+    // The row's case, one compiled copy each (block-uniform).
+    const auto piece = [&](auto phase) {
+      constexpr int kS = decltype(phase)::value;
+      if constexpr (kS >= kV) {
+        return;  // no such phase for doubles
+      } else if constexpr (kShuffle) {
+        shuffle_piece<kS>(p, row, v);
+      } else {
+        lane_piece<kS>(p, m, row, xr, nr, y, nc);
       }
-    } else {
-      switch (phase) {
-        case 0:
-          lane_piece<0>(p, m, row, xr, nr, y, nc);
-          break;
-        case 1:
-          lane_piece<1>(p, m, row, xr, nr, y, nc);
-          break;
-        case 2:
-          if constexpr (kV > 2) lane_piece<2 % kV>(p, m, row, xr, nr, y, nc);
-          break;
-        default:
-          if constexpr (kV > 2) lane_piece<3 % kV>(p, m, row, xr, nr, y, nc);
-          break;
-      }
+    };
+    switch (vec_phase(p, row.base)) {
+      case 0:
+        piece(std::integral_constant<int, 0>{});
+        break;
+      case 1:
+        piece(std::integral_constant<int, 1>{});
+        break;
+      case 2:
+        piece(std::integral_constant<int, 2>{});
+        break;
+      default:
+        piece(std::integral_constant<int, 3>{});
+        break;
     }
   }
   __syncthreads();  // every thread done with the rows before the next strip's
