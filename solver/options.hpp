@@ -1,4 +1,4 @@
-// Options shared by the commands, parsed once (solver/cli.cpp) into these
+// Options shared by the commands, parsed once (solver/cli/options.cpp) into these
 // structs and enums; the commands never see strings they must re-check.
 #pragma once
 
@@ -123,11 +123,9 @@ inline void check_variance(const std::vector<double>& v, const std::string& what
                    usage);
 }
 
-// What one command asks for.
-enum class CommandKind { edm, hist, cross, triplet, knn, collide };
-
+// What one command of the pair and triplet family asks for
+// (solver/commands/pairs.hpp); each reads the groups it offers.
 struct CommandOptions {
-  CommandKind kind = CommandKind::edm;
   InputOptions in, with;  // `with`: cross only
   OutputOptions out;
   ComputeOptions compute;
@@ -137,8 +135,6 @@ struct CommandOptions {
   KnnOptions knn;          // knn only
 };
 
-// bench: the problem of edm (pairs), cross (with --with), hist (with
-// --bins) or triplet (--problem atm|dummy3), computed without an output.
 // bench --problem dummy|edm|collide: the map laboratory (solver/lab/lab.hpp).
 struct LabOptions {
   bool active = false;
@@ -150,13 +146,6 @@ struct LabOptions {
   bool check = true;              // the coverage check after the timing
   bool map_once = false;          // the map evaluated by one thread a block
   BackendKind backend = BackendKind::automatic;
-};
-
-struct BenchOptions {
-  CommandOptions cmd;
-  LabOptions lab;
-  int repeat = 5;
-  std::string csv;  // append one row here
 };
 
 }  // namespace tdsolve

@@ -22,9 +22,11 @@
 #include "io/output_files.hpp"
 #include "io/result_file.hpp"
 #include "solver/bench_csv.hpp"
-#include "solver/commands.hpp"
+#include "solver/cli/options.hpp"
+#include "solver/commands/command.hpp"
 #include "solver/cuda/cuda_backend.hpp"
 #include "solver/driver.hpp"
+#include "solver/lifecycle.hpp"
 #include "solver/mpi_util.hpp"
 #include "solver/progress.hpp"
 #include "solver/signals.hpp"
@@ -266,19 +268,6 @@ void build_file(hid_t file, const FractalOptions& o, const Job& j, const std::st
   }
 }
 
-// The new file, written as FILE.h5.creating and renamed to FILE.h5.partial
-// once it is whole.
-void create_file(const FractalOptions& o, const Job& j, const std::string& partial,
-                 const std::string& backend) {
-  // Built in memory and written as one image, as the other commands do: a
-  // full disk then leaves nothing behind.
-  const std::string creating = io::creating_path(o.out.output);
-  std::remove(creating.c_str());
-  io::create_file_image(
-      creating, [&](hid_t file) { build_file(file, o, j, backend); }, false);
-  io::rename_durably(creating, partial);
-}
-
 class Writer {
  public:
   explicit Writer(const std::string& path)
@@ -387,15 +376,8 @@ void describe_run(const FractalOptions& o, const Job& j, const Engine& e) {
   std::fflush(stdout);
 }
 
-void write_stats(const FractalOptions& o, const Job& j, const Engine& e, long steps_run,
-                 double total, double compute, bool complete) {
-  if (o.run.stats.empty()) return;
-  std::FILE* fp = std::fopen(o.run.stats.c_str(), "w");
-  if (!fp) {
-    std::fprintf(stderr, "tdsolve: warning: cannot write --stats file '%s': %s\n",
-                 o.run.stats.c_str(), std::strerror(errno));
-    return;
-  }
+void write_stats(std::FILE* fp, const FractalOptions& o, const Job& j, const Engine& e,
+                 long steps_run, double total, double compute, bool complete) {
   std::fprintf(fp,
                "{\"command\": \"fractal\", \"shape\": \"%s\", \"k\": %d, \"s\": %d, "
                "\"level\": %d, \"cells\": %llu, \"map\": \"%s\", \"rho\": %llu, "
@@ -408,7 +390,6 @@ void write_stats(const FractalOptions& o, const Job& j, const Engine& e, long st
                o.engine.tensor_cores ? "true" : "false", e.describe().c_str(),
                (unsigned long long)e.device_bytes(), o.steps, steps_run, total, compute,
                complete ? "true" : "false");
-  std::fclose(fp);
 }
 
 int bench(const FractalOptions& o, const Job& j) {
@@ -450,147 +431,189 @@ int bench(const FractalOptions& o, const Job& j) {
   return 0;
 }
 
-int run_root(const FractalOptions& o, MPI_Comm comm) {
-  const auto t_start = std::chrono::steady_clock::now();
-  const Job j = make_job(o);
-  if (o.bench) return bench(o, j);
-  const std::string& out = o.out.output;
-  const std::string partial = io::partial_path(out);
-  CommandOptions paths;  // the checks every command makes of its paths
-  paths.out = o.out;
-  paths.in.input = o.input;
-  paths.run.stats = o.run.stats;
-  check_output_paths(paths);
-  io::OutputLock lock(out, o.run.command);
-  io::remove_stale_creating(out);
+// A run that writes its file, as the output lifecycle asks for it
+// (solver/lifecycle.hpp); its own loop and resume: from the last snapshot.
+class FractalRun final : public OutputRun {
+ public:
+  FractalRun(const FractalOptions& o, const Job& j)
+      : o_(o), j_(j), t_start_(std::chrono::steady_clock::now()) {}
 
-  struct stat st {};
-  if (o.out.resume && stat(out.c_str(), &st) == 0 && stat(partial.c_str(), &st) != 0) {
-    if (read_job(out) != j.identity)
-      throw InputError("--resume: '" + out +
-                       "' is the result of another job; choose another "
-                       "--output or pass --overwrite");
-    if (!o.run.quiet)
-      std::printf("tdsolve fractal: '%s' is already complete (the same job); nothing to do\n",
-                  out.c_str());
-    return 0;
-  }
-  bool resuming = false;
-  if (o.out.resume && stat(partial.c_str(), &st) == 0) {
-    if (read_job(partial) != j.identity)
-      throw InputError("--resume: '" + partial +
-                       "' was written by another job (shape, level, "
-                       "rule, init, steps or version differ); run without --resume to replace it");
-    resuming = true;
-  }
-
-  std::unique_ptr<Engine> engine = make_engine(o, j.f, j.rule);
-  const Fractal& f = j.f;
-  const double file_bytes = double(j.steps.size()) * double(f.cells) + 8.0 * double(o.steps);
-  check_output_space(out, file_bytes);
-  if (!o.run.quiet) describe_run(o, j, *engine);
-  // The start is read (and checked) before the file exists: a bad state
-  // leaves nothing behind.
-  const auto start = [&] {
-    if (o.input.empty()) {
-      engine->set_random(parse_random_init(o.init));
-    } else {
-      load_input_state(o.input, f, *engine);
+  Start inspect() override {
+    const std::string& out = o_.out.output;
+    const std::string partial = io::partial_path(out);
+    struct stat st {};
+    if (o_.out.resume && stat(out.c_str(), &st) == 0 && stat(partial.c_str(), &st) != 0) {
+      if (read_job(out) != j_.identity)
+        throw InputError("--resume: '" + out +
+                         "' is the result of another job; choose another "
+                         "--output or pass --overwrite");
+      return Start::complete;
     }
-  };
-  if (!resuming) {
-    start();
-    create_file(o, j, partial, engine->describe());
+    if (o_.out.resume && stat(partial.c_str(), &st) == 0) {
+      if (read_job(partial) != j_.identity)
+        throw InputError(
+            "--resume: '" + partial +
+            "' was written by another job (shape, level, "
+            "rule, init, steps or version differ); run without --resume to replace it");
+      return Start::resume;
+    }
+    return Start::fresh;
+  }
+
+  void prepare(bool resuming) override {
+    resuming_ = resuming;
+    engine_ = make_engine(o_, j_.f, j_.rule);
+    const Fractal& f = j_.f;
+    const double file_bytes = double(j_.steps.size()) * double(f.cells) + 8.0 * double(o_.steps);
+    check_output_space(o_.out.output, file_bytes);
+    if (!o_.run.quiet) describe_run(o_, j_, *engine_);
+    // The start is read (and checked) before the file exists: a bad state
+    // leaves nothing behind.
+    if (!resuming) start();
+  }
+
+  // One process opens the file, in its loop, once it is whole.
+  bool shared_file() const override { return false; }
+  void make(const std::string& creating) override {
+    // Built in memory and written as one image, as the other commands do: a
+    // full disk then leaves nothing behind.
+    std::remove(creating.c_str());
+    io::create_file_image(
+        creating, [&](hid_t file) { build_file(file, o_, j_, engine_->describe()); }, false);
+  }
+
+  std::string abort_hint(const std::string& partial, const std::string& resume_cmd) const override {
+    return "the finished chunks (the snapshots written so far) are kept in '" + partial +
+           "'; to continue from the last one, run the same job again with --resume: " + resume_cmd;
   }
 
   // From here on the file exists: a failure ends the job at once with one
   // line (and MPI_Abort, so HDF5 never closes a failed file in MPI_Finalize).
-  const std::string resume_cmd =
-      o.run.command + (o.run.command.find(" --resume") == std::string::npos ? " --resume" : "");
-  set_abort_hint(
-      "the finished chunks (the snapshots written so far) are kept in '" + partial +
-      "'; to continue from the last one, run the same job again with --resume: " + resume_cmd);
-  const double deadline = o.run.max_hours > 0 ? o.run.max_hours * 3600.0 : 0;
-  const auto elapsed = [&] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
-  };
-  std::vector<std::int64_t> live(std::size_t(o.steps) + 1, 0);
-  long step = 0, first_step = 0;
-  double compute0 = 0;
-  int stopped = 0;
-  bool out_of_time = false;
-  contain(comm, [&] {
-    Writer w(partial);
-    std::size_t next_row = 0;
-    if (resuming) {
-      const std::vector<std::uint8_t> done = w.done();
-      while (next_row < done.size() && done[next_row] == 1)
-        ++next_row;
-      live = w.live(live.size());
-      if (next_row > 0) {
-        w.load(next_row - 1, f.cells, *engine);
-        if (!o.run.quiet)
-          std::printf("tdsolve fractal: resuming '%s' from step %ld (%zu of %zu snapshots done)\n",
-                      partial.c_str(), j.steps[next_row - 1], next_row, j.steps.size());
-      }
-    }
-    if (next_row == 0) {
-      if (resuming) start();
-      live[0] = std::int64_t(engine->live());
-      w.snapshot(0, *engine, f.cells, live, 0, 1);
-      next_row = 1;
-    }
-
-    step = j.steps[next_row - 1];
-    std::vector<std::uint64_t> after(1);
-    compute0 = engine->seconds();
-    first_step = step;
-    for (std::size_t row = next_row; row < j.steps.size(); ++row) {
-      while (step < j.steps[row]) {
-        if ((stopped = stop_signal()) != 0 || (deadline > 0 && elapsed() > deadline)) {
-          out_of_time = !stopped;
-          break;
+  bool loop(const OutputContext& context) override {
+    partial_ = context.partial;
+    resume_cmd_ = context.resume_command;
+    const Fractal& f = j_.f;
+    const double deadline = o_.run.max_hours > 0 ? o_.run.max_hours * 3600.0 : 0;
+    std::vector<std::int64_t> live(std::size_t(o_.steps) + 1, 0);
+    contain(context.comm, [&] {
+      Writer w(partial_);
+      std::size_t next_row = 0;
+      if (resuming_) {
+        const std::vector<std::uint8_t> done = w.done();
+        while (next_row < done.size() && done[next_row] == 1)
+          ++next_row;
+        live = w.live(live.size());
+        if (next_row > 0) {
+          w.load(next_row - 1, f.cells, *engine_);
+          if (!o_.run.quiet)
+            std::printf(
+                "tdsolve fractal: resuming '%s' from step %ld (%zu of %zu snapshots done)\n",
+                partial_.c_str(), j_.steps[next_row - 1], next_row, j_.steps.size());
         }
-        // A few steps at a time: signals and the deadline are seen within seconds.
-        const long batch = std::min<long>(j.steps[row] - step, 16);
-        after.resize(std::size_t(batch));
-        engine->step(int(batch), after.data());
-        for (long i = 0; i < batch; ++i)
-          live[std::size_t(step + 1 + i)] = std::int64_t(after[i]);
-        step += batch;
-        lock.heartbeat();
       }
-      if (stopped || out_of_time) break;
-      w.snapshot(row, *engine, f.cells, live, hsize_t(j.steps[row - 1]) + 1, hsize_t(step) + 1);
-      if (!o.run.quiet && o.run.progress != ProgressMode::none)
-        std::printf(
-            "tdsolve fractal: step %ld of %ld, %lld live cells, snapshot %zu of %zu written\n",
-            step, o.steps, (long long)live[std::size_t(step)], row + 1, j.steps.size());
-      std::fflush(stdout);
+      if (next_row == 0) {
+        if (resuming_) start();
+        live[0] = std::int64_t(engine_->live());
+        w.snapshot(0, *engine_, f.cells, live, 0, 1);
+        next_row = 1;
+      }
+
+      step_ = j_.steps[next_row - 1];
+      std::vector<std::uint64_t> after(1);
+      compute0_ = engine_->seconds();
+      first_step_ = step_;
+      for (std::size_t row = next_row; row < j_.steps.size(); ++row) {
+        while (step_ < j_.steps[row]) {
+          if ((stopped_ = stop_signal()) != 0 || (deadline > 0 && elapsed() > deadline)) {
+            out_of_time_ = !stopped_;
+            break;
+          }
+          // A few steps at a time: signals and the deadline are seen within seconds.
+          const long batch = std::min<long>(j_.steps[row] - step_, 16);
+          after.resize(std::size_t(batch));
+          engine_->step(int(batch), after.data());
+          for (long i = 0; i < batch; ++i)
+            live[std::size_t(step_ + 1 + i)] = std::int64_t(after[i]);
+          step_ += batch;
+          context.heartbeat();
+        }
+        if (stopped_ || out_of_time_) break;
+        w.snapshot(row, *engine_, f.cells, live, hsize_t(j_.steps[row - 1]) + 1,
+                   hsize_t(step_) + 1);
+        if (!o_.run.quiet && o_.run.progress != ProgressMode::none)
+          std::printf(
+              "tdsolve fractal: step %ld of %ld, %lld live cells, snapshot %zu of %zu written\n",
+              step_, o_.steps, (long long)live[std::size_t(step_)], row + 1, j_.steps.size());
+        std::fflush(stdout);
+      }
+      w.close();
+    });
+    compute_ = engine_->seconds() - compute0_;
+    return !(stopped_ || out_of_time_);
+  }
+
+  void finish(bool complete) override {
+    if (!complete) {
+      std::fprintf(stderr,
+                   "tdsolve fractal: stopped cleanly (%s) at step %ld of %ld; the snapshots so far "
+                   "are kept in '%s'. Resume (from the last snapshot) with: %s\n",
+                   stopped_ ? signal_name(stopped_) : "--max-hours reached", step_, o_.steps,
+                   partial_.c_str(), resume_cmd_.c_str());
+      return;
     }
-    w.close();
-  });
-  set_abort_hint("");
-  const double compute = engine->seconds() - compute0;
-  write_stats(o, j, *engine, step - first_step, elapsed(), compute, !(stopped || out_of_time));
-  if (stopped || out_of_time) {
-    std::fprintf(stderr,
-                 "tdsolve fractal: stopped cleanly (%s) at step %ld of %ld; the snapshots so far "
-                 "are kept in '%s'. Resume (from the last snapshot) with: %s\n",
-                 stopped ? signal_name(stopped) : "--max-hours reached", step, o.steps,
-                 partial.c_str(), resume_cmd.c_str());
-    return kStoppedExitCode;
+    if (!o_.run.quiet) {
+      const long done_steps = step_ - first_step_;
+      std::printf("tdsolve fractal: %ld steps in %s (%s per step, %.3g cells/s) -> %s\n",
+                  done_steps, human_seconds(elapsed()).c_str(),
+                  human_seconds(done_steps ? compute_ / double(done_steps) : 0).c_str(),
+                  compute_ > 0 ? double(j_.f.cells) * double(done_steps) / compute_ : 0.0,
+                  o_.out.output.c_str());
+    }
   }
-  io::rename_durably(partial, out);
-  lock.release();
-  if (!o.run.quiet) {
-    const long done_steps = step - first_step;
-    std::printf("tdsolve fractal: %ld steps in %s (%s per step, %.3g cells/s) -> %s\n", done_steps,
-                human_seconds(elapsed()).c_str(),
-                human_seconds(done_steps ? compute / double(done_steps) : 0).c_str(),
-                compute > 0 ? double(f.cells) * double(done_steps) / compute : 0.0, out.c_str());
+
+  void write_stats(std::FILE* f, bool complete) const override {
+    fractal::write_stats(f, o_, j_, *engine_, step_ - first_step_, elapsed(), compute_, complete);
   }
-  return 0;
+
+ private:
+  // The start: --init's random state, or --input's.
+  void start() {
+    if (o_.input.empty()) {
+      engine_->set_random(parse_random_init(o_.init));
+    } else {
+      load_input_state(o_.input, j_.f, *engine_);
+    }
+  }
+  double elapsed() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start_).count();
+  }
+
+  const FractalOptions& o_;
+  const Job& j_;
+  std::chrono::steady_clock::time_point t_start_;
+  bool resuming_ = false;
+  std::unique_ptr<Engine> engine_;
+  std::string partial_, resume_cmd_;
+  long step_ = 0, first_step_ = 0;
+  double compute0_ = 0, compute_ = 0;
+  int stopped_ = 0;
+  bool out_of_time_ = false;
+};
+
+int run_root(const FractalOptions& o, MPI_Comm comm) {
+  const Job j = make_job(o);
+  if (o.bench) return bench(o, j);
+  OutputRequest r;
+  r.name = "fractal";
+  r.paths.output = o.out.output;  // the checks every command makes of its paths
+  r.paths.overwrite = o.out.overwrite;
+  r.paths.resume = o.out.resume;
+  r.paths.stats = o.run.stats;
+  r.paths.inputs = {{o.input, "the input"}};
+  r.command = o.run.command;
+  r.quiet = o.run.quiet;
+  FractalRun run(o, j);
+  return run_output(comm, r, run);
 }
 
 }  // namespace
@@ -606,4 +629,160 @@ int run_fractal(const FractalOptions& o, MPI_Comm comm) {
   return code;
 }
 
+namespace {
+
+const char* kUsage =
+    "Usage: tdsolve fractal --shape SHAPE --level R --steps T --output FILE.h5 [options]\n"
+    "\n"
+    "Runs a Life-like rule (Conway's B3/S23 by default) for T steps on an NBB fractal\n"
+    "(seed 003: Sierpinski triangle and carpet, Vicsek, ...) held in compact form: k^r\n"
+    "cells instead of the n×n embedding, n = s^r. Each cell sees its 8 embedded\n"
+    "neighbours that lie on the fractal. Writes the state at steps 0, K, 2K, ... and T\n"
+    "(/states, compact order), the live cells of every step (/live) and the fractal's\n"
+    "parameters. --map bb and lambda run the same steps on the embedded layout, for\n"
+    "comparison; every strategy, rho and backend gives the same bytes. One rank only.\n";
+
+// tdsolve fractal's command line.
+class FractalCommand final : public cli::OptionsCommand {
+ public:
+  const char* name() const override { return "fractal"; }
+  const char* summary() const override {
+    return "Game of Life (any B/S rule) on an NBB fractal (Sierpinski, Vicsek, ...)\nin compact "
+           "form, through the λ/ν maps of seed 003";
+  }
+  bool stops_cleanly() const override { return true; }
+  int run(MPI_Comm comm) override { return run_fractal(o_, comm); }
+
+ protected:
+  const char* usage() const override { return kUsage; }
+
+  void add_options(cli::po::options_description& all) override {
+    namespace po = cli::po;
+    po::options_description f("Fractal");
+    std::string presets;
+    for (const auto& [name, table] : fractal::presets())
+      presets += (presets.empty() ? "" : ", ") + name + " (" + table + ")";
+    f.add_options()(
+        "shape", po::value(&o_.shape)->value_name("SHAPE"),
+        ("a preset: " + presets +
+         "; or your own table S:x,y/x,y/...: the side s (2 to 16) and the filled "
+         "sub-squares of the s×s square, x rightwards and y downwards, in replica order")
+            .c_str())("level", po::value(&o_.level)->value_name("R"),
+                      "the fractal's level r: n = s^r cells a side, k^r cells in all")(
+        "steps", po::value(&o_.steps)->value_name("T"), "generations to run (0 or more)")(
+        "rule", po::value(&o_.rule)->default_value("B3/S23")->value_name("B../S.."),
+        "birth and survival counts of live neighbours, as in Golly: B3/S23 is Conway's Life")(
+        "init", po::value(&o_.init)->default_value("random:0.5:1")->value_name("SPEC"),
+        "random:DENSITY:SEED: each cell alive with probability DENSITY (a hash of SEED and the "
+        "cell's compact index: the same start on every layout and backend)")(
+        "input", po::value(&o_.input)->value_name("FILE.h5:/DSET"),
+        "start from a state instead: a 1-D integer dataset of k^r values 0/1 in compact order, or "
+        "a 2-D one such as a run's /states (its last snapshot written)")(
+        "snapshot-every", po::value(&o_.snapshot_every)->default_value(0)->value_name("K"),
+        "also write the state every K steps (0: only at step 0 and step T)")(
+        "layout", po::value(&layout_)->value_name("L"),
+        "compact (k^r bytes; with --map nu, the default) or embedded (n×n bytes; with --map bb "
+        "or lambda)")("map", po::value(&map_)->value_name("M"),
+                      "nu: a block per coarse cell of the compact layout, λ to place it and ν to "
+                      "find its neighbours (default); lambda: the same grid over the embedded "
+                      "layout; bb: a bounding box over the whole embedding")(
+        "rho", po::value(&o_.engine.rho)->default_value(0)->value_name("RHO"),
+        "side of a coarse cell: a power of s up to 64 (0: the largest up to 32 the level allows)")(
+        "tensor-cores", po::bool_switch(&o_.engine.tensor_cores),
+        "CUDA, --map nu: form the coarse maps' sums (eqs. 7-8) with tensor-core MMA; the same "
+        "coordinates as without")("backend",
+                                  po::value(&c_.backend)->default_value("auto")->value_name("B"),
+                                  "auto (cuda when a GPU is visible, else cpu), cpu or cuda")(
+        "threads", po::value(&o_.engine.threads)->default_value(0)->value_name("N"),
+        "CPU threads (0: OMP_NUM_THREADS or all cores)")(
+        "device", po::value(&o_.engine.device)->default_value(-1)->value_name("D"),
+        "GPU to use (-1: the first)")(
+        "bench", po::bool_switch(&o_.bench),
+        "time the steps from the --init state instead of writing a file (no --output)")(
+        "repeat", po::value(&o_.repeat)->default_value(3)->value_name("R"),
+        "with --bench: runs of T steps to take the median of (after one warm-up)")(
+        "csv", po::value(&o_.csv)->value_name("FILE"), "with --bench: append one row to FILE");
+    all.add(f);
+    all.add(
+        cli::output_group(o_.out, "result file: /states, /steps, /live, /replicas", false,
+                          "continue the unfinished FILE.h5.partial of the same job from its last "
+                          "snapshot (any backend or strategy); when FILE.h5 is already complete, "
+                          "say so and exit 0; with neither, start a new run"));
+    po::options_description misc = cli::run_group(
+        o_.run, c_, "none: no line per snapshot; auto, bar and log: a line per snapshot");
+    misc.add_options()("help,h", "show this help");
+    all.add(misc);
+  }
+
+  void check(const cli::po::options_description& all, const cli::po::variables_map& vm, int argc,
+             char** argv) override {
+    std::string &layout = layout_, &map = map_;
+    if (o_.shape.empty()) throw UsageError("--shape is required (see tdsolve fractal --help)");
+    if (!vm.count("level")) throw UsageError("--level R is required");
+    if (!vm.count("steps")) throw UsageError("--steps T is required");
+    if (o_.steps < 0 || o_.steps > 100'000'000)
+      throw UsageError("--steps must be from 0 to 100000000 (/live holds a count per step)");
+    if (o_.snapshot_every < 0) throw UsageError("--snapshot-every must be 0 or more");
+    if (o_.snapshot_every > 0 && o_.steps / o_.snapshot_every > 1000000)
+      throw UsageError("--snapshot-every: more than a million snapshots; take fewer");
+    const Shape shape = parse_shape(o_.shape);
+    const Fractal fr = make_fractal(shape, o_.level);
+    parse_rule(o_.rule);
+    if (vm.count("input") && !vm["init"].defaulted())
+      throw UsageError("--init and --input both give the start; give one");
+    if (o_.input.empty()) parse_random_init(o_.init);
+    if (!layout.empty()) cli::check_choice("--layout", layout, {"compact", "embedded"});
+    if (!map.empty()) cli::check_choice("--map", map, {"nu", "lambda", "bb"});
+    if (map.empty()) map = layout == "embedded" ? "lambda" : "nu";
+    if (layout.empty()) layout = map == "nu" ? "compact" : "embedded";
+    if ((layout == "compact") != (map == "nu"))
+      throw UsageError("--layout " + layout + " does not go with --map " + map +
+                       ": the compact layout is read through ν (--map nu); the embedded one with "
+                       "--map bb or lambda");
+    o_.engine.strategy = map == "nu"       ? Strategy::nu
+                         : map == "lambda" ? Strategy::lambda
+                                           : Strategy::bb;
+    if (o_.engine.rho) make_blocking(fr, o_.engine.rho);
+    if (o_.engine.tensor_cores && o_.engine.strategy != Strategy::nu)
+      throw UsageError("--tensor-cores goes with --map nu (the coarse maps of the compact layout)");
+    cli::check_choice("--backend", c_.backend, {"auto", "cpu", "cuda"});
+    o_.backend = c_.backend == "cpu"    ? BackendKind::cpu
+                 : c_.backend == "cuda" ? BackendKind::cuda
+                                        : BackendKind::automatic;
+    if (o_.engine.threads < 0) throw UsageError("--threads must be 0 (automatic) or more");
+    if (o_.bench) {
+      if (!o_.out.output.empty()) throw UsageError("--bench writes no file: leave out --output");
+      if (!o_.input.empty()) throw UsageError("--bench starts from --init random:...; not --input");
+      if (o_.steps < 1) throw UsageError("--bench needs --steps 1 or more");
+      if (o_.repeat < 1 || o_.repeat > 1000)
+        throw UsageError("--repeat must be between 1 and 1000");
+    } else {
+      if (o_.out.output.empty()) throw UsageError("--output FILE.h5 is required");
+      if (o_.out.resume && o_.out.overwrite)
+        throw UsageError(
+            "--resume and --overwrite do not go together: --resume continues an "
+            "unfinished run (or reports a finished one), --overwrite starts over");
+      if (!o_.csv.empty() || !vm["repeat"].defaulted())
+        throw UsageError("--repeat and --csv go with --bench");
+    }
+    cli::finish_run(o_.run, c_, argc, argv);
+    o_.run.effective = cli::effective_options(all, vm);
+  }
+
+ private:
+  FractalOptions o_;
+  cli::Choices c_;
+  std::string layout_, map_;
+};
+
+}  // namespace
+
 }  // namespace tdsolve::fractal
+
+namespace tdsolve {
+
+std::unique_ptr<Command> make_fractal_command() {
+  return std::make_unique<fractal::FractalCommand>();
+}
+
+}  // namespace tdsolve

@@ -1,0 +1,580 @@
+// The shared option groups, the command line and the --config file
+// (solver/cli/options.hpp).
+#include "solver/cli/options.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+#include "io/input.hpp"
+#include "io/spheres.hpp"
+
+namespace tdsolve::cli {
+
+// The launcher's rank before MPI_Init (Open MPI, PMIx, Slurm, MPICH), so
+// that only one process prints help and usage errors.
+bool launcher_rank0() {
+  for (const char* v : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"}) {
+    if (const char* s = std::getenv(v)) return std::atoi(s) == 0;
+  }
+  return true;
+}
+
+std::string join_command(int argc, char** argv) {
+  std::string s;
+  for (int i = 0; i < argc; ++i) {
+    std::string a = argv[i];
+    const bool quote = a.empty() || a.find_first_of(" \t'\"$\\") != std::string::npos;
+    if (quote) {
+      std::string q = "'";
+      for (char c : a)
+        q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+      a = q + "'";
+    }
+    s += (i ? " " : "") + a;
+  }
+  return s;
+}
+
+void check_choice(const std::string& what, const std::string& v,
+                  std::initializer_list<const char*> ok) {
+  std::string list;
+  for (const char* c : ok) {
+    if (v == c) return;
+    list += (list.empty() ? "" : ", ") + std::string(c);
+  }
+  throw UsageError(what + " must be one of " + list + ", not '" + v + "'");
+}
+
+// spheres: collide's input (n × 2 or n × 4 spheres, --generate spheres:...).
+po::options_description input_group(InputOptions& in, InputOptions* with, bool spheres) {
+  po::options_description g(with ? "Input (one of each pair)" : "Input (exactly one)");
+  if (spheres)
+    g.add_options()(
+        "input", po::value(&in.input)->value_name("SRC"),
+        "spheres, one a row: n × 2 (x, r) for 1-D or n × 4 (x, y, z, r) for 3-D, radii >= 0: "
+        "FILE.h5:/dataset (2-D float32/float64 or integer), FILE.npy, or FILE.csv (one sphere per "
+        "line; a non-numeric first line is a header)")(
+        "generate", po::value(&in.generate)->value_name("SPEC"),
+        "synthetic spheres: spheres:N:DIM:SEED[:RMAX], DIM 1 or 3: centres uniform in [0,1)^DIM "
+        "(the points of uniform:N:DIM:SEED), radii uniform in (0, RMAX]; RMAX defaults to the "
+        "value giving 2 overlapping partners a sphere on average (away from the faces): 1/(N-1) "
+        "in 1-D, (pi (N-1))^(-1/3) in 3-D");
+  else
+    g.add_options()(
+        "input", po::value(&in.input)->value_name("SRC"),
+        "points, n rows × d features: FILE.h5:/dataset (2-D float32/float64 or integer), "
+        "FILE.npy, or FILE.csv (one point per line; a non-numeric first line is a header)")(
+        "generate", po::value(&in.generate)->value_name("SPEC"),
+        "synthetic points uniform in [0,1)^D: uniform:N:D[:SEED] (SEED defaults to 0)");
+  g.add_options()("transpose", po::bool_switch(&in.transpose),
+                  "the input stores one point per column (d rows × n columns, as MATLAB and Julia "
+                  "write an n × d array): read it transposed")(
+      "columns", po::value<std::string>()->value_name("LIST"),
+      "use only these columns of the input (after --transpose), 0-based, e.g. 1:4 (columns "
+      "1, 2, 3) or 0,2,5:7: leaves out id or label columns");
+  if (with) {
+    g.add_options()("with", po::value(&with->input)->value_name("SRC"),
+                    "the second set, K rows × d features, in any --input format")(
+        "with-generate", po::value(&with->generate)->value_name("SPEC"),
+        "a synthetic second set: uniform:K:D[:SEED]")(
+        "with-transpose", po::bool_switch(&with->transpose), "--transpose for the --with input")(
+        "with-columns", po::value<std::string>()->value_name("LIST"),
+        "--columns for the --with input");
+  }
+  return g;
+}
+
+po::options_description output_group(OutputOptions& o, const char* what, bool points,
+                                     const char* resume_help) {
+  po::options_description g("Output");
+  g.add_options()("output", po::value(&o.output)->value_name("FILE.h5"), what)(
+      "overwrite", po::bool_switch(&o.overwrite),
+      "replace FILE.h5 if it exists (refused otherwise); the old file stays until the new one "
+      "is complete. Also discards an unfinished FILE.h5.partial. Not with --resume")(
+      "resume", po::bool_switch(&o.resume),
+      resume_help ? resume_help
+                  : "continue the unfinished FILE.h5.partial of the same job (any rank count or "
+                    "backend); when FILE.h5 is already complete, say so and exit 0; with neither, "
+                    "start a new run");
+  if (points)
+    g.add_options()("store-points", po::bool_switch(&o.store_points),
+                    "also store the points, as computed with, in /points");
+  return g;
+}
+
+po::options_description compute_group(ComputeOptions& o, Choices& c, int flags) {
+  po::options_description g("Computation");
+  const bool metric = !(flags & (kTriplets | kCollide));
+  if (metric)
+    g.add_options()(
+        "metric", po::value(&c.metric)->default_value("euclidean")->value_name("NAME"),
+        "euclidean, sqeuclidean, cityblock, chebyshev, cosine, minkowski, seuclidean, "
+        "correlation, braycurtis, canberra, jensenshannon; on 0/1 features (nonzero is 1): "
+        "hamming, jaccard, dice, russellrao, rogerstanimoto, sokalmichener, sokalsneath, yule "
+        "(as scipy.spatial.distance); also SciPy's aliases and l2, l1, manhattan, linf, in any "
+        "case (the file records the name above)");
+  if (metric)
+    g.add_options()("p", po::value(&c.p)->value_name("P"),
+                    "minkowski: the order p > 0, or inf (default 2)")(
+        "weights", po::value(&o.weights)->value_name("W"),
+        "one weight >= 0 a feature, as SciPy's w: an inline list 1,0.5,2 or a file "
+        "(FILE.npy, FILE.h5:/dataset, FILE.csv/.txt; one row or one column). Not for "
+        "seuclidean, jensenshannon or the boolean metrics")(
+        "variance", po::value(&o.variance)->value_name("V"),
+        "seuclidean: the variance of each feature, > 0, in the forms of --weights (default: "
+        "the points' variances, ddof=1; cross: of both sets together, as SciPy's cdist)")(
+        "base", po::value(&c.base)->value_name("B"),
+        "jensenshannon: the logarithm's base, > 1 (default: e)");
+  if (!(flags & kCollide))
+    g.add_options()("precision", po::value(&c.precision)->default_value("float32")->value_name("P"),
+                    (flags & kTriplets)
+                        ? "float32 or float64: the arithmetic of each triplet (and the stored "
+                          "triplet energies); sums are exact and written as float64"
+                        : "float32 or float64: the arithmetic and the stored values");
+  g.add_options()("backend", po::value(&c.backend)->default_value("auto")->value_name("B"),
+                  "auto (cuda when a GPU is visible, else cpu), cpu or cuda");
+  if (flags & kTriplets)
+    g.add_options()("block", po::value(&o.block)->default_value(kTripletBlock)->value_name("RHO"),
+                    "tile side ρ: each block of work is a ρ×ρ×ρ tile of triplets; 32 is the only "
+                    "size (a warp along each edge)");
+  else
+    g.add_options()(
+        "block", po::value(&o.block)->default_value(128)->value_name("RHO"),
+        "tile side ρ, 1 to 65536: each block of work is a ρ×ρ tile (cuda: a multiple of 128)");
+  if (flags & kChunks)
+    g.add_options()("chunk-mb", po::value(&o.chunk_mb)->default_value(64)->value_name("MB"),
+                    (flags & kTriplets)
+                        ? "with --store-triplets: largest chunk of triplet energies computed "
+                          "and written at once, in MiB (1 to 1024); less if memory is short"
+                        : "largest chunk of output computed and written at once, in MiB (1 to "
+                          "1024); less if memory is short");
+  if (flags & kBenchChunks)
+    g.add_options()("chunk-mb", po::value(&o.chunk_mb)->default_value(0)->value_name("MB"),
+                    "chunk size in MiB, 0 to 1048576 (0: one buffer as large as memory allows, "
+                    "usually one launch)");
+  g.add_options()(
+      "threads", po::value(&o.threads)->default_value(0)->value_name("N"),
+      "CPU threads per rank, 0 to 4096 (0: OMP_NUM_THREADS, else the node's cores / ranks on "
+      "the node)")("device", po::value(&o.device)->default_value(-1)->value_name("ID"),
+                   "GPU for this rank (-1: node-local rank modulo the visible GPUs)");
+  if (flags & kMap)
+    g.add_options()("map", po::value(&c.map)->default_value("lambda")->value_name("M"),
+                    "block map: lambda (only the triangle's or tetrahedron's tiles: λ2, λ3) or "
+                    "bb (bounding box or cube, for comparison)");
+  return g;
+}
+
+po::options_description triplet_group(TripletOptions& t, TripletChoices& c, bool bench) {
+  po::options_description g("Three-body potential (LAMMPS pair_style atm)");
+  if (!bench)
+    g.add_options()("potential", po::value(&c.potential)->default_value("atm")->value_name("P"),
+                    "atm (Axilrod-Teller-Muto): E = nu (1 + 3 cos g1 cos g2 cos g3) / (r12 r23 "
+                    "r31)^3 per triplet");
+  g.add_options()("nu", po::value(&t.nu)->default_value(1.0)->value_name("NU"),
+                  "the strength nu (LAMMPS pair_coeff * * * NU), finite")(
+      "cutoff", po::value(&c.cutoff)->value_name("RC"),
+      "count a triplet only when each of its 3 distances is <= RC (LAMMPS cutoff; default: "
+      "none)")("cutoff-triple", po::value(&c.cutoff_triple)->value_name("RT"),
+               "and only when r12 r23 r31 <= RT^3 (LAMMPS cutoff_triple; default: none)");
+  if (!bench)
+    g.add_options()("store-triplets", po::bool_switch(&t.store_triplets),
+                    "also store every triplet's energy in /triplet_energy, C(n,3) values in "
+                    "itertools.combinations order")(
+        "store-limit-gb", po::value(&t.store_limit_gb)->default_value(16)->value_name("GB"),
+        "refuse --store-triplets above this many GB (0: no limit)");
+  return g;
+}
+
+void finish_triplet(TripletOptions& t, const TripletChoices& c) {
+  check_choice("--potential", c.potential, {"atm"});
+  if (!std::isfinite(t.nu)) throw UsageError("--nu must be a finite number");
+  if (!c.cutoff.empty()) {
+    t.cutoff = parse_finite(c.cutoff, "--cutoff");
+    if (!(t.cutoff > 0)) throw UsageError("--cutoff must be positive, got '" + c.cutoff + "'");
+  }
+  if (!c.cutoff_triple.empty()) {
+    t.cutoff_triple = parse_finite(c.cutoff_triple, "--cutoff-triple");
+    if (!(t.cutoff_triple > 0))
+      throw UsageError("--cutoff-triple must be positive, got '" + c.cutoff_triple + "'");
+  }
+  if (!(t.store_limit_gb >= 0 && std::isfinite(t.store_limit_gb)))
+    throw UsageError("--store-limit-gb must be 0 (no limit) or a positive number of GB");
+}
+
+po::options_description run_group(RunOptions& o, Choices& c, const char* progress_help) {
+  po::options_description g("Run");
+  g.add_options()("config", po::value<std::string>()->value_name("FILE.ini"),
+                  "read options from an INI file (`metric = cosine`, one long option per line); "
+                  "the command line wins")(
+      "progress", po::value(&c.progress)->default_value("auto")->value_name("MODE"),
+      progress_help ? progress_help
+                    : "auto (a bar on a terminal, log lines otherwise), bar, log or none")(
+      "stats", po::value(&o.stats)->value_name("FILE.json"), "write timings as JSON (rank 0)")(
+      "max-hours", po::value(&o.max_hours)->default_value(0)->value_name("H"),
+      "stop cleanly (exit 75, resumable) before H hours of wall time, e.g. a little under the "
+      "batch job's limit (0: no limit)")("quiet", po::bool_switch(&o.quiet),
+                                         "print nothing but errors");
+  return g;
+}
+
+po::options_description hist_group(HistOptions& h, Choices& c) {
+  po::options_description g("Histogram");
+  g.add_options()("bins", po::value(&h.bins)->value_name("B"),
+                  "number of equal bins, 1 to 1000000 (required)")(
+      "range", po::value(&c.range)->value_name("LO:HI"),
+      "the binned interval [LO, HI], LO < HI (required); distances outside it are counted in "
+      "/underflow and /overflow")(
+      "box", po::value(&c.box)->value_name("L1,...,Ld"),
+      "periodic orthorhombic box: minimum-image distances, and /rdf normalised as MDAnalysis "
+      "InterRDF (one length per feature; not with cosine)");
+  return g;
+}
+
+// ---- parsing -----------------------------------------------------------------
+
+namespace {
+
+// The options whose values are paths: relative ones in a config file are
+// relative to its folder (for input and with, the FILE of FILE.h5:/dataset).
+const char* const kPathOptions[] = {"input", "with",    "output",  "stats",
+                                    "csv",   "weights", "variance"};
+// Pairs of options that give one input: the layer that gives either wins.
+const char* const kInputPairs[][2] = {{"input", "generate"}, {"with", "with-generate"}};
+
+bool is_path_option(const std::string& name) {
+  for (const char* p : kPathOptions)
+    if (name == p) return true;
+  return false;
+}
+
+// `value` with a relative FILE part put under `dir`; with `tidy`, the
+// folder of the result without its `..` and symbolic links.
+std::string resolve_path(const std::string& name, const std::string& value,
+                         const std::filesystem::path& dir, bool tidy = false) {
+  io::InputSpec s{value, ""};
+  std::vector<double> numbers;
+  if ((name == "weights" || name == "variance") && parse_number_list(value, &numbers))
+    return value;  // an inline list, not a file
+  if (name == "input" || name == "with" || name == "weights" || name == "variance")
+    s = io::split_input_spec(value);
+  if (s.path.empty() || dir.empty() || std::filesystem::path(s.path).is_absolute()) return value;
+  std::filesystem::path file = dir / s.path;
+  if (tidy) {
+    std::error_code ec;
+    const std::filesystem::path folder = std::filesystem::weakly_canonical(file.parent_path(), ec);
+    if (!ec) file = folder / file.filename();
+  }
+  return s.dataset.empty() ? file.string() : file.string() + ":" + s.dataset;
+}
+
+// The lines of a config file for command `name`: those before any [section]
+// (`common`) and those of [name] (`own`). Sections of the other commands
+// (the registry's) are skipped; any other section is an error. Comments and
+// trimming as Boost's.
+struct ConfigText {
+  std::string common, own;
+};
+
+ConfigText read_config(const std::string& path, const std::string& name) {
+  std::ifstream f(path);
+  if (!f) throw UsageError("cannot read --config '" + path + "'");
+  const std::vector<std::string> sections = command_names(true);
+  ConfigText t;
+  std::string* to = &t.common;
+  for (std::string line; std::getline(f, line);) {
+    std::string s = line.substr(0, line.find('#'));
+    s.erase(0, s.find_first_not_of(" \t\r"));
+    s.erase(s.find_last_not_of(" \t\r") + 1);
+    if (s.size() >= 2 && s.front() == '[' && s.back() == ']') {
+      const std::string section = s.substr(1, s.size() - 2);
+      if (section == name) {
+        to = &t.own;
+      } else if (std::find(sections.begin(), sections.end(), section) != sections.end()) {
+        to = nullptr;
+      } else {
+        std::string list;
+        for (size_t k = 0; k < sections.size(); ++k)
+          list += (k == 0 ? "" : k + 1 == sections.size() ? " or " : ", ") + sections[k];
+        throw UsageError("unknown section [" + section + "] in --config '" + path +
+                         "' (sections name a command: " + list + ")");
+      }
+    } else if (to) {
+      *to += line + "\n";
+    }
+  }
+  return t;
+}
+
+bool mentions(const po::parsed_options& p, const char* name) {
+  for (const po::option& o : p.options)
+    if (o.string_key == name) return true;
+  return false;
+}
+
+void drop(po::parsed_options& p, const char* a, const char* b) {
+  auto& v = p.options;
+  v.erase(
+      std::remove_if(v.begin(), v.end(),
+                     [&](const po::option& o) { return o.string_key == a || o.string_key == b; }),
+      v.end());
+}
+
+}  // namespace
+
+// Parses argv[2..] with `desc` (the options of command `name`), then the
+// --config file: the command line wins over the file's [name] section, which
+// wins over the file's common part. Of an input pair (--input/--generate,
+// --with/--with-generate) only the first of these that gives either member
+// counts. False when it printed help.
+bool parse(int argc, char** argv, const po::options_description& desc, const char* usage,
+           const char* name, po::variables_map& vm) {
+  try {
+    std::vector<std::string> args(argv + 2, argv + argc);
+    const po::parsed_options cl = po::command_line_parser(args).options(desc).run();
+    po::store(cl, vm);
+    if (vm.count("help")) {
+      if (launcher_rank0()) std::cout << usage << "\n" << desc << "\n";
+      return false;
+    }
+    if (vm.count("config")) {
+      const std::string path = vm["config"].as<std::string>();
+      const ConfigText text = read_config(path, name);
+      std::istringstream own_text(text.own), common_text(text.common);
+      po::parsed_options own = po::parse_config_file(own_text, desc);
+      po::parsed_options common = po::parse_config_file(common_text, desc);
+      for (const auto& pair : kInputPairs) {
+        if (mentions(cl, pair[0]) || mentions(cl, pair[1])) drop(own, pair[0], pair[1]);
+        if (mentions(cl, pair[0]) || mentions(cl, pair[1]) || mentions(own, pair[0]) ||
+            mentions(own, pair[1]))
+          drop(common, pair[0], pair[1]);
+      }
+      const std::filesystem::path dir = std::filesystem::path(path).parent_path();
+      for (po::parsed_options* p : {&own, &common}) {
+        for (po::option& o : p->options)
+          if (is_path_option(o.string_key) && o.value.size() == 1)
+            o.value[0] = resolve_path(o.string_key, o.value[0], dir);
+        po::store(*p, vm);
+      }
+    }
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw UsageError(std::string(e.what()) + " (see tdsolve " + name + " --help)");
+  }
+  return true;
+}
+
+namespace {
+
+std::string option_text(const std::string& name, const boost::any& v) {
+  if (auto* s = boost::any_cast<std::string>(&v)) return *s;
+  if (auto* b = boost::any_cast<bool>(&v)) return *b ? "true" : "false";
+  if (auto* i = boost::any_cast<int>(&v)) return std::to_string(*i);
+  if (auto* i = boost::any_cast<long>(&v)) return std::to_string(*i);
+  if (auto* i = boost::any_cast<long long>(&v)) return std::to_string(*i);
+  if (auto* i = boost::any_cast<unsigned>(&v)) return std::to_string(*i);
+  if (auto* i = boost::any_cast<unsigned long>(&v)) return std::to_string(*i);
+  if (auto* i = boost::any_cast<unsigned long long>(&v)) return std::to_string(*i);
+  if (auto* d = boost::any_cast<double>(&v)) {
+    char buf[32];  // the shortest text that reads back as the same double
+    for (int digits = 1; digits <= 17; ++digits) {
+      std::snprintf(buf, sizeof buf, "%.*g", digits, *d);
+      if (std::strtod(buf, nullptr) == *d) break;
+    }
+    return buf;
+  }
+  throw std::logic_error("option --" + name + " has a type effective_options cannot print");
+}
+
+}  // namespace
+
+// Every option's final value (command line, config, defaults) as a config
+// file, `name = value` a line in the order of --help, paths made absolute;
+// options without a value, --config and --help are left out.
+std::string effective_options(const po::options_description& desc, const po::variables_map& vm) {
+  std::string text;
+  for (const auto& d : desc.options()) {
+    const std::string name = d->long_name();
+    const auto it = vm.find(name);
+    if (name == "config" || name == "help" || it == vm.end() || it->second.empty()) continue;
+    std::string v = option_text(name, it->second.value());
+    if (v.empty()) continue;
+    if (is_path_option(name)) v = resolve_path(name, v, std::filesystem::current_path(), true);
+    text += name + " = " + v + "\n";
+  }
+  return text;
+}
+
+void finish_input(InputOptions& in, const char* a, const char* b, bool pairs,
+                  const po::variables_map& vm, bool spheres) {
+  if (in.input.empty() == in.generate.empty())
+    throw UsageError(std::string("give exactly one of --") + a + " SRC or --" + b +
+                     (spheres ? " spheres:N:DIM:SEED[:RMAX]" : " uniform:N:D[:SEED]"));
+  const std::string prefix = std::string(a) == "with" ? "with-" : "";
+  if (vm.count(prefix + "columns"))
+    in.columns = io::parse_columns(vm[prefix + "columns"].as<std::string>());
+  if (!in.generate.empty() && (in.transpose || !in.columns.empty()))
+    throw UsageError("--" + prefix + "transpose and --" + prefix + "columns apply to --" + a +
+                     " (a file), not to --" + b);
+  if (spheres && !in.generate.empty()) {
+    if (!io::is_spheres_spec(in.generate))
+      throw UsageError("collide generates spheres: --generate spheres:N:DIM:SEED[:RMAX], not '" +
+                       in.generate + "'");
+    io::parse_spheres(in.generate);  // a bad spec, before MPI starts
+  } else if (!in.generate.empty()) {
+    if (io::is_spheres_spec(in.generate))
+      throw UsageError("--" + std::string(b) +
+                       " spheres:... is for tdsolve collide; use uniform:N:D[:SEED]");
+    // Report a bad spec before MPI starts.
+    const io::GeneratorSpec g = io::parse_generator(in.generate);
+    if (pairs) io::check_pairs(g.n, in.generate);
+  }
+}
+
+namespace {
+
+// --p, --base, --weights, --variance: which metric takes which, and the
+// values an inline list or a number can be checked for before any file is
+// read (a file's vector is checked when it is read, on rank 0).
+void finish_metric_params(ComputeOptions& o, const Choices& c) {
+  const std::string name = metric_name(o.metric);
+  if (!c.p.empty()) {
+    if (o.metric != Metric::minkowski)
+      throw UsageError("--p applies to --metric minkowski, not " + name);
+    char* end = nullptr;
+    const double v = std::strtod(c.p.c_str(), &end);
+    if (*end || !(v > 0)) throw UsageError("--p must be a number > 0 (or inf), got '" + c.p + "'");
+    o.p = v;
+  }
+  if (!c.base.empty()) {
+    if (o.metric != Metric::jensenshannon)
+      throw UsageError("--base applies to --metric jensenshannon, not " + name);
+    char* end = nullptr;
+    const double v = std::strtod(c.base.c_str(), &end);
+    // SciPy takes any base, but below 1 the logarithm is negative and every
+    // distance but 0 comes out nan.
+    if (*end || !std::isfinite(v) || !(v > 1))
+      throw UsageError("--base must be a finite number > 1, got '" + c.base + "'");
+    o.base = v;
+  }
+  if (!o.weights.empty()) {
+    if (is_boolean(o.metric))
+      throw UsageError("--weights does not apply to --metric " + name +
+                       ": tdsolve computes the boolean metrics on bit-packed points, without "
+                       "weights");
+    if (!takes_weights(o.metric))
+      throw UsageError("--weights does not apply to --metric " + name +
+                       " (scipy.spatial.distance takes no weights for it)");
+    std::vector<double> w;
+    if (parse_number_list(o.weights, &w)) check_weights(w, "--weights", true);
+  }
+  if (!o.variance.empty()) {
+    if (o.metric != Metric::seuclidean)
+      throw UsageError("--variance applies to --metric seuclidean, not " + name);
+    std::vector<double> v;
+    if (parse_number_list(o.variance, &v)) check_variance(v, "--variance", true);
+  }
+}
+
+}  // namespace
+
+void finish_compute(ComputeOptions& o, const Choices& c, int flags) {
+  if (c.metric.empty()) {
+    o.metric = Metric::euclidean;  // triplets
+  } else if (!parse_metric(c.metric, &o.metric))
+    throw UsageError("unknown --metric '" + c.metric +
+                     "'; choose euclidean (l2), sqeuclidean, cityblock (l1, manhattan), "
+                     "chebyshev (linf), cosine, minkowski, seuclidean, correlation, braycurtis, "
+                     "canberra, jensenshannon, hamming, jaccard, dice, russellrao, "
+                     "rogerstanimoto, sokalmichener, sokalsneath or yule; SciPy's aliases and "
+                     "any case also work");
+  finish_metric_params(o, c);
+  if (flags & kCollide) {
+    o.fp64 = true;  // collide offers no --precision
+  } else {
+    check_choice("--precision", c.precision, {"float32", "float64"});
+    o.fp64 = c.precision == "float64";
+  }
+  check_choice("--backend", c.backend, {"auto", "cpu", "cuda"});
+  o.backend = c.backend == "cpu"    ? BackendKind::cpu
+              : c.backend == "cuda" ? BackendKind::cuda
+                                    : BackendKind::automatic;
+  if (flags & kMap) {
+    check_choice("--map", c.map, {"lambda", "bb"});
+    o.map = c.map == "bb" ? MapKind::bb : MapKind::lambda;
+  }
+  if ((flags & kTriplets) && o.block != kTripletBlock)
+    throw UsageError("--block must be 32 for triplets (tiles of 32×32×32 triplets)");
+  if (o.block < 1 || o.block > 65536) throw UsageError("--block must be between 1 and 65536");
+  if ((flags & kChunks) && !(o.chunk_mb >= 1 && o.chunk_mb <= 1024))
+    throw UsageError("--chunk-mb must be between 1 and 1024");
+  if ((flags & kBenchChunks) && !(o.chunk_mb >= 0 && o.chunk_mb <= 1048576))
+    throw UsageError("--chunk-mb must be between 0 and 1048576");
+  if (o.threads < 0 || o.threads > 4096)
+    throw UsageError("--threads must be between 0 (automatic) and 4096");
+  if (o.device < -1) throw UsageError("--device must be -1 (automatic) or a GPU number");
+}
+
+void finish_run(RunOptions& o, const Choices& c, int argc, char** argv) {
+  if (!(o.max_hours >= 0 && o.max_hours < 1e6))
+    throw UsageError("--max-hours must be between 0 (no limit) and 1e6");
+  check_choice("--progress", c.progress, {"auto", "bar", "log", "none"});
+  o.progress = o.quiet ? ProgressMode::none : parse_progress(c.progress);
+  o.command = join_command(argc, argv);
+}
+
+double parse_finite(const std::string& s, const std::string& what) {
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  if (s.empty() || *end || !std::isfinite(v))
+    throw UsageError(what + ": '" + s + "' is not a finite number");
+  return v;
+}
+
+void finish_hist(HistOptions& h, const Choices& c, const po::variables_map& vm, Metric metric,
+                 const std::string& weights) {
+  if (!vm.count("bins")) throw UsageError("--bins B is required");
+  if (h.bins < 1 || h.bins > 1000000) throw UsageError("--bins must be between 1 and 1000000");
+  if (c.range.empty()) throw UsageError("--range LO:HI is required");
+  const size_t colon = c.range.find(':', c.range[0] == '-' ? 1 : 0);
+  if (colon == std::string::npos) throw UsageError("--range wants LO:HI, got '" + c.range + "'");
+  h.lo = parse_finite(c.range.substr(0, colon), "--range LO");
+  h.hi = parse_finite(c.range.substr(colon + 1), "--range HI");
+  if (!(h.lo < h.hi)) throw UsageError("--range wants LO < HI, got '" + c.range + "'");
+  if (!c.box.empty()) {
+    if (metric != Metric::euclidean && metric != Metric::sqeuclidean &&
+        metric != Metric::cityblock && metric != Metric::chebyshev)
+      throw UsageError(std::string("--box does not apply to --metric ") + metric_name(metric) +
+                       " (only euclidean, sqeuclidean, cityblock, chebyshev)");
+    if (!weights.empty()) throw UsageError("--box and --weights do not go together");
+    std::stringstream ss(c.box);
+    h.box_dims = 0;
+    for (std::string part; std::getline(ss, part, ',');) {
+      if (h.box_dims == kMaxBoxDims)
+        throw UsageError("--box takes at most " + std::to_string(kMaxBoxDims) + " lengths");
+      const double L = parse_finite(part, "--box");
+      if (!(L > 0)) throw UsageError("--box lengths must be positive, got '" + part + "'");
+      h.box[h.box_dims++] = L;
+    }
+    if (h.box_dims == 0) throw UsageError("--box wants L1,...,Ld");
+  }
+}
+
+std::optional<int> OptionsCommand::parse(int argc, char** argv) {
+  po::options_description all;
+  add_options(all);
+  po::variables_map vm;
+  if (!cli::parse(argc, argv, all, usage(), name(), vm)) return 0;
+  check(all, vm, argc, argv);
+  return std::nullopt;
+}
+
+}  // namespace tdsolve::cli

@@ -1,0 +1,106 @@
+// The command line every command shares (Boost.Program_options): the option
+// groups (input, output, computation, run, histogram, three-body), parsed
+// once and checked once into the structs and enums of solver/options.hpp;
+// the --config file; the record of every option's final value. A command's
+// own options live in its own file (solver/commands/); this file knows no
+// command but through the registry (for the --config sections).
+#pragma once
+
+#include <boost/program_options.hpp>
+#include <initializer_list>
+#include <optional>
+#include <string>
+
+#include "solver/commands/command.hpp"
+#include "solver/options.hpp"
+
+namespace tdsolve::cli {
+
+namespace po = boost::program_options;
+
+// The launcher's rank before MPI_Init (Open MPI, PMIx, Slurm, MPICH), so
+// that only one process prints help and usage errors.
+bool launcher_rank0();
+// argv as one line, quoted for a shell where needed.
+std::string join_command(int argc, char** argv);
+// UsageError unless v is one of ok.
+void check_choice(const std::string& what, const std::string& v,
+                  std::initializer_list<const char*> ok);
+// UsageError unless s is a finite number.
+double parse_finite(const std::string& s, const std::string& what);
+
+// ---- option groups ---------------------------------------------------------
+
+// The strings of enum-valued options until they are checked.
+struct Choices {
+  std::string metric, precision, backend, map, progress, range, box;
+  std::string p, base;  // the metric's parameters
+};
+
+// spheres: collide's input (n × 2 or n × 4 spheres, --generate spheres:...).
+po::options_description input_group(InputOptions& in, InputOptions* with, bool spheres = false);
+po::options_description output_group(OutputOptions& o, const char* what, bool points,
+                                     const char* resume_help = nullptr);
+
+// kTriplets: no --metric (euclidean), tiles of 32³ (--block 32 only).
+// kCollide: no --metric (euclidean) and its parameters, no --precision
+// (float64 always).
+enum ComputeFlags { kChunks = 1, kMap = 2, kBenchChunks = 4, kTriplets = 8, kCollide = 16 };
+
+// The triplet tile side: one warp along each edge of a tile.
+constexpr index_t kTripletBlock = 32;
+
+po::options_description compute_group(ComputeOptions& o, Choices& c, int flags);
+
+// The strings of the triplet options until they are checked.
+struct TripletChoices {
+  std::string potential = "atm";
+  std::string cutoff, cutoff_triple;
+};
+
+po::options_description triplet_group(TripletOptions& t, TripletChoices& c, bool bench);
+po::options_description run_group(RunOptions& o, Choices& c, const char* progress_help = nullptr);
+po::options_description hist_group(HistOptions& h, Choices& c);
+
+// ---- parsing -----------------------------------------------------------------
+
+// Parses argv[2..] with `desc` (the options of command `name`), then the
+// --config file: the command line wins over the file's [name] section, which
+// wins over the file's common part. Of an input pair (--input/--generate,
+// --with/--with-generate) only the first of these that gives either member
+// counts. False when it printed help.
+bool parse(int argc, char** argv, const po::options_description& desc, const char* usage,
+           const char* name, po::variables_map& vm);
+
+// Every option's final value (command line, config, defaults) as a config
+// file, `name = value` a line in the order of --help, paths made absolute;
+// options without a value, --config and --help are left out.
+std::string effective_options(const po::options_description& desc, const po::variables_map& vm);
+
+// The checks of the groups, once parsed (UsageError, before MPI starts).
+void finish_input(InputOptions& in, const char* a, const char* b, bool pairs,
+                  const po::variables_map& vm, bool spheres = false);
+void finish_compute(ComputeOptions& o, const Choices& c, int flags);
+void finish_run(RunOptions& o, const Choices& c, int argc, char** argv);
+void finish_hist(HistOptions& h, const Choices& c, const po::variables_map& vm, Metric metric,
+                 const std::string& weights);
+void finish_triplet(TripletOptions& t, const TripletChoices& c);
+
+// A command whose command line is Boost options: its usage text, its groups
+// (in the order of its --help) and its checks; parse() is theirs in that
+// order, with --help and --config as every command has them.
+class OptionsCommand : public Command {
+ public:
+  std::optional<int> parse(int argc, char** argv) final;
+
+ protected:
+  // The text above the options in `tdsolve NAME --help`.
+  virtual const char* usage() const = 0;
+  // Adds the groups, bound to the command's members.
+  virtual void add_options(po::options_description& all) = 0;
+  // Checks the parsed values (`all`: every option, for effective_options).
+  virtual void check(const po::options_description& all, const po::variables_map& vm, int argc,
+                     char** argv) = 0;
+};
+
+}  // namespace tdsolve::cli

@@ -1,0 +1,160 @@
+// tdsolve collide: the pairs of n spheres (1-D or 3-D) that overlap, in
+// float64.
+#include <cstdio>
+
+#include "io/input.hpp"
+#include "solver/commands/pairs.hpp"
+#include "solver/commands/sinks.hpp"
+#include "solver/progress.hpp"
+
+namespace tdsolve {
+
+namespace {
+
+const char* kUsage =
+    "Usage: tdsolve collide (--input SRC | --generate spheres:N:DIM:SEED[:RMAX])\n"
+    "                       --output FILE.h5 [options]\n"
+    "\n"
+    "Finds every pair i < j of n spheres (1-D: rows x, r; 3-D: rows x, y, z, r) that\n"
+    "overlap: the euclidean distance of the centres is < r_i + r_j, in float64 (touching\n"
+    "spheres, distance == r_i + r_j, do not count). Writes /pairs (m × 2, int64, sorted\n"
+    "by (i, j)), /distances (m, float64: the centres' distances) and /count (m). The\n"
+    "pairs are the same for any rank count and backend. m is not known in advance: each\n"
+    "rank keeps its pairs in memory (24 bytes a pair) and the file gets them all at the\n"
+    "end, so a stopped collide run starts over on --resume.\n";
+
+const char* kOverlap =
+    "spheres i < j overlap when the euclidean distance of their centres is < r_i + r_j, in "
+    "float64: sqrt(fma(dz, dz, fma(dy, dy, dx * dx))) < r_i + r_j (1-D: sqrt(dx * dx)); "
+    "touching spheres (distance == r_i + r_j) do not";
+
+// Rank 0 splits the spheres (n × (DIM + 1): centres, then the radius) into
+// the centres, which stay the points, and the radii; every radius must be
+// >= 0 (check_finite has refused NaN and inf).
+std::vector<double> split_radii(io::PointSet* a) {
+  const index_t n = a->n, w = a->d, dim = w - 1;
+  std::vector<double> r(n);
+  for (index_t i = 0; i < n; ++i) {
+    r[i] = a->values[i * w + dim];
+    if (!(r[i] >= 0))
+      throw InputError("input '" + a->source + "' has the negative radius " + number_text(r[i]) +
+                       " at row " + std::to_string(i) + " (column " + std::to_string(dim) +
+                       ", the last); radii must be >= 0");
+    for (index_t k = 0; k < dim; ++k)
+      a->values[i * dim + k] = a->values[i * w + k];
+  }
+  a->values.resize(n * dim);
+  a->d = dim;
+  return r;
+}
+
+// The pairs of the centres' distances that pass d < r_i + r_j, kept by a
+// PairListSink; the points are the centres, the radii travel beside them.
+template <typename T>
+class Collide final : public PairCommand<T> {
+ public:
+  using PairCommand<T>::PairCommand;
+
+  void check_size(index_t n, index_t d, const std::string& source) const override {
+    if (d != 2 && d != 4)
+      throw InputError("input '" + source + "' has " + std::to_string(d) +
+                       " columns; collide needs spheres as n × 2 (x, r) or n × 4 (x, y, z, r)");
+    io::check_pairs(n, source);
+    checked_total(n, n, 0, source);
+  }
+  // No bound on the bytes: the pairs found are not known in advance.
+  index_t checked_total(index_t rows, index_t, index_t, const std::string& source) const override {
+    return pair_total(rows, source);
+  }
+  // A sphere's 2 or 4 columns are the format.
+  bool transpose_note() const override { return false; }
+  void take_input(io::PointSet& a) override { radii_ = split_radii(&a); }
+  void check_output(const Problem<T>& p, const io::PointSet& a, bool bench) const override {
+    checked_total(p.rows, p.cols, 0, a.source);
+    // The pairs found are not known in advance; a few bytes a point at least.
+    if (!bench) check_output_space(this->options().out.output, 1 << 20);
+  }
+  void broadcast(MPI_Comm comm) override { bcast_vector(comm, &radii_); }
+
+  void layout(io::ResultLayout& L, const Problem<T>& p, const mapping::ChunkPlan&) const override {
+    using io::Attr;
+    const std::string precision = precision_name<T>(), metric = metric_name(p.metric);
+    L.root_attrs.push_back(Attr{"n", std::uint64_t(p.rows)});
+    L.root_attrs.push_back(Attr{"dim", std::uint64_t(p.d)});
+    L.result = {"", value_type<T>(), {}, {}, {}};
+    L.lists.push_back(
+        {"pairs",
+         io::ValueType::i64,
+         {0, 2},
+         {Attr{"n", std::uint64_t(p.rows)}, Attr{"dim", std::uint64_t(p.d)},
+          Attr{"layout", std::string("pairs")}, Attr{"criterion", std::string("overlap")},
+          Attr{"definition", std::string(kOverlap)}, Attr{"metric", metric},
+          Attr{"precision", precision}, Attr{"features", std::uint64_t(p.d)},
+          Attr{"block", std::uint64_t(p.rho)}},
+         {}});
+    L.lists.push_back({"distances",
+                       value_type<T>(),
+                       {0},
+                       {Attr{"layout", std::string("pairs")}, Attr{"metric", metric},
+                        Attr{"precision", precision},
+                        Attr{"what", std::string("the distance of the two centres")}},
+                       {}});
+    L.extras.push_back(
+        {"count",
+         io::ValueType::i64,
+         {},
+         {Attr{"what", std::string("the number of overlapping pairs (rows of /pairs); written "
+                                   "with them when the run ends")}},
+         {}});
+    add_metric_attrs(this->options(), p, &L);
+  }
+
+  void print_before(const Problem<T>& p, const mapping::ChunkPlan& plan) const override {
+    std::printf(
+        "tdsolve %s: %llu spheres in %llu-D, %llu pairs tested (overlap: distance < r_i + "
+        "r_j), float64, block %llu\n",
+        this->name(), (unsigned long long)p.rows, (unsigned long long)p.d,
+        (unsigned long long)plan.total(), (unsigned long long)p.rho);
+  }
+  std::unique_ptr<Sink<T>> make_sink(io::ResultWriter& w, MPI_Comm comm, const Problem<T>& p,
+                                     const Existing&) override {
+    auto list = std::make_unique<OverlapSink<T>>(w, comm, p.rows, radii_);
+    list_ = list.get();
+    return list;
+  }
+  const char* list_run() const override { return "collide"; }
+  void print_after(const Problem<T>&, index_t now, double total) const override {
+    std::printf("tdsolve %s: found %llu overlapping pairs among %llu pairs in %s (%.3g pairs/s",
+                this->name(), (unsigned long long)list_->count(), (unsigned long long)now,
+                human_seconds(total).c_str(), double(now) / total);
+  }
+  // The pairs' indices (2 int64) and distances; nothing when the run
+  // stopped (it keeps none).
+  double result_bytes(const Problem<T>&, const mapping::ChunkPlan&) const override {
+    return double(list_ ? list_->count() : 0) * double(2 * sizeof(std::int64_t) + sizeof(T));
+  }
+
+ private:
+  std::vector<double> radii_;
+  PairListSink<T>* list_ = nullptr;
+};
+
+class CollideCommand final : public PairCommandOf<Collide> {
+ public:
+  CollideCommand()
+      : PairCommandOf<Collide>(
+            {"collide",
+             "the pairs of n spheres (1-D or 3-D) that overlap: distance of the centres\n< r_i + "
+             "r_j, in float64",
+             kUsage, "result file: /pairs (m × 2), /distances (m) and /count",
+             /*store_points=*/false, /*second_set=*/false, /*spheres=*/true,
+             cli::kChunks | cli::kMap | cli::kCollide}) {}
+};
+
+}  // namespace
+
+std::unique_ptr<Command> make_collide_command() {
+  return std::make_unique<CollideCommand>();
+}
+
+}  // namespace tdsolve

@@ -1,0 +1,150 @@
+// tdsolve hist: the histogram of all pair distances (and the RDF in a
+// periodic box), without storing a distance.
+#include <algorithm>
+#include <cstdio>
+
+#include "solver/commands/pairs.hpp"
+#include "solver/commands/sinks.hpp"
+#include "solver/progress.hpp"
+
+namespace tdsolve {
+
+namespace {
+
+const char* kUsage =
+    "Usage: tdsolve hist (--input SRC | --generate SPEC) --bins B --range LO:HI --output FILE.h5\n"
+    "                    [--box L1,...,Ld] [options]\n"
+    "\n"
+    "Counts the distances of all pairs i<j of n points in B equal bins over [LO, HI],\n"
+    "without storing a distance: /counts (int64) equals numpy.histogram(d, B, (LO, HI))\n"
+    "of the distances d in the run's precision; /underflow and /overflow count those\n"
+    "outside. With --box, distances are minimum-image and /rdf is the radial distribution\n"
+    "function as MDAnalysis InterRDF normalises it. Same counts on any rank count.\n";
+
+const char* kRdfFormula =
+    "rdf[b] = counts[b] / ((4/3) pi (edges[b+1]^3 - edges[b]^3) n (n-1) / (2 volume)), "
+    "as MDAnalysis InterRDF(g, g, exclusion_block=(1, 1)) for one frame";
+const char* kBinning =
+    "numpy.histogram: edges = numpy.linspace(range_lo, range_hi, bins + 1); bins half-open "
+    "[edges[b], edges[b+1]), the last closed; distances below range_lo in /underflow, above "
+    "range_hi in /overflow";
+
+std::string box_text(const HistOptions& h) {
+  std::string s;
+  char buf[32];
+  for (int k = 0; k < h.box_dims; ++k) {
+    std::snprintf(buf, sizeof buf, "%.17g", h.box[k]);
+    s += (k ? "," : "") + std::string(buf);
+  }
+  return s;
+}
+
+// Histogram chunks buffer nothing, so their size serves progress and
+// balance only: about 1/256 of the pairs (at least a block row), at most
+// 2^30. Like every plan, it depends on the problem alone.
+index_t hist_chunk_pairs(index_t total) {
+  return std::min<index_t>(index_t(1) << 30, std::max<index_t>(1, total / 256));
+}
+
+template <typename T>
+class Hist final : public PairCommand<T> {
+ public:
+  using PairCommand<T>::PairCommand;
+
+  void configure(Problem<T>& p) const override { p.epilogue = EpilogueKind::histogram; }
+  // No bound on the bytes: the file holds a few counts.
+  index_t checked_total(index_t rows, index_t, index_t, const std::string& source) const override {
+    return pair_total(rows, source);
+  }
+  void check_output(const Problem<T>& p, const io::PointSet& a, bool) const override {
+    const HistOptions& h = this->options().hist;
+    checked_total(p.rows, p.cols, sizeof(T), a.source);
+    if (h.box_dims > 0 && static_cast<index_t>(h.box_dims) != a.d)
+      throw UsageError("--box gives " + std::to_string(h.box_dims) + " lengths but '" + a.source +
+                       "' has d = " + std::to_string(a.d) + " features");
+  }
+  void complete(Problem<T>& p) const override {
+    const HistOptions& h = this->options().hist;
+    p.hist = make_hist_spec(h.lo, h.hi, h.bins);
+    p.box_dims = h.box_dims;
+    for (int k = 0; k < h.box_dims; ++k)
+      p.box[k] = static_cast<T>(h.box[k]);
+  }
+
+  void identity(const Problem<T>&, const AddKey& add) const override {
+    const HistOptions& h = this->options().hist;
+    char num[64];
+    add("bins", std::to_string(h.bins));
+    std::snprintf(num, sizeof num, "%.17g:%.17g", h.lo, h.hi);
+    add("range", num);
+    add("box", h.box_dims > 0 ? box_text(h) : "none");
+  }
+
+  void layout(io::ResultLayout& L, const Problem<T>& p,
+              const mapping::ChunkPlan& plan) const override {
+    using io::Attr;
+    const HistOptions& h = this->options().hist;
+    const std::string precision = precision_name<T>(), metric = metric_name(p.metric);
+    std::vector<Attr> a = {Attr{"n", std::uint64_t(p.rows)},
+                           Attr{"k", std::uint64_t(2)},
+                           Attr{"metric", metric},
+                           Attr{"precision", precision},
+                           Attr{"features", std::uint64_t(p.features)},
+                           Attr{"bins", std::uint64_t(p.hist.bins)},
+                           Attr{"range_lo", p.hist.lo},
+                           Attr{"range_hi", p.hist.hi},
+                           Attr{"pairs", std::uint64_t(plan.total())},
+                           Attr{"binning", std::string(kBinning)}};
+    if (h.box_dims > 0) a.push_back(Attr{"box", box_text(h)});
+    L.result = {"counts", io::ValueType::i64, {p.hist.bins}, a, {}};
+    L.extras.push_back({"edges", io::ValueType::f64, {p.hist.bins + 1}, {}, p.hist.edges});
+    L.extras.push_back({"underflow", io::ValueType::i64, {}, {}, {}});
+    L.extras.push_back({"overflow", io::ValueType::i64, {}, {}, {}});
+    if (h.box_dims > 0)
+      L.extras.push_back({"rdf",
+                          io::ValueType::f64,
+                          {p.hist.bins},
+                          {Attr{"volume", box_volume(h)}, Attr{"formula", std::string(kRdfFormula)},
+                           Attr{"n", std::uint64_t(p.rows)}},
+                          {}});
+    add_metric_attrs(this->options(), p, &L);
+  }
+
+  index_t chunk_bound(const Problem<T>& p) const override { return hist_chunk_pairs(p.total()); }
+  std::unique_ptr<Sink<T>> make_sink(io::ResultWriter& w, MPI_Comm comm, const Problem<T>& p,
+                                     const Existing& ex) override {
+    return std::make_unique<HistogramSink<T>>(w, comm, p, this->options().hist, ex.slots);
+  }
+  bool checkpoints() const override { return true; }
+  void print_after(const Problem<T>& p, index_t now, double total) const override {
+    const char* what = element_name(p);
+    std::printf("tdsolve %s: binned %llu %s in %s (%.3g %s/s", this->name(),
+                (unsigned long long)now, what, human_seconds(total).c_str(), double(now) / total,
+                what);
+  }
+};
+
+class HistCommand final : public PairCommandOf<Hist> {
+ public:
+  HistCommand()
+      : PairCommandOf<Hist>(
+            {"hist", "histogram of all pair distances (and the RDF in a periodic box); no matrix",
+             kUsage, "result file: /counts, /edges, /underflow, /overflow (and /rdf)",
+             /*store_points=*/false, /*second_set=*/false, /*spheres=*/false, cli::kMap}) {}
+
+ protected:
+  void add_groups(cli::po::options_description& all) override {
+    all.add(cli::hist_group(o_.hist, c_));
+  }
+  void check_groups(const cli::po::variables_map& vm) override {
+    cli::finish_hist(o_.hist, c_, vm, o_.compute.metric, o_.compute.weights);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Command> make_hist_command() {
+  return std::make_unique<HistCommand>();
+}
+
+}  // namespace tdsolve

@@ -1,0 +1,52 @@
+// tdsolve info: what a result file holds and whether it is complete. No MPI.
+#include <iostream>
+#include <string>
+
+#include "core/error.hpp"
+#include "io/h5.hpp"
+#include "io/info.hpp"
+#include "solver/commands/command.hpp"
+
+namespace tdsolve {
+
+namespace {
+
+class InfoCommand final : public Command {
+ public:
+  const char* name() const override { return "info"; }
+  const char* summary() const override {
+    return "what a result file holds and whether it is complete";
+  }
+  bool config_section() const override { return false; }  // it takes no options
+  bool uses_mpi() const override { return false; }
+
+  std::optional<int> parse(int argc, char** argv) override {
+    if (argc < 3 || std::string(argv[2]) == "--help" || std::string(argv[2]) == "-h") {
+      std::cout
+          << "Usage: tdsolve info FILE.h5\n\n"
+             "Prints what a result file holds (parameters, datasets) and whether every chunk\n"
+             "of it was written. Exit status: 0 complete, 3 incomplete or not a tdsolve\n"
+             "result, 1 unreadable.\n";
+      return argc < 3 ? 2 : 0;
+    }
+    if (argc > 3) throw UsageError("tdsolve info takes one file");
+    file_ = argv[2];
+    return std::nullopt;
+  }
+
+  int run(MPI_Comm) override {
+    io::quiet_hdf5_errors();
+    return io::describe_result(file_, std::cout);
+  }
+
+ private:
+  std::string file_;
+};
+
+}  // namespace
+
+std::unique_ptr<Command> make_info_command() {
+  return std::make_unique<InfoCommand>();
+}
+
+}  // namespace tdsolve

@@ -1,0 +1,874 @@
+// What the commands of the pair and triplet family share (pairs.hpp): the
+// problem from the input, the job's identity, the file's layout, what an
+// existing output holds, and the run: the output lifecycle around the
+// driver loop.
+#include "solver/commands/pairs.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <limits>
+
+#include "core/error.hpp"
+#include "io/info.hpp"
+#include "io/output_files.hpp"
+#include "io/spheres.hpp"
+#include "mapping/simplex.hpp"
+#include "solver/cpu/cpu_backend.hpp"  // available_host_bytes
+#include "solver/driver.hpp"
+#include "solver/exact_sum.hpp"
+#include "solver/fault.hpp"
+#include "solver/progress.hpp"
+#include "solver/signals.hpp"
+#include "version.hpp"
+
+namespace tdsolve {
+
+// tdsolve info checks /progress/sums' shape without the solver's headers.
+static_assert(io::kTripletSumLimbs == kExactLimbs, "io/info.hpp and solver/exact_sum.hpp disagree");
+
+namespace {
+
+// Sizes that would overflow an index, the file, or the machine.
+void check_points_fit(index_t n, index_t d, const std::string& source, double host_bytes) {
+  index_t points = 0;
+  if (__builtin_mul_overflow(n, d, &points) || double(points) * 8 > host_bytes) {
+    throw InputError("n × d = " + std::to_string(n) + " × " + std::to_string(d) + " points (" +
+                     source + ") do not fit in this node's available memory");
+  }
+}
+
+// Reads or generates a point set; `check(n, d, source)` vets its size
+// before a generator allocates anything. transpose_note: say when d > n
+// that the array may be stored transposed (not for collide's spheres,
+// whose 2 or 4 columns are the format).
+template <typename Check>
+io::PointSet load_points(const InputOptions& in, double host_bytes, std::vector<std::string>* notes,
+                         Check&& check, bool transpose_note = true) {
+  if (io::is_spheres_spec(in.generate)) {
+    const io::SpheresSpec g = io::parse_spheres(in.generate);
+    check(g.n, g.dim + 1, in.generate);
+    check_points_fit(g.n, g.dim + 1, in.generate, host_bytes);
+    return io::generate_spheres(g);  // finite, radii > 0, by construction
+  }
+  if (!in.generate.empty()) {
+    const io::GeneratorSpec g = io::parse_generator(in.generate);
+    check(g.n, g.d, in.generate);
+    check_points_fit(g.n, g.d, in.generate, host_bytes);
+    return io::generate_points(g);  // finite by construction
+  }
+  io::PointSet pts = io::read_points(in.input);
+  io::arrange_points(pts, in.transpose, in.columns);
+  check(pts.n, pts.d, pts.source);
+  check_points_fit(pts.n, pts.d, pts.source, host_bytes);
+  io::check_finite(pts);
+  if (pts.d > pts.n && transpose_note)
+    notes->push_back("'" + pts.source + "' has more features than points (n = " +
+                     std::to_string(pts.n) + " rows of d = " + std::to_string(pts.d) +
+                     " columns); if it stores one point per column (as MATLAB and Julia write an "
+                     "n × d array), add --transpose");
+  return pts;
+}
+
+std::string utc_now() {
+  char buf[32];
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+// FNV-1a (64-bit) of the points' float64 values, little-endian, row-major:
+// the input's identity for --resume, whatever file or generator it came from.
+// (Python: functools.reduce over numpy.ascontiguousarray(X, '<f8').tobytes().)
+std::string content_hash(const io::PointSet& pts) {
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  const auto* bytes = reinterpret_cast<const unsigned char*>(pts.values.data());
+  const size_t size = pts.values.size() * sizeof(double);
+  for (size_t i = 0; i < size; ++i) {
+    h ^= bytes[i];
+    h *= 0x100000001b3ull;
+  }
+  char buf[20];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+// A --weights or --variance vector: an inline list, or a file holding one
+// row or one column (any --input format). InputError for a file's problems.
+std::vector<double> read_vector(const std::string& spec, const std::string& what, index_t d) {
+  std::vector<double> v;
+  if (!parse_number_list(spec, &v)) {
+    const io::PointSet s = io::read_points(spec, true);
+    if (s.n != 1 && s.d != 1)
+      throw InputError(what + " '" + spec + "' is " + std::to_string(s.n) + " × " +
+                       std::to_string(s.d) + "; it needs one row or one column");
+    v = s.values;
+  }
+  if (v.size() != d)
+    throw InputError(what + " gives " + std::to_string(v.size()) + " value" +
+                     (v.size() == 1 ? "" : "s") + " but the points have d = " + std::to_string(d) +
+                     " features");
+  return v;
+}
+
+// The metric's weights and (seuclidean) variances; V defaults to the
+// variance of each feature over the points (ddof = 1; cross: both sets
+// stacked, as scipy's cdist).
+MetricVectors metric_vectors(const ComputeOptions& c, const io::PointSet& a,
+                             const io::PointSet* b) {
+  MetricVectors mv;
+  const index_t d = a.d;
+  if (!c.weights.empty()) {
+    mv.weights = read_vector(c.weights, "--weights", d);
+    check_weights(mv.weights, "--weights", false);
+  }
+  if (c.metric != Metric::seuclidean) return mv;
+  if (!c.variance.empty()) {
+    mv.variance = read_vector(c.variance, "--variance", d);
+    check_variance(mv.variance, "--variance", false);
+    return mv;
+  }
+  const index_t n = a.n + (b ? b->n : 0);
+  if (n < 2)
+    throw InputError(
+        "seuclidean needs at least 2 points to estimate the variances; give "
+        "--variance");
+  std::vector<double> mean(d, 0.0);
+  mv.variance.assign(d, 0.0);
+  for (const io::PointSet* s : {&a, b})
+    if (s)
+      for (index_t i = 0; i < s->n; ++i)
+        for (index_t k = 0; k < d; ++k)
+          mean[k] += s->values[i * d + k];
+  for (index_t k = 0; k < d; ++k)
+    mean[k] /= static_cast<double>(n);
+  for (const io::PointSet* s : {&a, b})
+    if (s)
+      for (index_t i = 0; i < s->n; ++i)
+        for (index_t k = 0; k < d; ++k) {
+          const double e = s->values[i * d + k] - mean[k];
+          mv.variance[k] += e * e;
+        }
+  for (index_t k = 0; k < d; ++k) {
+    mv.variance[k] /= static_cast<double>(n - 1);
+    if (!(mv.variance[k] > 0))
+      throw InputError("feature " + std::to_string(k) + " of '" + a.source +
+                       "' is constant (variance 0): seuclidean divides by its variance; give "
+                       "--variance");
+  }
+  return mv;
+}
+
+std::string vector_hash(const std::vector<double>& v) {
+  io::PointSet s;
+  s.values = v;
+  return content_hash(s);
+}
+
+// The metric's parameters as (key, text): minkowski's p, jensenshannon's
+// base, the FNV-1a 64 hashes of the weights and variances used.
+template <typename T>
+std::vector<std::pair<std::string, std::string>> metric_parameters(const CommandOptions& o,
+                                                                   const Problem<T>& p) {
+  std::vector<std::pair<std::string, std::string>> kv;
+  if (p.metric == Metric::minkowski) kv.push_back({"p", number_text(o.compute.p)});
+  if (p.metric == Metric::jensenshannon)
+    kv.push_back({"base", o.compute.base > 0 ? number_text(o.compute.base) : "e"});
+  if (!p.weights.empty()) kv.push_back({"weights_fnv1a64", vector_hash(p.weights)});
+  if (!p.variance.empty()) kv.push_back({"variance_fnv1a64", vector_hash(p.variance)});
+  return kv;
+}
+
+// "metric: cosine in the file, euclidean now; rows: ..." or "" when equal.
+std::string job_differences(const std::string& file, const std::string& now) {
+  const auto parse = [](const std::string& text) {
+    std::vector<std::pair<std::string, std::string>> kv;
+    size_t at = 0;
+    while (at < text.size()) {
+      const size_t end = std::min(text.find('\n', at), text.size());
+      const std::string line = text.substr(at, end - at);
+      const size_t eq = line.find('=');
+      if (eq != std::string::npos) kv.push_back({line.substr(0, eq), line.substr(eq + 1)});
+      at = end + 1;
+    }
+    return kv;
+  };
+  const auto f = parse(file), n = parse(now);
+  const auto find = [](const std::vector<std::pair<std::string, std::string>>& kv,
+                       const std::string& k) {
+    for (const auto& [key, v] : kv)
+      if (key == k) return v;
+    return std::string("(not recorded)");
+  };
+  std::string diff;
+  for (const auto& [k, v] : n) {
+    const std::string theirs = find(f, k);
+    if (theirs != v)
+      diff += (diff.empty() ? "" : "; ") + k + ": " + theirs + " in the file, " + v + " now";
+  }
+  return diff;
+}
+
+// Seconds between the checkpoints of histograms and triplets (their partial
+// counts or sums, so a killed run keeps them): 300, or TDSOLVE_CHECKPOINT_S
+// (tests).
+double checkpoint_seconds() {
+  const char* v = std::getenv("TDSOLVE_CHECKPOINT_S");
+  return v && std::atof(v) > 0 ? std::atof(v) : 300.0;
+}
+
+// Opens the file on every rank. If only some ranks fail, those that hold it
+// cannot close it (a collective close would wait for the others): abort.
+std::unique_ptr<io::ResultWriter> open_writer(MPI_Comm comm, const io::ResultLayout& L) {
+  std::unique_ptr<io::ResultWriter> w;
+  std::string why;
+  try {
+    w = std::make_unique<io::ResultWriter>(comm, L);
+  } catch (const std::exception& e) {
+    why = e.what();
+  }
+  int ok = w ? 1 : 0, all = 0, any = 0;
+  check_mpi(MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
+  check_mpi(MPI_Allreduce(&ok, &any, 1, MPI_INT, MPI_MAX, comm), "MPI_Allreduce");
+  if (all) return w;
+  if (any) {
+    if (!w) abort_run(comm, why);
+    w.release();  // let go of it without a collective close; a failing rank aborts the job
+    MPI_Barrier(comm);
+  }
+  agree(comm, w ? 0 : 1, why);  // every rank failed: one clean error
+  return w;
+}
+
+// What makes two runs the same job (--resume compares it key by key; the
+// version separately): the command, the input's content, every parameter
+// that changes a value or the chunk plan. Not the backend, map, rank count
+// or chunk size: those give the same bytes (a resumed run keeps the file's
+// plan).
+template <typename T>
+std::string job_identity(const PairCommand<T>& cmd, const Problem<T>& p, const Sources& src) {
+  const CommandOptions& o = cmd.options();
+  std::string s = std::string("command=") + cmd.name() + "\n";
+  const AddKey add = [&](const std::string& k, const std::string& v) { s += k + "=" + v + "\n"; };
+  add("input_fnv1a64", src.a_hash);
+  if (cmd.second_set()) add("with_fnv1a64", src.b_hash);
+  add("rows", std::to_string(p.rows));
+  add("cols", std::to_string(p.cols));
+  add("features", std::to_string(p.features));
+  add("metric", metric_name(p.metric));
+  // The metric's parameters, only where they apply (older files' jobs stay
+  // as they were).
+  for (const auto& [k, v] : metric_parameters(o, p))
+    add(k, v);
+  add("precision", precision_name<T>());
+  add("block", std::to_string(p.rho));
+  cmd.identity(p, add);
+  return s;
+}
+
+template <typename T>
+io::ResultLayout make_layout(const PairCommand<T>& cmd, const Problem<T>& p,
+                             const mapping::ChunkPlan& plan, const Sources& src,
+                             const std::string& created) {
+  using io::Attr;
+  const CommandOptions& o = cmd.options();
+  io::ResultLayout L;
+  L.path = io::creating_path(o.out.output);
+  L.chunk_offsets = plan.offsets();
+  L.root_attrs = {Attr{"software", std::string("tdsolve")},
+                  Attr{"version", std::string(TDSOLVE_VERSION)},
+                  Attr{"command", o.run.command},
+                  Attr{"created", created},
+                  Attr{"input", src.a},
+                  Attr{"job", job_identity(cmd, p, src)}};
+  L.root_attrs.push_back(Attr{"options", o.run.effective});
+  if (cmd.second_set()) L.root_attrs.push_back(Attr{"with", src.b});
+  cmd.layout(L, p, plan);
+  if (o.out.store_points) {
+    L.store_points = true;
+    L.points = p.rows;
+    L.features = p.features;
+    L.points_type = value_type<T>();
+  }
+  L.dimensions[L.result.name] = cmd.axis_names(L.result);
+  if (!L.companion.name.empty()) L.dimensions[L.companion.name] = cmd.axis_names(L.companion);
+  for (const io::DatasetSpec& x : L.extras)
+    L.dimensions[x.name] = cmd.axis_names(x);
+  for (const io::DatasetSpec& x : L.lists)
+    L.dimensions[x.name] = cmd.axis_names(x);
+  return L;
+}
+
+// Rank 0, holding the lock: start fresh, continue the .partial, or report
+// the output complete; refuses what would lose or mix up work.
+template <typename T>
+Existing inspect_output(const PairCommand<T>& cmd, const Problem<T>& p, const Sources& src) {
+  const CommandOptions& o = cmd.options();
+  const std::string& out = o.out.output;
+  const std::string partial = io::partial_path(out);
+  const std::string identity = job_identity(cmd, p, src);
+  struct stat st {};
+  Existing e;
+  const auto same_job = [&](const io::ExistingResult& r, const std::string& path) {
+    std::string diff = job_differences(r.job, identity);
+    if (r.version != TDSOLVE_VERSION)
+      diff = "version: " + r.version + " in the file, " TDSOLVE_VERSION " now" +
+             (diff.empty() ? "" : "; " + diff);
+    if (!diff.empty())
+      throw InputError("--resume: '" + path + "' is a different job (" + diff +
+                       "); rerun it as it was, or start over without --resume (with --overwrite)");
+  };
+  if (stat(partial.c_str(), &st) == 0) {
+    if (!o.out.resume) {
+      if (!o.out.overwrite)
+        throw UsageError("an unfinished run of this output exists ('" + partial +
+                         "'): pass --resume to continue it, or --overwrite to start over");
+      if (::unlink(partial.c_str()) != 0)
+        throw InputError("cannot remove '" + partial + "': " + std::strerror(errno));
+      return e;
+    }
+    io::ExistingResult r;
+    try {
+      r = io::read_existing(partial);
+    } catch (const std::exception& x) {
+      throw InputError(std::string("cannot resume: ") + x.what() +
+                       "; start over with --overwrite (without --resume)");
+    }
+    same_job(r, partial);
+    e.start = Start::resume;
+    e.offsets = r.offsets;
+    e.done = r.done;
+    if (p.epilogue == EpilogueKind::histogram && r.chunks_done() > 0) {
+      const index_t bins = p.hist.bins;
+      if (r.counts.size() != bins + 2)
+        throw InputError("'" + partial + "': /counts has the wrong size");
+      e.slots.assign(bins + 2, 0);
+      e.slots[0] = static_cast<std::uint64_t>(r.counts[bins]);
+      e.slots[bins + 1] = static_cast<std::uint64_t>(r.counts[bins + 1]);
+      for (index_t b = 0; b < bins; ++b)
+        e.slots[b + 1] = static_cast<std::uint64_t>(r.counts[b]);
+    }
+    if (p.triplets() && r.chunks_done() > 0) {
+      if (r.sums_shape != std::vector<index_t>{triplet_sum_slots(p.rows), index_t(kExactLimbs)})
+        throw InputError("'" + partial + "': /progress/sums is missing or has the wrong shape");
+      e.sums = r.sums;
+    }
+    return e;
+  }
+  if (o.out.resume && stat(out.c_str(), &st) == 0) {
+    io::ExistingResult r;
+    try {
+      r = io::read_existing(out);
+    } catch (const std::exception& x) {
+      throw InputError(std::string("--resume: ") + x.what());
+    }
+    same_job(r, out);
+    if (!r.complete())
+      throw InputError("--resume: '" + out + "' is incomplete but not a run tdsolve can continue " +
+                       "(written in place by an older version?); start over with --overwrite");
+    e.start = Start::complete;
+  }
+  return e;
+}
+
+// One run of a command of the family, as the output lifecycle asks for it.
+template <typename T>
+class PairRun final : public OutputRun {
+ public:
+  PairRun(PairCommand<T>& cmd, MPI_Comm comm)
+      : cmd_(cmd),
+        o_(cmd.options()),
+        comm_(comm),
+        rank_(comm_rank(comm)),
+        ranks_(comm_size(comm)),
+        t_start_(MPI_Wtime()) {}
+
+  void load() override { p_ = load_problem<T>(cmd_, comm_, &src_); }
+
+  Start inspect() override {
+    ex_ = inspect_output(cmd_, p_, src_);
+    return ex_.start;
+  }
+
+  void share(Start start) override {
+    ex_.start = start;
+    bcast_vector(comm_, &ex_.offsets);
+    bcast_vector(comm_, &ex_.done);
+  }
+
+  void prepare(bool resuming) override {
+    const char* name = cmd_.name();
+    backend_ = make_backend<T>(o_.compute, p_, comm_, o_.run.quiet, &kind_);
+    const std::string partial = io::partial_path(o_.out.output);
+    if (resuming) {
+      all_agree(comm_, [&] {
+        try {
+          std::vector<index_t> offsets = ex_.offsets;
+          if (p_.knn())  // the file counts values of /distances: rows × K
+            for (index_t& off : offsets) {
+              if (off % p_.k != 0)
+                throw std::invalid_argument("an offset is not a multiple of K = " +
+                                            std::to_string(p_.k));
+              off = off / p_.k * p_.cols;
+            }
+          plan_ = plan_from_offsets(p_, offsets);
+        } catch (const std::invalid_argument& e) {
+          throw InputError("cannot resume '" + partial +
+                           "': its chunk plan does not fit: " + e.what());
+        }
+        reserve_for_plan(p_, *backend_, plan_, comm_);
+      });
+    } else {
+      plan_ = agree_plan(p_, *backend_, cmd_.chunk_bound(p_), comm_);
+    }
+    index_t chunks_before = 0;
+    for (index_t c = 0; c < ex_.done.size() && c < plan_.chunks(); ++c)
+      if (ex_.done[c]) {
+        already_ += plan_.elements(c);
+        ++chunks_before;
+      }
+
+    std::string created = utc_now();
+    bcast_string(comm_, &created);
+    layout_ = make_layout(cmd_, p_, plan_, src_, created);
+
+    if (rank_ == 0 && !o_.run.quiet) {
+      cmd_.print_before(p_, plan_);
+      std::printf("tdsolve %s: %d rank%s, %s, %llu chunk%s -> %s\n", name, ranks_,
+                  ranks_ > 1 ? "s" : "", backend_->describe().c_str(),
+                  (unsigned long long)plan_.chunks(), plan_.chunks() > 1 ? "s" : "",
+                  o_.out.output.c_str());
+      if (resuming)
+        std::printf("tdsolve %s: resuming '%s': %llu of %llu chunks already done\n", name,
+                    partial.c_str(), (unsigned long long)chunks_before,
+                    (unsigned long long)plan_.chunks());
+      std::fflush(stdout);
+    }
+  }
+
+  void make(const std::string& creating) override {
+    layout_.path = creating;
+    io::create_result_file(layout_);
+  }
+  void open(const std::string& path) override {
+    layout_.path = path;
+    writer_ = open_writer(comm_, layout_);
+  }
+  void flush() override { writer_->flush(); }
+
+  std::string abort_hint(const std::string& partial, const std::string& resume_cmd) const override {
+    return "the finished chunks are kept in '" + partial +
+           "'; to continue, run the same job again with --resume (any rank count): " + resume_cmd;
+  }
+
+  bool loop(const OutputContext& context) override {
+    partial_ = context.partial;
+    resume_cmd_ = context.resume_command;
+    // From here on the file exists: a failure on one rank ends the job at once.
+    const char* list = cmd_.list_run();  // knn --radius, collide
+    contain(comm_, [&] {
+      if (list)
+        set_abort_hint(std::string("the finished chunks of a ") + list +
+                       " run are not kept (it writes its pairs at its end); run the same job "
+                       "again with --resume to start it over: " +
+                       resume_cmd_);
+      sink_ = cmd_.make_sink(*writer_, comm_, p_, ex_);
+      if (o_.out.store_points)
+        writer_->write_points(rank_ != 0                 ? nullptr
+                              : p_.stored_points.empty() ? p_.a.data()
+                                                         : p_.stored_points.data());
+      Progress progress(rank_ == 0 ? o_.run.progress : ProgressMode::none, plan_.total(),
+                        p_.stores_values() && !list ? sizeof(T) : 0, already_, element_name(p_));
+      StopPolicy stop;
+      if (o_.run.max_hours > 0) stop.deadline = t_start_ + o_.run.max_hours * 3600.0;
+      if (cmd_.checkpoints()) stop.checkpoint_every = checkpoint_seconds();
+      if (rank_ == 0) stop.beat = [&] { context.heartbeat(); };
+      res_ = run_chunks(plan_, ex_.done, *backend_, *sink_, comm_, &progress, &stop);
+      const double w0 = MPI_Wtime();
+      sink_->close(res_.done);
+      res_.time.sink += MPI_Wtime() - w0;
+    });
+    // A stopped --radius or collide run kept no pairs: no chunk of it counts
+    // as done.
+    if (list && !std::all_of(res_.done.begin(), res_.done.end(), [](unsigned char d) { return d; }))
+      std::fill(res_.done.begin(), res_.done.end(), 0);
+    for (index_t c = 0; c < plan_.chunks(); ++c)
+      if (res_.done[c]) {
+        ++chunks_done_;
+        elements_done_ += plan_.elements(c);
+      }
+    return chunks_done_ == plan_.chunks();
+  }
+
+  void finish(bool complete) override {
+    const char* name = cmd_.name();
+    const LoopTiming& t = res_.time;
+    double mine[3] = {t.compute, t.transfer, t.sink};
+    check_mpi(MPI_Reduce(mine, worst_, 3, MPI_DOUBLE, MPI_MAX, 0, comm_), "MPI_Reduce");
+    total_ = MPI_Wtime() - t_start_;
+    if (rank_ != 0) return;
+    if (!complete) {
+      // Always printed, also with --quiet: the log must say how to go on.
+      std::fprintf(stderr,
+                   "tdsolve %s: stopped cleanly (%s) after %s: %llu of %llu chunks done (%.1f%%), "
+                   "kept in '%s'. Resume with the same job and --resume (any rank count): %s\n",
+                   name, res_.signal ? signal_name(res_.signal) : "--max-hours reached",
+                   human_seconds(total_).c_str(), (unsigned long long)chunks_done_,
+                   (unsigned long long)plan_.chunks(),
+                   plan_.total() ? 100.0 * double(elements_done_) / double(plan_.total()) : 100.0,
+                   partial_.c_str(), resume_cmd_.c_str());
+      std::fflush(stderr);
+    } else if (!o_.run.quiet) {
+      cmd_.print_after(p_, plan_.total() - already_, total_);
+      std::printf("); per rank at most: compute %s", human_seconds(worst_[0]).c_str());
+      if (kind_ == "cuda") std::printf(", device-to-host %s", human_seconds(worst_[1]).c_str());
+      std::printf(", write %s\n", human_seconds(worst_[2]).c_str());
+    }
+  }
+
+  void write_stats(std::FILE* f, bool complete) const override {
+    std::fprintf(
+        f,
+        "{\"command\": \"%s\", \"n\": %llu, \"cols\": %llu, \"d\": %llu, \"pairs\": %llu, "
+        "\"bytes\": %.0f, \"metric\": \"%s\", \"precision\": \"%s\", \"backend\": \"%s\", "
+        "\"ranks\": %d, \"chunks\": %llu, \"block\": %llu, \"total_s\": %.6f, "
+        "\"compute_s\": %.6f, \"transfer_s\": %.6f, \"write_s\": %.6f, \"complete\": %s}\n",
+        cmd_.name(), (unsigned long long)p_.rows, (unsigned long long)p_.cols,
+        (unsigned long long)p_.d, (unsigned long long)plan_.total(), cmd_.result_bytes(p_, plan_),
+        metric_name(p_.metric), precision_name<T>(), kind_.c_str(), ranks_,
+        (unsigned long long)plan_.chunks(), (unsigned long long)p_.rho, total_, worst_[0],
+        worst_[1], worst_[2], complete ? "true" : "false");
+  }
+
+ private:
+  PairCommand<T>& cmd_;
+  const CommandOptions& o_;
+  MPI_Comm comm_;
+  int rank_, ranks_;
+  double t_start_;
+  Sources src_;
+  Problem<T> p_;
+  Existing ex_;
+  std::string kind_;  // the backend: "cpu" or "cuda"
+  std::unique_ptr<Backend<T>> backend_;
+  mapping::ChunkPlan plan_;
+  index_t already_ = 0;  // elements done by an earlier run
+  io::ResultLayout layout_;
+  std::unique_ptr<io::ResultWriter> writer_;
+  std::unique_ptr<Sink<T>> sink_;
+  std::string partial_, resume_cmd_;
+  LoopResult res_;
+  index_t chunks_done_ = 0, elements_done_ = 0;
+  double worst_[3] = {0, 0, 0}, total_ = 0;
+};
+
+}  // namespace
+
+// ---- helpers -------------------------------------------------------------------
+
+index_t pair_total(index_t n, const std::string& source) {
+  index_t total = 0;
+  if (!mapping::checked_pair_count(n, &total) || total >= (index_t(1) << 62))
+    throw InputError("n = " + std::to_string(n) + " points (" + source +
+                     ") give more pairs than tdsolve indexes (C(n,2) must stay below 2^62)");
+  return total;
+}
+
+index_t triplet_total(index_t n, const std::string& source) {
+  const unsigned __int128 t = static_cast<unsigned __int128>(n) * (n - 1) * (n - 2) / 6;
+  if (n > (index_t(1) << 32) || t >= (static_cast<unsigned __int128>(1) << 62))
+    throw InputError("n = " + std::to_string(n) + " points (" + source +
+                     ") give more triplets than tdsolve indexes (C(n,3) must stay below 2^62)");
+  return static_cast<index_t>(t);
+}
+
+index_t rect_total(index_t rows, index_t cols) {
+  index_t total = 0;
+  if (__builtin_mul_overflow(rows, cols, &total) || total >= (index_t(1) << 62))
+    throw InputError(std::to_string(rows) + " × " + std::to_string(cols) +
+                     " distances are more than tdsolve indexes (2^62)");
+  return total;
+}
+
+void check_file_bytes(index_t total, index_t value_bytes, const std::string& source) {
+  index_t bytes = 0;
+  if (__builtin_mul_overflow(total, value_bytes, &bytes) || bytes >= (index_t(1) << 63))
+    throw InputError(source + " gives an output larger than a file can hold (" +
+                     std::to_string(total) + " values of " + std::to_string(value_bytes) +
+                     " bytes)");
+}
+
+std::string number_text(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+// The result dataset's attributes for the metric's parameters, and the
+// datasets /weights and /variance (float64[d]) they name.
+template <typename T>
+void add_metric_attrs(const CommandOptions& o, const Problem<T>& p, io::ResultLayout* L) {
+  using io::Attr;
+  std::vector<Attr>& a = L->result.attrs;
+  if (p.metric == Metric::minkowski) a.push_back(Attr{"p", o.compute.p});
+  if (p.metric == Metric::jensenshannon && o.compute.base > 0)
+    a.push_back(Attr{"base", o.compute.base});
+  if (!p.weights.empty()) {
+    a.push_back(Attr{"weights", std::string("/weights")});
+    L->extras.push_back(
+        {"weights", io::ValueType::f64, {index_t(p.weights.size())}, {}, p.weights});
+  }
+  if (!p.variance.empty()) {
+    a.push_back(Attr{"variance", std::string("/variance")});
+    L->extras.push_back(
+        {"variance", io::ValueType::f64, {index_t(p.variance.size())}, {}, p.variance});
+  }
+}
+
+// ---- the problem -----------------------------------------------------------------
+
+template <typename T>
+Problem<T> load_problem(PairCommand<T>& cmd, MPI_Comm comm, Sources* src) {
+  const CommandOptions& o = cmd.options();
+  Problem<T> p;
+  p.metric = o.compute.metric;
+  p.mp = make_metric_params(p.metric, o.compute.p, o.compute.base, 0);  // bits: below
+  p.map = o.compute.map;
+  p.rho = o.compute.block;
+  cmd.configure(p);  // domain, epilogue and the command's parameters
+  const bool bench = o.out.output.empty();
+  std::vector<std::string> notes;  // printed once the problem has passed every check
+  on_root(comm, [&] {
+    const double host = static_cast<double>(cpu::available_host_bytes(1));
+    const auto check_size = [&](index_t n, index_t d, const std::string& source) {
+      cmd.check_size(n, d, source);
+    };
+    io::PointSet a = load_points(o.in, host, &notes, check_size, cmd.transpose_note());
+    src->a = a.source;
+    if (!bench) src->a_hash = content_hash(a);  // collide: the radii included
+    cmd.take_input(a);
+    p.d = a.d;
+    p.rows = a.n;
+    io::PointSet b;
+    const bool rect = cmd.second_set();
+    if (rect) {
+      b = load_points(o.with, host, &notes, [](index_t, index_t, const std::string&) {});
+      src->b = b.source;
+      if (!bench) src->b_hash = content_hash(b);
+      if (b.d != a.d)
+        throw InputError("--input has d = " + std::to_string(a.d) +
+                         " features but --with has d = " + std::to_string(b.d) +
+                         "; both sets need the same d");
+      p.cols = b.n;
+    } else {
+      p.cols = a.n;
+    }
+    cmd.prepare(p, a, rect ? &b : nullptr);
+    cmd.check_output(p, a, bench);
+    if (!is_boolean(p.metric)) p.a = convert_points<T>(a);
+    cmd.check_points(p, a);
+  });
+  bcast_u64(comm, &p.rows);
+  bcast_u64(comm, &p.cols);
+  bcast_u64(comm, &p.d);
+  bcast_u64(comm, &p.features);
+  bcast_vector(comm, &p.weights);
+  bcast_vector(comm, &p.variance);
+  bcast_vector(comm, &p.kernel_weights);
+  p.mp = make_metric_params(p.metric, o.compute.p, o.compute.base, p.features);
+  bcast_string(comm, &src->a);
+  bcast_string(comm, &src->b);
+  bcast_string(comm, &src->a_hash);
+  bcast_string(comm, &src->b_hash);
+  bcast_vector(comm, &p.a);
+  bcast_vector(comm, &p.b);
+  cmd.broadcast(comm);
+  all_agree(comm, [&] { fault_point(Stage::read, 0); });
+  complete_problem(&p);
+  on_root(comm, [&] { check_norms(p, src->a, src->b); });
+  if (!o.run.quiet)
+    for (const std::string& note : notes)
+      std::fprintf(stderr, "tdsolve: note: %s\n", note.c_str());
+  cmd.complete(p);
+  return p;
+}
+
+// ---- the defaults of a typed piece (edm's) ---------------------------------------
+
+template <typename T>
+void PairCommand<T>::check_size(index_t n, index_t d, const std::string& source) const {
+  io::check_pairs(n, source);
+  checked_total(n, n, sizeof(T), source);
+}
+
+template <typename T>
+index_t PairCommand<T>::checked_total(index_t rows, index_t cols, index_t value_bytes,
+                                      const std::string& source) const {
+  const index_t total = pair_total(rows, source);
+  check_file_bytes(total, value_bytes, source);
+  return total;
+}
+
+// The metric's vectors, then its host-side transforms of the points.
+template <typename T>
+void PairCommand<T>::prepare(Problem<T>& p, io::PointSet& a, io::PointSet* b) const {
+  const CommandOptions& o = options();
+  if (o.out.store_points) p.stored_points = convert_points<T>(a);  // as given
+  const MetricVectors mv = metric_vectors(o.compute, a, b);
+  p.weights = mv.weights;
+  p.variance = mv.variance;
+  prepare_points(&p, &a, b, mv);
+  if (is_boolean(p.metric)) {
+    p.a = pack_points<T>(a);
+    if (b) p.b = pack_points<T>(*b);
+  } else if (b) {
+    p.b = convert_points<T>(*b);
+    if (sizeof(T) == 4) check_float32_range(a, b, p.metric, p.mp.p);
+  }
+}
+
+template <typename T>
+void PairCommand<T>::check_output(const Problem<T>& p, const io::PointSet& a, bool bench) const {
+  const index_t total = checked_total(p.rows, p.cols, sizeof(T), a.source);
+  if (!bench) check_output_space(options().out.output, double(total) * sizeof(T));
+}
+
+template <typename T>
+void PairCommand<T>::check_points(Problem<T>& p, const io::PointSet& a) const {
+  if (sizeof(T) == 4 && !second_set() && !is_boolean(p.metric))
+    check_float32_range(a, nullptr, p.metric, p.mp.p);
+}
+
+// The axis names of a result's datasets, as HDF5 dimension scales (xarray and
+// h5netcdf name the axes by them; docs/output.md lists them). Unknown
+// datasets, and scalars, get none.
+template <typename T>
+std::vector<std::string> PairCommand<T>::axis_names(const io::DatasetSpec& d) const {
+  using V = std::vector<std::string>;
+  const std::string& name = d.name;
+  V v;
+  if (name == "distances")  // edm: 1-D; knn --k: n x K; knn --radius: 1-D, m
+    v = d.dims.size() == 1 ? V{"pair"} : V{"point", "neighbor"};
+  else if (name == "indices")
+    v = {"point", "neighbor"};
+  else if (name == "pairs")
+    v = {"pair", "pair_end"};
+  else if (name == "counts" || name == "rdf")
+    v = {"bin"};
+  else if (name == "edges")
+    v = {"edge"};
+  else if (name == "triplet_energy")
+    v = {"triplet"};
+  else if (name == "energy_per_point")
+    v = {"point"};
+  else if (name == "forces")
+    v = {"point", "axis"};
+  else if (name == "progress/sums")
+    v = {"progress/sum_row", "progress/limb"};
+  return v.size() == d.dims.size() ? v : V{};
+}
+
+template <typename T>
+index_t PairCommand<T>::chunk_bound(const Problem<T>& p) const {
+  const double mb = options().compute.chunk_mb;  // bench: 0 = as large as memory allows
+  return mb > 0 ? static_cast<index_t>(mb * (1 << 20)) / sizeof(T) : ~index_t(0);
+}
+
+template <typename T>
+void PairCommand<T>::print_before(const Problem<T>& p, const mapping::ChunkPlan& plan) const {
+  const double bytes = p.stores_values() ? double(plan.total()) * sizeof(T) : 0;
+  std::printf("tdsolve %s: %llu × %llu points, d = %llu, %llu %s%s, %s %s, block %llu\n", name(),
+              (unsigned long long)p.rows, (unsigned long long)p.cols, (unsigned long long)p.d,
+              (unsigned long long)plan.total(),
+              p.domain == DomainKind::rect ? "distances" : "pairs",
+              bytes > 0 ? (" (" + human_bytes(bytes) + ")").c_str() : "", metric_name(p.metric),
+              precision_name<T>(), (unsigned long long)p.rho);
+}
+
+template <typename T>
+void PairCommand<T>::print_after(const Problem<T>& p, index_t now, double total) const {
+  const char* what = element_name(p);
+  const double bytes = double(now) * sizeof(T);
+  std::printf("tdsolve %s: wrote %s (%llu %s) in %s (%s/s, %.3g %s/s", name(),
+              human_bytes(bytes).c_str(), (unsigned long long)now, what,
+              human_seconds(total).c_str(), human_bytes(bytes / total).c_str(), double(now) / total,
+              what);
+}
+
+// --stats' "bytes": packed values (edm, cross, triplet's energies); 0 for
+// results that are a few counts or sums.
+template <typename T>
+double PairCommand<T>::result_bytes(const Problem<T>& p, const mapping::ChunkPlan& plan) const {
+  return p.stores_values() ? double(plan.total()) * sizeof(T) : 0.0;
+}
+
+// ---- the run -----------------------------------------------------------------------
+
+template <typename T>
+int run_pairs(PairCommand<T>& cmd, MPI_Comm comm) {
+  const CommandOptions& o = cmd.options();
+  OutputRequest r;
+  r.name = cmd.name();
+  r.paths.output = o.out.output;
+  r.paths.overwrite = o.out.overwrite;
+  r.paths.resume = o.out.resume;
+  r.paths.stats = o.run.stats;
+  r.paths.inputs = {{o.in.input, "the input"}, {o.with.input, "the --with input"}};
+  r.command = o.run.command;
+  r.quiet = o.run.quiet;
+  PairRun<T> run(cmd, comm);
+  return run_output(comm, r, run);
+}
+
+// ---- the command line ----------------------------------------------------------------
+
+void PairFamilyCommand::add_options(cli::po::options_description& all) {
+  all.add(cli::input_group(o_.in, info_.second_set ? &o_.with : nullptr, info_.spheres));
+  all.add(cli::output_group(o_.out, info_.output_help, info_.store_points));
+  add_groups(all);
+  all.add(cli::compute_group(o_.compute, c_, info_.compute_flags));
+  cli::po::options_description misc = cli::run_group(o_.run, c_);
+  misc.add_options()("help,h", "show this help");
+  all.add(misc);
+}
+
+void PairFamilyCommand::check(const cli::po::options_description& all,
+                              const cli::po::variables_map& vm, int argc, char** argv) {
+  cli::finish_input(o_.in, "input", "generate", !info_.second_set, vm, info_.spheres);
+  if (info_.second_set) cli::finish_input(o_.with, "with", "with-generate", false, vm);
+  if (o_.out.output.empty()) throw UsageError("--output FILE.h5 is required");
+  if (o_.out.resume && o_.out.overwrite)
+    throw UsageError(
+        "--resume and --overwrite do not go together: --resume continues an unfinished run (or "
+        "reports a finished one), --overwrite starts over");
+  cli::finish_compute(o_.compute, c_, info_.compute_flags);
+  check_groups(vm);
+  cli::finish_run(o_.run, c_, argc, argv);
+  o_.run.effective = cli::effective_options(all, vm);
+}
+
+int PairFamilyCommand::run(MPI_Comm comm) {
+  // collide computes in float64 always (finish_compute sets fp64): its pair
+  // set is that of a float64 reference.
+  if (o_.compute.fp64) return run_pairs(*piece<double>(o_), comm);
+  return run_pairs(*piece<float>(o_), comm);
+}
+
+template class PairCommand<float>;
+template class PairCommand<double>;
+#define TDS_INSTANTIATE(T)                                                                        \
+  template void add_metric_attrs<T>(const CommandOptions&, const Problem<T>&, io::ResultLayout*); \
+  template Problem<T> load_problem<T>(PairCommand<T>&, MPI_Comm, Sources*);                       \
+  template int run_pairs<T>(PairCommand<T>&, MPI_Comm);
+TDS_INSTANTIATE(float)
+TDS_INSTANTIATE(double)
+#undef TDS_INSTANTIATE
+
+}  // namespace tdsolve

@@ -1,0 +1,368 @@
+// The sinks of the commands that write a result file (solver/sink.hpp is
+// the interface): the packed values into the file (ArraySink), the pairs that
+// pass a test kept to the end (PairListSink: RadiusSink, OverlapSink), the
+// counts of a histogram (HistogramSink), the exact sums of triplets
+// (TripletSink).
+#pragma once
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <exception>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "io/result_file.hpp"
+#include "mapping/simplex.hpp"
+#include "solver/driver.hpp"
+#include "solver/exact_sum.hpp"
+#include "solver/mpi_util.hpp"
+#include "solver/options.hpp"
+#include "solver/problem.hpp"
+#include "solver/sink.hpp"
+
+namespace tdsolve {
+
+constexpr double kPi = 3.141592653589793238462643383279502884;
+
+// The periodic box's volume (hist --box).
+inline double box_volume(const HistOptions& h) {
+  double v = 1;
+  for (int k = 0; k < h.box_dims; ++k)
+    v *= h.box[k];
+  return v;
+}
+
+// Values in packed order straight into the file; a chunk's flag only after
+// its data is synced to the storage. knn writes rows of K values (and their
+// companion, the indices) where the domain has rows of n comparisons: a
+// chunk's offset and count scale by K / n (per = n, take = K).
+template <typename T>
+class ArraySink final : public Sink<T> {
+ public:
+  explicit ArraySink(io::ResultWriter& w, index_t per = 1, index_t take = 1, bool companion = false)
+      : w_(w), per_(per), take_(take), companion_(companion) {}
+  void write(bool has, index_t, index_t offset, index_t count, const ChunkResult<T>& r) override {
+    const index_t at = has ? offset / per_ * take_ : 0, values = has ? count / per_ * take_ : 0;
+    w_.write(at, values, r.values);
+    if (companion_) w_.write_companion(at, values, r.indices);
+  }
+  void mark(bool has, index_t chunk) override {
+    w_.flush();
+    w_.mark_done(has, chunk);
+  }
+  void close(const std::vector<unsigned char>&) override { w_.close(); }
+
+ private:
+  io::ResultWriter& w_;
+  index_t per_, take_;
+  bool companion_;
+};
+
+// The pairs (i, j) of each chunk's packed values that pass a test (knn
+// --radius: within the radius; collide: spheres that overlap), kept in this
+// rank's memory (its chunks are contiguous and in order, and the packed
+// order is (i, j) order, so its pairs are sorted); at the end the ranks
+// agree on where each one's pairs go, write /pairs and /distances (and
+// /count, where the layout has it) at once and set every flag. A run
+// stopped before that keeps nothing (every flag stays 0). The list has no
+// bound known in advance: it grows as the pairs come.
+template <typename T>
+class PairListSink : public Sink<T> {
+ public:
+  void write(bool has, index_t, index_t offset, index_t count, const ChunkResult<T>& r) override {
+    if (has) collect_chunk(offset, count, r.values);
+  }
+  void mark(bool, index_t) override {}
+  void close(const std::vector<unsigned char>& done) override {
+    if (std::all_of(done.begin(), done.end(), [](unsigned char d) { return d; })) {
+      const std::uint64_t mine = dist_.size();
+      std::uint64_t before = 0, total = 0;
+      check_mpi(MPI_Exscan(&mine, &before, 1, MPI_UINT64_T, MPI_SUM, comm_), "MPI_Exscan");
+      if (comm_rank(comm_) == 0) before = 0;
+      check_mpi(MPI_Allreduce(&mine, &total, 1, MPI_UINT64_T, MPI_SUM, comm_), "MPI_Allreduce");
+      // Every rank writes at once, so a full disk fails them all: the
+      // first that failed reports it (one line) and ends the job.
+      std::string why;
+      try {
+        w_.write_list("pairs", total, before, mine, pairs_.data());
+        w_.write_list("distances", total, before, mine, dist_.data());
+        const std::int64_t m = static_cast<std::int64_t>(total);
+        if (count_dataset_) w_.write_extra("count", comm_rank(comm_) == 0 ? &m : nullptr);
+      } catch (const std::exception& e) {
+        why = e.what();
+      }
+      const int me = why.empty() ? comm_size(comm_) : comm_rank(comm_);
+      int first = 0;
+      check_mpi(MPI_Allreduce(&me, &first, 1, MPI_INT, MPI_MIN, comm_), "MPI_Allreduce");
+      if (first < comm_size(comm_)) {
+        if (me == first) abort_run(comm_, why);
+        MPI_Barrier(comm_);  // never returns: rank `first` aborts the job
+      }
+      w_.flush();
+      w_.set_done(comm_rank(comm_) == 0 ? done.data() : nullptr);
+      w_.flush();
+      count_ = total;
+    }
+    w_.close();
+  }
+  std::uint64_t count() const { return count_; }
+
+ protected:
+  PairListSink(io::ResultWriter& w, MPI_Comm comm, index_t n, bool count_dataset)
+      : w_(w), comm_(comm), n_(n), count_dataset_(count_dataset) {}
+  // Calls this->collect with the command's test.
+  virtual void collect_chunk(index_t offset, index_t count, const T* values) = 0;
+  // Keeps (i, j, value) of the chunk's values for which keep(i, j, value).
+  template <typename Keep>
+  void collect(index_t offset, index_t count, const T* values, Keep keep) {
+    const mapping::Pair first = mapping::pair_unrank(n_, offset);
+    index_t i = first.i, j = first.j;
+    for (index_t e = 0; e < count; ++e) {
+      if (keep(i, j, values[e])) {
+        pairs_.push_back(static_cast<std::int64_t>(i));
+        pairs_.push_back(static_cast<std::int64_t>(j));
+        dist_.push_back(values[e]);
+      }
+      if (++j == n_) {
+        ++i;
+        j = i + 1;
+      }
+    }
+  }
+
+ private:
+  io::ResultWriter& w_;
+  MPI_Comm comm_;
+  index_t n_;
+  bool count_dataset_;
+  std::vector<std::int64_t> pairs_;
+  std::vector<T> dist_;
+  std::uint64_t count_ = 0;
+};
+
+// knn --radius: the pairs within the radius (d <= R).
+template <typename T>
+class RadiusSink final : public PairListSink<T> {
+ public:
+  RadiusSink(io::ResultWriter& w, MPI_Comm comm, index_t n, double radius)
+      : PairListSink<T>(w, comm, n, false), radius_(static_cast<T>(radius)) {
+    // The largest T <= radius: d <= R in double is d <= that in T.
+    if (static_cast<double>(radius_) > radius)
+      radius_ = std::nextafter(radius_, -std::numeric_limits<T>::infinity());
+  }
+
+ private:
+  void collect_chunk(index_t offset, index_t count, const T* values) override {
+    const T r = radius_;
+    this->collect(offset, count, values, [r](index_t, index_t, T d) { return d <= r; });
+  }
+  T radius_;
+};
+
+// collide: the spheres that overlap, d < r_i + r_j in float64 (d the
+// euclidean distance of the centres; touching spheres, d == r_i + r_j, do
+// not count).
+template <typename T>
+class OverlapSink final : public PairListSink<T> {
+ public:
+  OverlapSink(io::ResultWriter& w, MPI_Comm comm, index_t n, const std::vector<double>& radii)
+      : PairListSink<T>(w, comm, n, true), r_(radii) {}
+
+ private:
+  void collect_chunk(index_t offset, index_t count, const T* values) override {
+    const double* r = r_.data();
+    this->collect(offset, count, values,
+                  [r](index_t i, index_t j, T d) { return static_cast<double>(d) < r[i] + r[j]; });
+  }
+  const std::vector<double>& r_;
+};
+
+// Partial counts summed per rank (integers: the same sum in any order),
+// reduced to rank 0 at the end, at a clean stop and at each checkpoint, and
+// written with the flags of the chunks they cover. Rank 0 starts from the counts a stopped run left
+// (`initial`, in slot order). The flags are cleared before the counts are
+// rewritten and set after, so a kill at any point leaves counts that match
+// the flags, or no flag at all (then a resume starts from zero).
+template <typename T>
+class HistogramSink final : public Sink<T> {
+ public:
+  HistogramSink(io::ResultWriter& w, MPI_Comm comm, const Problem<T>& p, const HistOptions& h,
+                const std::vector<std::uint64_t>& initial)
+      : w_(w), comm_(comm), p_(p), h_(h), sum_(p.hist.slots(), 0) {
+    if (comm_rank(comm) == 0 && initial.size() == sum_.size()) sum_ = initial;
+  }
+  void write(bool has, index_t, index_t, index_t, const ChunkResult<T>& r) override {
+    if (!has) return;
+    for (index_t s = 0; s < sum_.size(); ++s)
+      sum_[s] += r.counts[s];
+  }
+  void mark(bool, index_t) override {}
+  void checkpoint(const std::vector<unsigned char>& done) override { write_partial(done); }
+  void close(const std::vector<unsigned char>& done) override {
+    write_partial(done);
+    w_.close();
+  }
+
+ private:
+  // The counts of the chunks `done` so far (all of them at the end).
+  void write_partial(const std::vector<unsigned char>& done) {
+    std::vector<std::uint64_t> total(sum_.size(), 0);
+    check_mpi(MPI_Reduce(sum_.data(), total.data(), static_cast<int>(sum_.size()), MPI_UINT64_T,
+                         MPI_SUM, 0, comm_),
+              "MPI_Reduce (histogram)");
+    const bool root = comm_rank(comm_) == 0;
+    const bool complete = std::all_of(done.begin(), done.end(), [](unsigned char d) { return d; });
+    const index_t bins = p_.hist.bins;
+    std::vector<std::int64_t> counts(bins);
+    std::int64_t under = 0, over = 0;
+    std::vector<double> rdf;
+    if (root) {
+      under = static_cast<std::int64_t>(total[0]);
+      over = static_cast<std::int64_t>(total[bins + 1]);
+      for (index_t b = 0; b < bins; ++b)
+        counts[b] = static_cast<std::int64_t>(total[b + 1]);
+      if (h_.box_dims > 0 && complete) {
+        const double n = static_cast<double>(p_.rows), volume = box_volume(h_);
+        const double density = n * (n - 1) / (2 * volume);
+        const std::vector<double>& e = p_.hist.edges;
+        rdf.resize(bins);
+        for (index_t b = 0; b < bins; ++b) {
+          const double shell =
+              4.0 / 3.0 * kPi * (e[b + 1] * e[b + 1] * e[b + 1] - e[b] * e[b] * e[b]);
+          rdf[b] = static_cast<double>(counts[b]) / (shell * density);
+        }
+      }
+    }
+    const std::vector<unsigned char> none(done.size(), 0);
+    w_.set_done(root ? none.data() : nullptr);
+    w_.flush();
+    w_.write_extra("counts", root ? counts.data() : nullptr);
+    w_.write_extra("underflow", root ? &under : nullptr);
+    w_.write_extra("overflow", root ? &over : nullptr);
+    if (h_.box_dims > 0 && complete) w_.write_extra("rdf", root ? rdf.data() : nullptr);
+    w_.flush();
+    w_.set_done(root ? done.data() : nullptr);
+    w_.flush();
+  }
+
+  io::ResultWriter& w_;
+  MPI_Comm comm_;
+  const Problem<T>& p_;
+  const HistOptions& h_;
+  std::vector<std::uint64_t> sum_;
+};
+
+// Triplet energies (with --store-triplets) straight into the file; the
+// chunks' exact sums added up per rank (integers: the same in any order),
+// reduced to rank 0 at each checkpoint, at a clean stop and at the end, and
+// written as /progress/sums with the flags of the chunks they cover (flags
+// cleared first, set after, as for histograms: so a chunk's flag is set only
+// at a checkpoint, once its triplet energies are synced and its sums
+// written). When every chunk is done, rank 0 reads the sums out: /energy,
+// /energy_per_point (each point's sum / 3) and /forces.
+template <typename T>
+class TripletSink final : public Sink<T> {
+ public:
+  TripletSink(io::ResultWriter& w, MPI_Comm comm, const Problem<T>& p,
+              const std::vector<std::int64_t>& initial)
+      : w_(w),
+        comm_(comm),
+        n_(p.rows),
+        store_(p.stores_values()),
+        slots_(triplet_sum_slots(p.rows)),
+        sum_(slots_ * kExactLimbs, 0) {
+    if (comm_rank(comm) == 0 && initial.size() == sum_.size()) sum_ = initial;
+  }
+  bool wants_results() const override { return true; }
+  void write(bool has, index_t, index_t offset, index_t count, const ChunkResult<T>& r) override {
+    if (store_) w_.write(has ? offset : 0, has ? count : 0, r.values);
+    if (!has) return;
+    // A chunk's limbs are normalised (below 2^32 each, the top one signed)
+    // before they are added, so the running sums grow by less than 2^32 a
+    // limb per chunk and need normalising only every 2^30 chunks. Slots are
+    // independent integer sums: threads do not change a bit.
+    const std::int64_t* in = r.sums;
+    std::int64_t* acc = sum_.data();
+#pragma omp parallel for schedule(static)
+    for (index_t slot = 0; slot < slots_; ++slot) {
+      std::int64_t limbs[kExactLimbs];
+      bool any = false;
+      for (int l = 0; l < kExactLimbs; ++l) {
+        limbs[l] = in[slot * kExactLimbs + l];
+        any = any || limbs[l] != 0;
+      }
+      if (!any) continue;
+      exact_normalise(limbs);
+      for (int l = 0; l < kExactLimbs; ++l)
+        acc[slot * kExactLimbs + l] += limbs[l];
+    }
+    if (++added_ >= (index_t(1) << 30)) {
+      for (index_t slot = 0; slot < slots_; ++slot)
+        exact_normalise(&sum_[slot * kExactLimbs]);
+      added_ = 0;
+    }
+  }
+  void mark(bool, index_t) override {
+    if (store_) w_.flush();
+  }
+  void checkpoint(const std::vector<unsigned char>& done) override {
+    write_partial(done);
+  }
+  void close(const std::vector<unsigned char>& done) override {
+    write_partial(done);
+    w_.close();
+  }
+
+ private:
+  void write_partial(const std::vector<unsigned char>& done) {
+    for (index_t slot = 0; slot < slots_; ++slot)
+      exact_normalise(&sum_[slot * kExactLimbs]);
+    added_ = 0;
+    std::vector<std::int64_t> total(sum_.size(), 0);
+    check_mpi(MPI_Reduce(sum_.data(), total.data(), static_cast<int>(sum_.size()), MPI_INT64_T,
+                         MPI_SUM, 0, comm_),
+              "MPI_Reduce (triplet sums)");
+    const bool root = comm_rank(comm_) == 0;
+    const bool complete = std::all_of(done.begin(), done.end(), [](unsigned char d) { return d; });
+    std::vector<double> energy(root ? n_ : 0), forces(root ? 3 * n_ : 0);
+    double e_total = 0;
+    if (root) {
+      for (index_t slot = 0; slot < slots_; ++slot)
+        exact_normalise(&total[slot * kExactLimbs]);
+      if (complete) {
+        for (index_t q = 0; q < n_; ++q) {
+          energy[q] = exact_value(&total[q * kExactLimbs]) / 3;
+          for (int c = 0; c < 3; ++c)
+            forces[3 * q + c] = exact_value(&total[(n_ + 3 * q + c) * kExactLimbs]);
+        }
+        e_total = exact_value(&total[4 * n_ * kExactLimbs]);
+      }
+    }
+    const std::vector<unsigned char> none(done.size(), 0);
+    w_.set_done(root ? none.data() : nullptr);
+    w_.flush();
+    w_.write_extra("progress/sums", root ? total.data() : nullptr);
+    if (complete) {
+      w_.write_extra("energy", root ? &e_total : nullptr);
+      w_.write_extra("energy_per_point", root ? energy.data() : nullptr);
+      w_.write_extra("forces", root ? forces.data() : nullptr);
+    }
+    w_.flush();
+    w_.set_done(root ? done.data() : nullptr);
+    w_.flush();
+  }
+
+  io::ResultWriter& w_;
+  MPI_Comm comm_;
+  index_t n_;
+  bool store_;
+  index_t slots_;
+  std::vector<std::int64_t> sum_;
+  index_t added_ = 0;  // chunks added since sum_ was last normalised
+};
+
+}  // namespace tdsolve

@@ -1,0 +1,225 @@
+// The output lifecycle (solver/lifecycle.hpp), once for every command.
+#include "solver/lifecycle.hpp"
+
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+
+#include "core/error.hpp"
+#include "io/input.hpp"
+#include "solver/driver.hpp"
+#include "solver/fault.hpp"
+#include "solver/mpi_util.hpp"
+#include "solver/progress.hpp"
+#include "solver/signals.hpp"
+
+namespace tdsolve {
+
+namespace {
+
+std::string directory_of(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+bool same_file(const std::string& a, const std::string& b) {
+  struct stat sa {
+  }, sb{};
+  return stat(a.c_str(), &sa) == 0 && stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev &&
+         sa.st_ino == sb.st_ino;
+}
+
+void check_writable_dir(const std::string& path, const char* option) {
+  struct stat st {};
+  const std::string dir = directory_of(path);
+  if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    throw UsageError(std::string(option) + ": cannot write '" + path + "': directory '" + dir +
+                     "' does not exist");
+  if (access(dir.c_str(), W_OK) != 0)
+    throw UsageError(std::string(option) + ": cannot write '" + path + "': directory '" + dir +
+                     "' is not writable");
+}
+
+// A path that may not exist yet, made absolute through its folder (so
+// "d.h5" and "./d.h5" compare equal).
+std::string absolute(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+  char* dir = realpath(directory_of(path).c_str(), nullptr);
+  if (!dir) return path;
+  const std::string out = std::string(dir) + (std::string(dir) == "/" ? "" : "/") + base;
+  std::free(dir);
+  return out;
+}
+
+bool same_path(const std::string& a, const std::string& b) {
+  return absolute(a) == absolute(b) || same_file(a, b);
+}
+
+}  // namespace
+
+// Every path the run writes (the output, its .partial, .lock and .creating
+// companions, --stats), checked against each other and the inputs before
+// anything is read or computed.
+void check_output_paths(const OutputPaths& o) {
+  const std::string& out = o.output;
+  if (out.empty()) throw UsageError("--output FILE.h5 is required");
+  std::vector<std::pair<std::string, std::string>> inputs;
+  for (const auto& [spec, what] : o.inputs)
+    if (!spec.empty()) inputs.push_back({io::split_input_spec(spec).path, what});
+  const std::vector<std::pair<std::string, std::string>> written = {
+      {out, "--output '" + out + "'"},
+      {io::partial_path(out), "the unfinished output '" + io::partial_path(out) + "'"},
+      {io::lock_path(out), "the output's lock file '" + io::lock_path(out) + "'"},
+      {io::creating_path(out), "the output's temporary '" + io::creating_path(out) + "'"}};
+  for (const auto& [path, what] : written)
+    for (const auto& [in, which] : inputs)
+      if (same_path(path, in))
+        throw UsageError(what + " is " + which + " file; choose another --output");
+  struct stat st {};
+  if (stat(out.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) throw UsageError("--output '" + out + "' is a directory");
+    if (!S_ISREG(st.st_mode))
+      throw UsageError("--output '" + out + "' exists and is not a regular file");
+    if (!o.overwrite && !o.resume)
+      throw UsageError("output '" + out +
+                       "' exists; pass --overwrite to replace it (it stays until the new result "
+                       "is complete)");
+  }
+  check_writable_dir(out, "--output");
+  if (!o.stats.empty()) {
+    const std::string& stats = o.stats;
+    for (const auto& [path, what] : written)
+      if (same_path(stats, path))
+        throw UsageError("--stats '" + stats + "' is " + what + "; choose another name");
+    for (const auto& [in, which] : inputs)
+      if (same_path(stats, in))
+        throw UsageError("--stats '" + stats + "' is " + which + " file; choose another name");
+    if (stat(stats.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+      throw UsageError("--stats '" + stats + "' is a directory");
+    check_writable_dir(stats, "--stats");
+  }
+}
+
+// The old output stays until the new one is complete, so it does not count
+// as free; an unfinished .partial is either continued or replaced, so it does.
+void check_output_space(const std::string& output, double bytes) {
+  struct statvfs fs {};
+  if (statvfs(directory_of(output).c_str(), &fs) != 0) return;  // cannot tell: let HDF5 try
+  double free = static_cast<double>(fs.f_bavail) * fs.f_frsize;
+  struct stat st {};
+  if (stat(io::partial_path(output).c_str(), &st) == 0) free += static_cast<double>(st.st_size);
+  if (bytes > free) {
+    throw InputError("the output needs " + human_bytes(bytes) + " but '" + directory_of(output) +
+                     "' has " + human_bytes(free) + " free");
+  }
+}
+
+namespace {
+
+// Makes the new file so that every interruption leaves no .partial or a
+// whole one: rank 0 writes the structure to FILE.h5.creating, all ranks
+// open it (parallel HDF5 allocates the datasets then), and only then is it
+// renamed to FILE.h5.partial. TDSOLVE_FAULT=0:STEP:create kills rank 0 at
+// each step, 0 to 4.
+void create_output(MPI_Comm comm, OutputRun& run, const std::string& creating,
+                   const std::string& partial) {
+  const bool root = comm_rank(comm) == 0;
+  const bool shared = run.shared_file();
+  if (root) fault_point(Stage::create, 0);
+  on_root(comm, [&] { run.make(creating); });
+  if (root) fault_point(Stage::create, 1);
+  run.open(creating);
+  if (root) fault_point(Stage::create, 2);
+  if (shared) contain(comm, [&] { run.flush(); });
+  if (root) fault_point(Stage::create, 3);
+  const auto rename = [&] {
+    if (root) io::rename_durably(creating, partial);
+  };
+  if (shared) {
+    contain(comm, rename);
+  } else {
+    on_root(comm, rename);
+  }
+  MPI_Barrier(comm);
+  if (root) fault_point(Stage::create, 4);
+}
+
+void write_stats(const std::string& path, const OutputRun& run, bool complete) {
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  if (!f) {
+    std::fprintf(stderr, "tdsolve: warning: cannot write --stats file '%s': %s\n", path.c_str(),
+                 std::strerror(errno));
+    return;
+  }
+  run.write_stats(f, complete);
+  std::fclose(f);
+}
+
+}  // namespace
+
+int run_output(MPI_Comm comm, const OutputRequest& r, OutputRun& run) {
+  const int rank = comm_rank(comm);
+  const std::string& out = r.paths.output;
+  const std::string partial = io::partial_path(out), creating = io::creating_path(out);
+
+  // Up front, before any input is read: the paths, then the output's lock.
+  std::unique_ptr<io::OutputLock> lock;
+  on_root(comm, [&] {
+    check_output_paths(r.paths);
+    lock = std::make_unique<io::OutputLock>(out, r.command);
+    io::remove_stale_creating(out);
+  });
+  run.load();
+  Start start = Start::fresh;
+  on_root(comm, [&] { start = run.inspect(); });
+  index_t verdict = static_cast<index_t>(start);
+  bcast_u64(comm, &verdict);
+  start = static_cast<Start>(verdict);
+  run.share(start);
+  if (start == Start::complete) {
+    if (rank == 0 && !r.quiet)
+      std::printf("tdsolve %s: '%s' is already complete (the same job); nothing to do\n", r.name,
+                  out.c_str());
+    return 0;
+  }
+  const bool resuming = start == Start::resume;
+  run.prepare(resuming);
+  if (resuming) {
+    run.open(partial);
+  } else {
+    create_output(comm, run, creating, partial);
+  }
+  const std::string resume_cmd =
+      r.command + (r.command.find(" --resume") == std::string::npos ? " --resume" : "");
+  set_abort_hint(run.abort_hint(partial, resume_cmd));
+
+  // From here on the file exists.
+  const OutputContext context{comm, out, partial, resume_cmd, lock.get()};
+  const bool complete = run.loop(context);
+  // Only a complete result takes the output's name (replacing an old one).
+  if (complete) {
+    const auto rename = [&] {
+      if (rank == 0) io::rename_durably(partial, out);
+    };
+    if (run.shared_file()) {
+      contain(comm, rename);
+    } else {
+      on_root(comm, rename);
+    }
+  }
+  set_abort_hint("");
+  if (rank == 0) lock.reset();
+  run.finish(complete);
+  if (rank == 0 && !r.paths.stats.empty()) write_stats(r.paths.stats, run, complete);
+  return complete ? 0 : kStoppedExitCode;
+}
+
+}  // namespace tdsolve
