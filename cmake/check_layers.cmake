@@ -2,9 +2,14 @@
 #   core/    nothing of ours but core/
 #   mapping/ core/ and mapping/ only; no MPI, HDF5 or CUDA runtime headers
 #   io/      core/, mapping/, io/
-#   solver/  anything of ours, but the driver loop (driver.*) no concrete
-#            backend (solver/cpu/, solver/cuda/), and CUDA sources (.cu,
-#            .cuh) no MPI or HDF5
+#   solver/  anything of ours, but the driver loop (driver.*) and the output
+#            lifecycle (lifecycle.*) no concrete backend (solver/cpu/,
+#            solver/cuda/), and CUDA sources (.cu, .cuh) no MPI or HDF5;
+#            the engine knows no command: only the command layer
+#            (solver/commands/, solver/cli/, main.cpp and a command's own
+#            solver/X/command.*) includes solver/commands/ or solver/cli/,
+#            and solver/cli/ (the shared options) of solver/commands/ only
+#            the interface, command.hpp
 # Usage: cmake -DROOT=<source dir> -P check_layers.cmake
 cmake_policy(SET CMP0057 NEW)
 if(NOT ROOT)
@@ -31,8 +36,16 @@ foreach(layer core mapping io solver)
         if(NOT target_layer IN_LIST _allowed_${layer})
           list(APPEND _violations "${_rel}: ${layer}/ may not include ${inc}")
         endif()
-        if(_rel MATCHES "^solver/driver\\." AND inc MATCHES "^solver/(cpu|cuda)/")
+        if(_rel MATCHES "^solver/(driver|lifecycle)\\." AND inc MATCHES "^solver/(cpu|cuda)/")
           list(APPEND _violations "${_rel}: the driver may not include a concrete backend (${inc})")
+        endif()
+        if(inc MATCHES "^solver/(commands|cli)/" AND NOT _rel MATCHES
+           "^solver/(commands/|cli/|main\\.cpp$|[^/]+/command\\.)")
+          list(APPEND _violations "${_rel}: the engine knows no command, only the command layer includes ${inc}")
+        endif()
+        if(_rel MATCHES "^solver/cli/" AND inc MATCHES "^solver/commands/" AND
+           NOT inc STREQUAL "solver/commands/command.hpp")
+          list(APPEND _violations "${_rel}: the shared options know no command (${inc}), only the interface solver/commands/command.hpp")
         endif()
       endif()
       if(layer STREQUAL "mapping" AND inc MATCHES "^(mpi\\.h|hdf5\\.h|cuda_runtime\\.h)$")
