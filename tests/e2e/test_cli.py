@@ -20,6 +20,18 @@ class CliTest(TempDirTest):
         self.assertEqual(bad.returncode, 2)
         self.assertIn("unknown command 'frobnicate'", bad.stderr)
 
+    def test_every_command_is_listed_and_has_help(self):
+        # One registry drives the unknown-command message, the top help and the dispatch.
+        bad = tdsolve("frobnicate")
+        names = re.search(r"\(commands: ([a-z, ]+); see tdsolve --help\)", bad.stderr).group(1).split(", ")
+        self.assertEqual(names, ["edm", "hist", "cross", "knn", "collide", "triplet", "fractal", "info", "bench"])
+        commands = tdsolve("--help").stdout.split("Commands:\n")[1].split("\n\n")[0]
+        self.assertEqual(re.findall(r"^  ([a-z]+) +\S", commands, re.M), names)
+        for name in names:
+            r = tdsolve(name, "--help")
+            self.assertEqual(r.returncode, 0, name)
+            self.assertTrue(r.stdout.startswith(f"Usage: tdsolve {name} "), r.stdout)
+
     def test_edm_help_lists_every_option_and_the_defaults_are_real(self):
         r = tdsolve("edm", "--help")
         self.assertEqual(r.returncode, 0)

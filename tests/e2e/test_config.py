@@ -166,6 +166,9 @@ class ConfigTest(TempDirTest):
             self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
             self.assertIn(f"[{section}]", r.stderr)
             self.assertIn("bad.ini", r.stderr)
+            # The sections a file may hold are the registry's commands that take options.
+            self.assertIn("(sections name a command: edm, hist, cross, knn, collide, triplet, fractal or bench)",
+                          r.stderr)
 
     def test_options_attribute_is_the_effective_config(self):
         x = np.random.default_rng(6).random((40, 3))
