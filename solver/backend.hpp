@@ -21,13 +21,17 @@ struct ChunkJob {
 // (store epilogue) or the histogram slots [underflow, bins..., overflow];
 // for triplets also the chunk's reductions, triplet_sum_slots(n) exact
 // accumulators of kExactLimbs int64 limbs each (solver/exact_sum.hpp); for
-// knn (topk) the chunk's rows of k distances (values) and indices.
+// knn (topk) the chunk's rows of k distances (values) and indices; for
+// select the `selected` pairs that passed, sorted by packed index: (i, j) at
+// pairs[2q], pairs[2q + 1] and their values at values[q].
 template <typename T>
 struct ChunkResult {
   const T* values = nullptr;
   const std::int64_t* indices = nullptr;
   const std::uint64_t* counts = nullptr;
   const std::int64_t* sums = nullptr;
+  const std::int64_t* pairs = nullptr;
+  index_t selected = 0;
 };
 
 // Protocol: submit(a); submit(b); wait() -> a; submit(c); wait() -> b; ...

@@ -303,7 +303,34 @@ MetricParams make_metric_params(Metric m, double p, double base, index_t feature
   return mp;
 }
 
+template <typename T>
+void set_select_within(Problem<T>* p, double radius) {
+  // The largest T <= radius: value <= radius in double is value <= that in T.
+  T r = static_cast<T>(radius);
+  if (static_cast<double>(r) > radius) r = std::nextafter(r, -std::numeric_limits<T>::infinity());
+  p->epilogue = EpilogueKind::select;
+  p->select = SelectParams{};
+  p->select.kind = SelectKind::within;
+  p->select.radius = static_cast<double>(r);
+  p->select.acc_max = dispatch_metric<T>(p->metric_params(), [&](auto m) {
+    using M = decltype(m);
+    if constexpr (selection::kOnAccumulator<M>) {
+      return selection::within_acc_max(m, r);
+    } else {
+      return 0.0;  // unused: the value is compared
+    }
+  });
+}
+
+void set_select_overlap(Problem<double>* p, std::vector<double> radii) {
+  p->epilogue = EpilogueKind::select;
+  p->select = SelectParams{};
+  p->select.kind = SelectKind::overlap;
+  p->select_radii = std::move(radii);
+}
+
 #define TDS_INSTANTIATE(T)                                                       \
+  template void set_select_within<T>(Problem<T>*, double);                       \
   template mapping::ChunkPlan make_plan<T>(const Problem<T>&, index_t);          \
   template mapping::ChunkPlan plan_from_offsets<T>(const Problem<T>&,            \
                                                    const std::vector<index_t>&); \

@@ -14,6 +14,7 @@
 #include "mapping/partition.hpp"
 #include "solver/epilogue.hpp"
 #include "solver/metrics.hpp"
+#include "solver/select.hpp"
 
 namespace tdsolve {
 
@@ -21,8 +22,9 @@ enum class DomainKind { pairs, rect, triplets };
 enum class MapKind { lambda, bb };
 // store: every value in packed order (triplets: and the reductions);
 // reduce: triplets' reductions only; topk: each row's k nearest columns
-// (solver/knn.hpp), the point itself excluded.
-enum class EpilogueKind { store, histogram, reduce, topk };
+// (solver/knn.hpp), the point itself excluded; select: the pairs that pass
+// a test (solver/select.hpp), with their values, in packed order.
+enum class EpilogueKind { store, histogram, reduce, topk, select };
 
 inline const char* map_name(MapKind m) {
   return m == MapKind::bb ? "bb" : "lambda";
@@ -94,6 +96,10 @@ struct Problem {
   std::array<T, kMaxBoxDims> box{};
   AtmSpec atm;    // triplets
   index_t k = 0;  // topk: neighbours per row
+  // select: the test (select.radii: set by each backend to its copy of
+  // select_radii, for overlaps)
+  SelectParams select;
+  std::vector<double> select_radii;
 
   bool triplets() const { return domain == DomainKind::triplets; }
   mapping::TripletDomain triplet_domain() const { return mapping::TripletDomain(rows, rho); }
@@ -110,6 +116,7 @@ struct Problem {
   }
   bool stores_values() const { return epilogue == EpilogueKind::store; }
   bool knn() const { return epilogue == EpilogueKind::topk; }
+  bool selects() const { return epilogue == EpilogueKind::select; }
 
   // The functors' parameters: mp, for the metric `metric` (the one truth).
   MetricParams metric_params() const {
@@ -118,6 +125,13 @@ struct Problem {
     return m;
   }
 };
+
+// select: the test of knn --radius (every pair whose value is <= radius,
+// compared in T as the stored value would be) or of collide (spheres of
+// these radii that overlap; euclidean, float64).
+template <typename T>
+void set_select_within(Problem<T>* p, double radius);
+void set_select_overlap(Problem<double>* p, std::vector<double> radii);
 
 // The plan of a problem's domain with chunks of at most max_elements.
 template <typename T>

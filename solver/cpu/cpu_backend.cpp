@@ -41,6 +41,7 @@ class CpuBackend final : public Backend<T> {
         triplets_(p.triplets()),
         store_(p.stores_values()),
         knn_(p.knn()),
+        select_(p.selects()),
         k_(p.k),
         tview_(triplets_ ? triplet_view_of(p) : TripletView<T>{}),
         threads_(threads),
@@ -85,7 +86,8 @@ class CpuBackend final : public Backend<T> {
     std::uint64_t* counts = counts_[slot].data();
     std::int64_t* sums = sums_[slot].data();
     std::int64_t* idx = indices_[slot].data();
-    pending_[slot] = std::async(std::launch::async, [this, job, out, counts, sums, idx] {
+    SelectOut<T>* sel = &selected_[slot];
+    pending_[slot] = std::async(std::launch::async, [this, job, out, counts, sums, idx, sel] {
       const auto t0 = std::chrono::steady_clock::now();
       fault_point(Stage::compute, job.chunk);
       if (knn_) {
@@ -95,7 +97,8 @@ class CpuBackend final : public Backend<T> {
       } else if (triplets_) {
         compute_triplet_chunk<T>(tview_, job.row_begin, job.row_end, out, sums, threads_);
       } else {
-        compute_chunk<T>(view_, job.row_begin, job.row_end, out, counts, threads_);
+        compute_chunk<T>(view_, job.row_begin, job.row_end, out, counts, threads_, CpuVariant::best,
+                         select_ ? sel : nullptr);
       }
       return std::make_pair(
           job.chunk, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
@@ -111,6 +114,11 @@ class CpuBackend final : public Backend<T> {
     if (store_ || knn_) r.values = buffers_[slot].data();
     if (knn_) r.indices = indices_[slot].data();
     if (triplets_) r.sums = sums_[slot].data();
+    if (select_) {
+      r.selected = selected_[slot].values.size();
+      r.pairs = selected_[slot].pairs.data();
+      r.values = selected_[slot].values.data();
+    }
     return r;
   }
   double compute_seconds() const override { return seconds_; }
@@ -131,7 +139,7 @@ class CpuBackend final : public Backend<T> {
 
  private:
   CpuView<T> view_;
-  bool triplets_, store_, knn_;
+  bool triplets_, store_, knn_, select_;
   index_t k_;
   TripletView<T> tview_;
   int threads_, local_ranks_;
@@ -140,6 +148,7 @@ class CpuBackend final : public Backend<T> {
   std::vector<std::uint64_t> counts_[2];
   std::vector<std::int64_t> sums_[2];
   std::vector<std::int64_t> indices_[2];  // knn
+  SelectOut<T> selected_[2];              // select
   std::future<std::pair<index_t, double>> pending_[2];
   index_t submitted_ = 0, waited_ = 0;
   double seconds_ = 0;

@@ -4,14 +4,14 @@ namespace tdsolve::cpu {
 
 namespace generic {
 template <typename T>
-void compute(const CpuView<T>&, index_t, index_t, T*, std::uint64_t*, int);
+void compute(const CpuView<T>&, index_t, index_t, T*, std::uint64_t*, SelectOut<T>*, int);
 template <typename T>
 void compute_knn(const CpuView<T>&, index_t, index_t, index_t, T*, std::int64_t*, int);
 }  // namespace generic
 #if defined(TDS_HAVE_AVX2_VARIANT)
 namespace avx2 {
 template <typename T>
-void compute(const CpuView<T>&, index_t, index_t, T*, std::uint64_t*, int);
+void compute(const CpuView<T>&, index_t, index_t, T*, std::uint64_t*, SelectOut<T>*, int);
 template <typename T>
 void compute_knn(const CpuView<T>&, index_t, index_t, index_t, T*, std::int64_t*, int);
 }  // namespace avx2
@@ -62,18 +62,20 @@ CpuView<T> view_of(const Problem<T>& p) {
   v.edges = p.hist.edges.empty() ? nullptr : p.hist.edges.data();
   v.margin = p.hist.margin;
   v.fast32 = p.hist.fast32;
+  v.select = p.select;
+  v.select.radii = p.select_radii.empty() ? nullptr : p.select_radii.data();
   return v;
 }
 
 template <typename T>
 void compute_chunk(const CpuView<T>& v, index_t row_begin, index_t row_end, T* out,
-                   std::uint64_t* counts, int threads, CpuVariant variant) {
+                   std::uint64_t* counts, int threads, CpuVariant variant, SelectOut<T>* sel) {
   if (variant == CpuVariant::best) variant = use_avx2() ? CpuVariant::avx2 : CpuVariant::generic;
 #if defined(TDS_HAVE_AVX2_VARIANT)
   if (variant == CpuVariant::avx2 && use_avx2())
-    return avx2::compute<T>(v, row_begin, row_end, out, counts, threads);
+    return avx2::compute<T>(v, row_begin, row_end, out, counts, sel, threads);
 #endif
-  generic::compute<T>(v, row_begin, row_end, out, counts, threads);
+  generic::compute<T>(v, row_begin, row_end, out, counts, sel, threads);
 }
 
 template <typename T>
@@ -90,12 +92,12 @@ void compute_knn_chunk(const CpuView<T>& v, index_t k, index_t r0, index_t r1, T
 template CpuView<float> view_of<float>(const Problem<float>&);
 template CpuView<double> view_of<double>(const Problem<double>&);
 template void compute_chunk<float>(const CpuView<float>&, index_t, index_t, float*, std::uint64_t*,
-                                   int, CpuVariant);
+                                   int, CpuVariant, SelectOut<float>*);
 template void compute_knn_chunk<float>(const CpuView<float>&, index_t, index_t, index_t, float*,
                                        std::int64_t*, int, CpuVariant);
 template void compute_knn_chunk<double>(const CpuView<double>&, index_t, index_t, index_t, double*,
                                         std::int64_t*, int, CpuVariant);
 template void compute_chunk<double>(const CpuView<double>&, index_t, index_t, double*,
-                                    std::uint64_t*, int, CpuVariant);
+                                    std::uint64_t*, int, CpuVariant, SelectOut<double>*);
 
 }  // namespace tdsolve::cpu

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "solver/problem.hpp"
 
@@ -25,6 +26,15 @@ struct CpuView {
   double lo = 0, hi = 0, norm = 0, margin = 1;
   epilogue::HistFast32 fast32;
   const double* edges = nullptr;
+  SelectParams select;  // select (select.radii: host memory)
+};
+
+// A chunk's selected pairs, in packed order: (i, j) at pairs[2q], pairs[2q
+// + 1], their values at values[q].
+template <typename T>
+struct SelectOut {
+  std::vector<std::int64_t> pairs;
+  std::vector<T> values;
 };
 
 template <typename T>
@@ -37,10 +47,11 @@ enum class CpuVariant { best, generic, avx2 };
 // Computes block rows [row_begin, row_end) with `threads` OpenMP threads.
 // store: element e of the domain lands at out[e - elements_before(row_begin)].
 // histogram: counts[0..bins+1] (underflow, bins, overflow) are set to the
-// chunk's counts.
+// chunk's counts. select: *sel is set to the chunk's pairs that pass.
 template <typename T>
 void compute_chunk(const CpuView<T>& v, index_t row_begin, index_t row_end, T* out,
-                   std::uint64_t* counts, int threads, CpuVariant variant = CpuVariant::best);
+                   std::uint64_t* counts, int threads, CpuVariant variant = CpuVariant::best,
+                   SelectOut<T>* sel = nullptr);
 
 // k nearest neighbours (solver/knn.hpp) of points [r0, r1) among all
 // v.cols column points (v.b; for knn the same set, the point itself

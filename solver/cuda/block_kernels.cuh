@@ -1,5 +1,6 @@
 // Block-space kernels: one thin kernel templated on metric × d × block map ×
-// epilogue (store the values in packed order, or bin them) × periodic box.
+// epilogue (a type: store the values in packed order, bin them, or select
+// the pairs that pass a test) × periodic box.
 //
 // One thread block (256 threads) takes one ρ×ρ tile at a time, in 128×128
 // sub-tiles: lane t of a warp owns columns t, t+32, t+64, t+96 and the 8
@@ -11,13 +12,14 @@
 // as were wider tiles (less contiguous writes across concurrent blocks).
 // Sub-tiles on the diagonal or the domain's edge go through a mask.
 //
-// Stores at d <= 4 take another schedule by default, strips
-// (mapping/strips.hpp; at d = 5..8 when asked for): a block takes h rows ×
-// 4 KiB of each and writes them with 16-byte stores, in one of two kernels:
-// each warp computes whole row pieces into shared memory from column points
-// staged there (strip_store, d <= 4), or each thread keeps the column points
-// of its 16-byte piece in registers and computes and stores that piece of
-// every row (strip_lanes_store, "lanes", d <= 8).
+// Stores at d <= 8 take another schedule, strips (mapping/strips.hpp): a
+// block takes h rows × 4 KiB of each and writes them with 16-byte stores, in
+// one of two kernels: each warp computes whole row pieces into shared memory
+// from column points staged there (strip_store, d <= 2, where memory is not
+// fast), or each thread keeps the column points of its 16-byte piece in
+// registers and computes and stores that piece of every row
+// (strip_lanes_store, "lanes", d <= 8). The host plan (kernel_plan.hpp)
+// says which kernel a problem runs.
 //
 // Features: for d <= 8 (compile time) each lane keeps its 4 column points in
 // registers and reads row points from shared memory (a broadcast: all lanes
@@ -34,12 +36,21 @@
 // (blockIdx.x, blockIdx.y) into a tile; the kernel strides over the map's
 // grid in both directions, so any grid size launches.
 //
-// Histogram epilogue: a histogram launch has a fixed number of blocks that
-// stride over the tiles; each counts in shared memory (one 32-bit slot per
-// bin, plus under- and overflow; one such histogram per warp when they fit,
-// so that warps do not contend) and adds the non-zero slots to the chunk's
-// 64-bit global counts once, at its end; with more bins than fit in shared
-// memory it adds straight to the global counts.
+// Epilogues (detail::Epilogue<T, Map, E>, E one of the tags in epi::) take a
+// row segment's accumulators and do the per-value work:
+// - Store: the values at their packed index.
+// - Histogram: a histogram launch has a fixed number of blocks that stride
+//   over the tiles; each counts in shared memory (one 32-bit slot per bin,
+//   plus under- and overflow; one such histogram per warp when they fit, so
+//   that warps do not contend) and adds the non-zero slots to the chunk's
+//   64-bit global counts once, at its end; with more bins than fit in shared
+//   memory it adds straight to the global counts.
+// - Select<Test>: the pairs that pass Test (solver/select.hpp: within a
+//   radius, spheres that overlap) are appended to a list in global memory,
+//   one atomic a warp for the values of a row segment that pass (ballot,
+//   popcount); the backend sorts the list by packed index afterwards. Tests
+//   decide on the accumulator where that is exact, so rejected pairs never
+//   pay for the metric's finalize (a square root).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -47,193 +58,13 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <stdexcept>
+#include <string>
 #include <type_traits>
 
-#include "mapping/block_map.hpp"
-#include "mapping/strips.hpp"
-#include "solver/epilogue.hpp"
-#include "solver/metrics.hpp"
-#include "solver/problem.hpp"
+#include "solver/cuda/kernel_params.cuh"
 
 namespace tdsolve::cuda {
-
-// Build-time overrides exist only to time variants against each other.
-#ifndef TDS_EDM_MIN_BLOCKS_SMALL  // d <= 4
-#define TDS_EDM_MIN_BLOCKS_SMALL 2
-#endif
-#ifndef TDS_EDM_MIN_BLOCKS
-#define TDS_EDM_MIN_BLOCKS 3
-#endif
-#ifndef TDS_EDM_MIN_BLOCKS_GENERAL  // d > 8, the older metrics, 32-bit accumulators
-#define TDS_EDM_MIN_BLOCKS_GENERAL 3
-#endif
-
-#ifndef TDS_HIST_MIN_BLOCKS
-#define TDS_HIST_MIN_BLOCKS 4
-#endif
-
-// Strips (the store schedule of d <= 4): bytes of a row a block.
-#ifndef TDS_STRIP_BYTES
-#define TDS_STRIP_BYTES 4096
-#endif
-#ifndef TDS_STRIP_MIN_BLOCKS
-#define TDS_STRIP_MIN_BLOCKS 3
-#endif
-
-#ifndef TDS_EDM_ROW_UNROLL
-#define TDS_EDM_ROW_UNROLL 2
-#endif
-
-// Launch shape: tuning lives here, not in literals at the launch sites.
-struct BlockPolicy {
-  static constexpr int kTile = 128;                    // sub-tile side
-  static constexpr int kThreads = 256;                 // per block
-  static constexpr int kWarps = kThreads / 32;         // 8
-  static constexpr int kCols = kTile / 32;             // columns per lane: 4, 32 apart
-  static constexpr int kRowsPerWarp = kTile / kWarps;  // 16
-  static constexpr int kMaxSmallD = 8;                 // d handled with points in registers
-  static constexpr int kPad = 4;                       // column-strip padding (elements)
-  // Histogram slots a block keeps in shared memory (24 KiB); more bins count
-  // in global memory directly.
-  static constexpr int kSharedHistSlots = 6144;
-  // Blocks of a histogram launch (they stride over the tiles): a few waves of
-  // an H100/H200 at 4 blocks per SM.
-  static constexpr index_t kHistBlocks = 2048;
-  // Blocks per SM the register allocator must leave room for. Uncapped, the
-  // small-d kernels unroll into 110-128 registers (2 blocks, 16 warps per
-  // SM). On an H100, capping d = 5..8 at 3 blocks took d = 8 from 65 % to
-  // 72 % of the write ceiling; for d <= 4 caps of 1, 2 or 3 measured the same
-  // (docs/performance.md). The general path (d <= 0 here) of the older
-  // metrics: 3 blocks (80 registers) with 32-bit accumulators, which took
-  // d = 16 and 32 from 18.3 and 27.5 ms to 11.3 and 18.0 (H100, n = 1e5),
-  // and 2 for float64 points (their 32 accumulators take 64 registers).
-  // float32 points with float64 accumulators (cosine) and the newer
-  // metrics' longer per-feature code keep the whole register file: capped,
-  // they spill.
-  // d <= 4 in two launch shapes, picked per device (KernelParams::more_blocks):
-  // 2 blocks an SM with every warp unranking its λ2 tile, or, with D = d +
-  // kMoreBlocks, 3 blocks an SM (80 registers) with one thread a block
-  // unranking it (at 80 registers the per-warp map spilled). The H100
-  // writes fastest with the first, the H200 with the second: d = 3 at
-  // n = 1e5 7.59 against 8.23 ms on the H100, 6.68 against 6.00 on the
-  // H200; BB likewise (docs/performance.md).
-  static constexpr int kMoreBlocks = 16;
-  static constexpr int features(int d) { return d > kMoreBlocks ? d - kMoreBlocks : d; }
-  static constexpr int min_blocks(int d, bool older, int acc_bytes, int point_bytes) {
-    if (d > kMoreBlocks) return 3;
-    if (d <= 0) {
-      if (!older) return 1;
-      return acc_bytes == 4 ? TDS_EDM_MIN_BLOCKS_GENERAL : (point_bytes == 8 ? 2 : 1);
-    }
-    return d <= 4 ? TDS_EDM_MIN_BLOCKS_SMALL : TDS_EDM_MIN_BLOCKS;
-  }
-  // Blocks an SM a store launch may hold (0: as many as fit), enforced with
-  // dynamic shared memory it does not use. λ2's d = 1 kernel compiles to 80
-  // registers, so 3 blocks an SM fit where BB's (96 registers) fits 2, and
-  // with 3 its writes ran 5 % slower: 8.03 against 7.64 ms at 2 (H100,
-  // n = 1e5; BB 7.63). More blocks in flight write into more packed rows at
-  // once (docs/performance.md).
-  static constexpr int max_blocks(int d, bool lambda2) {
-    return features(d) == 1 && lambda2 ? 2 : 0;
-  }
-  // Binning writes nothing to memory: it is bound by instructions and their
-  // latency, so it asks for more resident warps than the stores need.
-  static constexpr int min_blocks_hist(int d, bool older, int acc_bytes, int point_bytes) {
-    return d <= 0 ? min_blocks(d, older, acc_bytes, point_bytes) : TDS_HIST_MIN_BLOCKS;
-  }
-  // The general path's feature stages: 64 bytes of each point (16 floats)
-  // while d fits, 128 bytes beyond (d = 16 measured 7 % faster with the
-  // narrow stage, d = 32 10 % faster with the wide one; H100, n = 1e5).
-  static constexpr int kNarrowStageBytes = 64;
-  static constexpr int kWideStageBytes = 128;
-  static constexpr int kRowUnroll = TDS_EDM_ROW_UNROLL;  // rows in flight per warp (small d)
-  // The strip schedule (mapping/strips.hpp), stores at d <= 4: a block
-  // takes h rows × 4 KiB of each (1024 floats or 512 doubles); each warp
-  // computes a whole row piece into shared memory and writes it with
-  // 16-byte stores from its first 16-byte boundary. Against ρ×ρ tiles
-  // (128-value pieces of 128 rows, 4-byte stores) a pure store kernel of
-  // d = 1 went from 73 to 93-97 % of cudaMemset on the H100 (n = 1e5; tiles
-  // of 128 columns with the same staging: 53 %): the long pieces and the
-  // wide stores need each other. At d = 5..8 the strip's columns read from
-  // shared memory for every value cost more than the stores gain, so this
-  // kernel stops at d = 4 (lanes, below, go to 8; docs/performance.md).
-  static constexpr int kStripMaxD = 4;
-  static constexpr int kStripBytes = TDS_STRIP_BYTES;
-  static constexpr int kStripMinBlocks = TDS_STRIP_MIN_BLOCKS;
-  // Rows of a strip (a multiple of 8 dividing 128): more rows share one
-  // staging of the strip's columns, fewer keep the rows written at once
-  // closer together. H100, n = 1e5, float32, λ2 (BB) with 16 / 32 / 64 rows:
-  // d = 1 6.41 / 6.75 / 7.16 ms, d = 2 6.57 / 6.68 / 6.95 (BB 6.89 / 6.71 /
-  // 6.92), d = 3 8.03 / 7.21 / 7.06, d = 4 (element staging) 8.17 / 7.43 /
-  // 7.26 (docs/figures/strips-rows-h100.csv). d = 2 takes 16 since BB's
-  // best is now lanes (6.62 ms), which λ2's 32 rows did not beat.
-  static constexpr int strip_rows(int d) { return d <= 2 ? 16 : 64; }
-  // The lanes schedule (strip_lanes_store), stores at d <= 8: 64 registers
-  // for 4 blocks an SM (more spilled and ran slower), and its rows. Rows
-  // were measured with 16, 32 and 64 (docs/figures/lanes-*.csv and
-  // wide-lanes-*.csv; λ2, n = 1e5, float32): the H200 (fast memory) ran
-  // d = 1..8 fastest with 16, 16, 32, then 64 rows, the H100 with 16, 16,
-  // 16, 32, 16, 32, 64, 64; d = 4 with 16 rows took 7.1-7.9 ms on the H200
-  // against 5.7-5.9 with 64.
-  static constexpr int kLaneMinBlocks = 4;
-  static constexpr int kLaneMaxD = 8;
-  static constexpr int lane_rows(int d, bool fast_memory) {
-    if (d <= 2) return 16;
-    if (fast_memory) return d == 3 ? 32 : 64;
-    return d == 3 || d == 5 ? 16 : (d == 4 || d == 6 ? 32 : 64);
-  }
-  // Past d = 6 the 7 column points a thread keeps (3 for doubles) spill at
-  // 64 registers (7 × 7 values at d = 7), so there a thread keeps only its
-  // own and takes a row's first values from the previous lane (kShuffle).
-  // λ2, n = 1e5, H100 (H200): d = 7 7.56 (7.56) ms against 7.83 (7.60), d = 8
-  // 7.93 (8.16) against 8.65 (8.31); at d = 5, 6 the shuffles were 2-5 %
-  // slower (docs/figures/wide-lanes-*.csv).
-  static constexpr bool lane_shuffles(int d) { return d > 6; }
-  template <typename T>
-  static constexpr int strip_cols() {
-    return kStripBytes / static_cast<int>(sizeof(T));
-  }
-};
-
-template <typename T>
-struct KernelParams {
-  const T* __restrict__ a;             // row points, rows × d
-  const T* __restrict__ b;             // column points, cols × d (= a for pairs)
-  const double* __restrict__ norms_a;  // metrics that need them
-  const double* __restrict__ norms_b;
-  index_t rows, cols, d, rho;
-  index_t m, mc;       // block rows and columns (no 64-bit division per block)
-  mapping::Grid grid;  // the chunk's launch grid (Map::grid)
-  // store: element e of the domain at out[e - out_offset]
-  T* __restrict__ out;
-  index_t out_offset;
-  // histogram: counts[0 .. bins+1] = underflow, bins, overflow
-  unsigned long long* __restrict__ counts;
-  const double* __restrict__ edges;
-  index_t bins;
-  double lo, hi, norm, margin;
-  epilogue::HistFast32 fast32;  // float32 runs
-  index_t flush_tiles;          // tiles a block counts before it merges (32-bit slots)
-  unsigned int hist_copies;     // histograms in shared memory: 1, 2, 4, 8 (one a warp), 0 (global)
-  unsigned int hist_stride;     // slots of one copy: bins + 2
-  T box[kMaxBoxDims];
-  MetricParams mp;   // the metric and its parameters (mp.weights: device memory)
-  bool more_blocks;  // d <= 4: the 3-blocks-an-SM launch shape (BlockPolicy::kMoreBlocks)
-  bool masked_only;  // benchmark/test: every sub-tile on the masked path
-  // Stores in strips (mapping/strips.hpp; store_schedule in cuda_backend.cu
-  // says when): the layout, the launch grid
-  // (λ2: x strips from strip `base`; boxes: x column chunks × y bands from
-  // row `base`).
-  bool strips;
-  bool lanes;  // strips with the columns in registers (strip_lanes_store)
-  mapping::StripLayout strip_layout;
-  mapping::Grid strip_grid;
-};
-
-// Host launcher for one family of kernels, instantiated per precision in
-// the kernels_*.cu files; `launch_chunk` (cuda_backend.cu) picks the family.
-template <typename T, typename Map, bool kHist, bool kPeriodic>
-void launch_family(const KernelParams<T>& p, cudaStream_t stream);
 
 namespace detail {
 
@@ -290,20 +121,34 @@ __device__ __forceinline__ void column_range(const KernelParams<T>& p, index_t i
   *hi = static_cast<std::int64_t>(p.cols) - static_cast<std::int64_t>(j0);
 }
 
-// Lane t's values v[s] belong to columns t + 32 s of row c.i's segment.
-template <typename T, typename Map, bool kHist>
+// A row segment: lane t's accumulators acc[s] belong to columns t + 32 s of
+// row c.i's segment; nr and nc[s] are the row's and columns' norms (1 where
+// the metric needs none). Each epilogue's row() finalizes what it needs.
+template <typename T, typename Map, typename E>
 struct Epilogue;
+
+template <typename T, typename M, int N>
+__device__ __forceinline__ void finalize_all(const M& m, const typename M::acc_t (&acc)[N],
+                                             double nr, const double (&nc)[N], T (&v)[N]) {
+#pragma unroll
+  for (int s = 0; s < N; ++s)
+    v[s] = m.finalize(acc[s], nr, nc[s]);
+}
 
 // Store at buffer index c.base + column; the masked path keeps the columns
 // that are domain elements. c.base may lie "before" the buffer for diagonal
 // rows, so indices stay signed until they are known to be valid.
 template <typename T, typename Map>
-struct Epilogue<T, Map, false> {
+struct Epilogue<T, Map, epi::Store> {
   __device__ __forceinline__ static void begin_block(const KernelParams<T>&) {}
   __device__ __forceinline__ static void end_block(const KernelParams<T>&) {}
-  template <bool kFast>
+  template <bool kFast, typename M>
   __device__ __forceinline__ static void row(const KernelParams<T>& p, const RowCursor& c,
-                                             index_t j0, const T (&v)[kCols], int lane) {
+                                             index_t j0, const M& m,
+                                             const typename M::acc_t (&acc)[kCols], double nr,
+                                             const double (&nc)[kCols], int lane) {
+    T v[kCols];
+    finalize_all(m, acc, nr, nc, v);
     if constexpr (kFast) {
 #pragma unroll
       for (int s = 0; s < kCols; ++s)
@@ -323,7 +168,7 @@ struct Epilogue<T, Map, false> {
 extern __shared__ unsigned int histogram_smem[];
 
 template <typename T, typename Map>
-struct Epilogue<T, Map, true> {
+struct Epilogue<T, Map, epi::Histogram> {
   __device__ __forceinline__ static bool shared(const KernelParams<T>& p) {
     return p.hist_copies > 0;
   }
@@ -362,9 +207,13 @@ struct Epilogue<T, Map, true> {
       atomicAdd(&p.counts[slot], 1ull);
     }
   }
-  template <bool kFast>
+  template <bool kFast, typename M>
   __device__ __forceinline__ static void row(const KernelParams<T>& p, const RowCursor& c,
-                                             index_t j0, const T (&v)[kCols], int lane) {
+                                             index_t j0, const M& m,
+                                             const typename M::acc_t (&acc)[kCols], double nr,
+                                             const double (&nc)[kCols], int lane) {
+    T v[kCols];
+    finalize_all(m, acc, nr, nc, v);
     if constexpr (kFast) {
 #pragma unroll
       for (int s = 0; s < kCols; ++s)
@@ -377,6 +226,56 @@ struct Epilogue<T, Map, true> {
     for (int s = 0; s < kCols; ++s) {
       const int col = lane + kWarpSize * s;
       if (col >= lo && col < hi) count(p, v[s]);
+    }
+  }
+};
+
+// Select: the columns whose test passes are appended to the chunk's list:
+// per value column of the segment one ballot, and one atomicAdd by the
+// first passing lane for all the warp's passing values (their order within
+// the list is the backend's to fix: it sorts by key). Rows and columns past
+// the domain are masked out before the test. Every lane of the warp calls
+// row() (the row loops are warp-uniform), as __ballot_sync needs.
+template <typename T, typename Map, typename Test>
+struct Epilogue<T, Map, epi::Select<Test>> {
+  __device__ __forceinline__ static void begin_block(const KernelParams<T>&) {}
+  __device__ __forceinline__ static void end_block(const KernelParams<T>&) {}
+  __device__ __forceinline__ static void append(const KernelParams<T>& p, bool keep, long long key,
+                                                T value, int lane) {
+    const unsigned int mask = __ballot_sync(0xffffffffu, keep);
+    if (mask == 0) return;
+    const int first = __ffs(mask) - 1;
+    unsigned long long base = 0;
+    if (lane == first) base = atomicAdd(p.sel_count, static_cast<unsigned long long>(__popc(mask)));
+    base = __shfl_sync(0xffffffffu, base, first);
+    if (keep) {
+      const unsigned long long at = base + __popc(mask & ((1u << lane) - 1u));
+      if (at < p.sel_capacity) {
+        p.sel_keys[at] = key;
+        p.sel_values[at] = value;
+      }
+    }
+  }
+  template <bool kFast, typename M>
+  __device__ __forceinline__ static void row(const KernelParams<T>& p, const RowCursor& c,
+                                             index_t j0, const M& m,
+                                             const typename M::acc_t (&acc)[kCols], double nr,
+                                             const double (&nc)[kCols], int lane) {
+    std::int64_t lo = 0, hi = BlockPolicy::kTile;
+    if constexpr (!kFast) column_range<Map>(p, c.i, j0, &lo, &hi);
+#pragma unroll
+    for (int s = 0; s < kCols; ++s) {
+      const int col = lane + kWarpSize * s;
+      T value = T(0);
+      bool keep = false;
+      if (kFast || (col >= lo && col < hi)) {
+        if constexpr (std::is_same_v<Test, epi::Overlap>) {
+          keep = selection::overlap(p.select, m, acc[s], c.i, j0 + col, &value);
+        } else {
+          keep = selection::within<T>(p.select, m, acc[s], nr, nc[s], &value);
+        }
+      }
+      append(p, keep, c.base + col, value, lane);
     }
   }
 };
@@ -444,7 +343,7 @@ __device__ __forceinline__ void load_vec(const T* s, T (&v)[N]) {
 // value of the sub-tile is a domain element (no mask); a template parameter
 // so that each case is its own branch-free loop (measured: the runtime
 // branch cost 5-25 % depending on d, docs/performance.md).
-template <typename T, typename M, int D, typename Map, bool kHist, bool kPeriodic, bool kFast>
+template <typename T, typename M, int D, typename Map, typename E, bool kPeriodic, bool kFast>
 __device__ __forceinline__ void subtile_small_d(const KernelParams<T>& p, index_t i0, index_t j0,
                                                 SmallDShared<T>& sh) {
   using A = typename M::acc_t;
@@ -488,12 +387,8 @@ __device__ __forceinline__ void subtile_small_d(const KernelParams<T>& p, index_
       for (int k = 0; k < D; ++k)
         acc[s] = step<M, T, kPeriodic>(p, m, acc[s], xr[k], xc[s][k], k);
     }
-    T v[kCols];
     const double nr = M::needs_norms ? sh.row_norms[r] : 1.0;
-#pragma unroll
-    for (int s = 0; s < kCols; ++s)
-      v[s] = m.finalize(acc[s], nr, nc[s]);
-    Epilogue<T, Map, kHist>::template row<kFast>(p, cur, j0, v, lane);
+    Epilogue<T, Map, E>::template row<kFast>(p, cur, j0, m, acc, nr, nc, lane);
   }
   __syncthreads();  // before the next sub-tile overwrites the rows
 }
@@ -931,7 +826,7 @@ __device__ __forceinline__ void stage_strips(const KernelParams<T>& p, index_t i
 // broadcast load, then runs kRowsPerPass × 4 × kVec steps from registers.
 // Every accumulator still visits its features in order k = 0..d-1, so the
 // bits are the CPU's.
-template <typename T, typename M, typename Map, bool kHist, bool kPeriodic, bool kFast, typename S>
+template <typename T, typename M, typename Map, typename E, bool kPeriodic, bool kFast, typename S>
 __device__ __forceinline__ void subtile_general(const KernelParams<T>& p, index_t i0, index_t j0,
                                                 S& sh) {
   using A = typename M::acc_t;
@@ -1011,11 +906,7 @@ __device__ __forceinline__ void subtile_general(const KernelParams<T>& p, index_
       const int r = (pass * kRowsPerPass + q) * BlockPolicy::kWarps + warp;
       if (cur.i >= p.rows) break;
       const double nr = M::needs_norms ? sh.row_norms[r] : 1.0;
-      T v[kCols];
-#pragma unroll
-      for (int s = 0; s < kCols; ++s)
-        v[s] = m.finalize(acc[q][s], nr, nc[s]);
-      Epilogue<T, Map, kHist>::template row<kFast>(p, cur, j0, v, lane);
+      Epilogue<T, Map, E>::template row<kFast>(p, cur, j0, m, acc[q], nr, nc, lane);
     }
   }
   __syncthreads();
@@ -1038,7 +929,7 @@ struct TileShared<T, kGeneralWide> {
 
 // One ρ×ρ tile (I, J) = (t.row, t.col): its 128×128 sub-tiles that hold
 // domain elements.
-template <typename T, typename M, int D, typename Map, bool kHist, bool kPeriodic>
+template <typename T, typename M, int D, typename Map, typename E, bool kPeriodic>
 __device__ __forceinline__ void process_tile(const KernelParams<T>& p, mapping::Tile t,
                                              typename TileShared<T, D>::type& sh) {
   constexpr index_t kTile = BlockPolicy::kTile;
@@ -1059,15 +950,15 @@ __device__ __forceinline__ void process_tile(const KernelParams<T>& p, mapping::
       fast = fast && !p.masked_only;
       if constexpr (D > 0) {
         if (fast) {
-          subtile_small_d<T, M, D, Map, kHist, kPeriodic, true>(p, i0, j0, sh);
+          subtile_small_d<T, M, D, Map, E, kPeriodic, true>(p, i0, j0, sh);
         } else {
-          subtile_small_d<T, M, D, Map, kHist, kPeriodic, false>(p, i0, j0, sh);
+          subtile_small_d<T, M, D, Map, E, kPeriodic, false>(p, i0, j0, sh);
         }
       } else {
         if (fast) {
-          subtile_general<T, M, Map, kHist, kPeriodic, true>(p, i0, j0, sh);
+          subtile_general<T, M, Map, E, kPeriodic, true>(p, i0, j0, sh);
         } else {
-          subtile_general<T, M, Map, kHist, kPeriodic, false>(p, i0, j0, sh);
+          subtile_general<T, M, Map, E, kPeriodic, false>(p, i0, j0, sh);
         }
       }
     }
@@ -1093,27 +984,29 @@ __device__ __forceinline__ typename Map::Domain domain_of(const KernelParams<T>&
 
 // Strides over the map's grid in both directions; blocks without a tile
 // (a bounding box's discards) leave at block level.
-template <typename T, typename M, int D, typename Map, bool kHist, bool kPeriodic>
+template <typename T, typename M, int D, typename Map, typename E, bool kPeriodic>
 __global__ void __launch_bounds__(
     BlockPolicy::kThreads,
-    kHist ? BlockPolicy::min_blocks_hist(D, metric::traits<M>::small_d, sizeof(typename M::acc_t),
-                                         sizeof(T))
-          : BlockPolicy::min_blocks(D, metric::traits<M>::small_d, sizeof(typename M::acc_t),
-                                    sizeof(T))) block_kernel(const KernelParams<T> p) {
-  constexpr int kD = BlockPolicy::features(D);  // D less the launch shape
-  __shared__ typename detail::TileShared<T, kD>::type sh;
+    epi::traits<E>::kStores ? BlockPolicy::min_blocks(D, metric::traits<M>::small_d,
+                                                      sizeof(typename M::acc_t), sizeof(T))
+                            : BlockPolicy::min_blocks_compute(D, metric::traits<M>::small_d,
+                                                              sizeof(typename M::acc_t), sizeof(T)))
+    block_kernel(const KernelParams<T> p) {
+  using Epi = detail::Epilogue<T, Map, E>;
+  constexpr bool kHist = std::is_same_v<E, epi::Histogram>;
+  __shared__ typename detail::TileShared<T, D>::type sh;
   // The domain is rebuilt from the parameters where it is used (they live in
   // the constant bank), so it holds no registers across the tile. A
   // histogram block counts in shared memory from its first tile to its last
   // and adds to the global counts once (or every flush_tiles tiles, so that
   // no 32-bit slot can overflow).
-  detail::Epilogue<T, Map, kHist>::begin_block(p);
+  Epi::begin_block(p);
   index_t tiles = 0;
   const auto one = [&](const mapping::Tile& t) {
-    detail::process_tile<T, M, kD, Map, kHist, kPeriodic>(p, t, sh);
+    detail::process_tile<T, M, D, Map, E, kPeriodic>(p, t, sh);
     if (kHist && ++tiles == p.flush_tiles) {
-      detail::Epilogue<T, Map, kHist>::end_block(p);
-      detail::Epilogue<T, Map, kHist>::begin_block(p);
+      Epi::end_block(p);
+      Epi::begin_block(p);
       tiles = 0;
     }
   };
@@ -1125,8 +1018,7 @@ __global__ void __launch_bounds__(
     // d = 16, 32 down 3 % (n = 1e5), but cost d = 2, 3 4-7 % (the two
     // barriers a tile), so d <= 4 keeps every warp's own evaluation
     // (docs/performance.md; the map laboratory's --map-once measures the
-    // same trade) in its 2-blocks shape; its 3-blocks shape (D > kMoreBlocks)
-    // shares the tile, as the per-warp map spilled at 80 registers.
+    // same trade).
     constexpr bool kShareTile = D <= 0 || D >= 5;
     __shared__ mapping::Tile next;
     for (index_t bx = blockIdx.x; bx < p.grid.x; bx += gridDim.x) {
@@ -1149,7 +1041,7 @@ __global__ void __launch_bounds__(
       }
     }
   }
-  detail::Epilogue<T, Map, kHist>::end_block(p);
+  Epi::end_block(p);
 }
 
 namespace detail {
@@ -1232,120 +1124,87 @@ void launch_strips(const KernelParams<T>& p, cudaStream_t stream) {
   strip_kernel<T, M, D, Map, kLanes, kShuffle><<<grid, BlockPolicy::kThreads, kBytes, stream>>>(p);
 }
 
-// Dynamic shared memory that leaves room for at most `cap` blocks of
-// `kernel` on an SM of device `dev` (and sets the kernel's limit to allow it), or 0 where
-// that cannot be arranged: then the launch runs uncapped. Checked with the
-// occupancy calculator, so a device with other limits gets no wrong cap.
-template <typename K>
-size_t occupancy_cap_bytes(K* kernel, int cap, int dev) {
-  int per_sm = 0, reserved = 0, optin = 0, blocks = 0;
-  cudaFuncAttributes fa{};
-  bool ok =
-      dev >= 0 &&
-      cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev) ==
-          cudaSuccess &&
-      cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, dev) ==
-          cudaSuccess &&
-      cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) == cudaSuccess &&
-      cudaFuncGetAttributes(&fa, kernel) == cudaSuccess;
-  long long bytes = 0;
-  if (ok) {
-    bytes =
-        (per_sm / cap - static_cast<long long>(fa.sharedSizeBytes) - reserved - 256) / 128 * 128;
-    bytes = std::min<long long>(bytes, optin - static_cast<long long>(fa.sharedSizeBytes));
-    ok = bytes > 0 &&
-         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                              static_cast<int>(bytes)) == cudaSuccess &&
-         cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, BlockPolicy::kThreads,
-                                                       static_cast<size_t>(bytes)) == cudaSuccess &&
-         blocks == cap;
-  }
-  if (!ok) {
-    cudaGetLastError();  // not the launch's error
-    return 0;
-  }
-  return static_cast<size_t>(bytes);
-}
-
-template <typename T, typename M, int D, typename Map, bool kHist, bool kPeriodic>
+template <typename T, typename M, int D, typename Map, typename E, bool kPeriodic>
 void launch_kernel(const KernelParams<T>& p, cudaStream_t stream) {
   if (p.grid.blocks() == 0) return;
-  // Stores: a block per tile (up to the grid limits). Histograms: a fixed
-  // number of blocks striding over the tiles, so that each merges its
-  // counts into global memory once, not once per tile.
-  const index_t max_x = kHist ? BlockPolicy::kHistBlocks : 0x7fffffff;
+  // Stores and selections: a block per tile (up to the grid limits).
+  // Histograms: a fixed number of blocks striding over the tiles, so that
+  // each merges its counts into global memory once, not once per tile.
+  constexpr bool kFixed = epi::traits<E>::kFixedGrid;
+  const index_t max_x = kFixed ? BlockPolicy::kHistBlocks : 0x7fffffff;
   const index_t x = p.grid.x < max_x ? p.grid.x : max_x;
   const index_t max_y =
-      kHist ? (BlockPolicy::kHistBlocks / x > 0 ? BlockPolicy::kHistBlocks / x : 1) : 65535;
+      kFixed ? (BlockPolicy::kHistBlocks / x > 0 ? BlockPolicy::kHistBlocks / x : 1) : 65535;
   const dim3 grid(static_cast<unsigned>(x),
                   static_cast<unsigned>(p.grid.y < max_y ? p.grid.y : max_y));
-  size_t smem = kHist ? p.hist_copies * (p.bins + 2) * sizeof(unsigned int) : 0;
-  constexpr int kCap =
-      kHist ? 0 : BlockPolicy::max_blocks(D, std::is_same_v<Map, mapping::Lambda2Map>);
+  size_t smem = 0;
   // A histogram's shared copies come on top of the strips: past 48 KiB
   // together a kernel must opt in (the general path's wide strips take 34).
-  if constexpr (kHist) {
+  if constexpr (std::is_same_v<E, epi::Histogram>) {
+    smem = p.hist_copies * (p.bins + 2) * sizeof(unsigned int);
     if (smem > 0)
-      cudaFuncSetAttribute(block_kernel<T, M, D, Map, kHist, kPeriodic>,
+      cudaFuncSetAttribute(block_kernel<T, M, D, Map, E, kPeriodic>,
                            cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
   }
-  if constexpr (kCap > 0) {
-    thread_local int cap_device = -1;
-    thread_local size_t cap_bytes = 0;
-    once_per_device(&cap_device, [](int dev) {
-      cap_bytes = occupancy_cap_bytes(block_kernel<T, M, D, Map, kHist, kPeriodic>, kCap, dev);
-    });
-    smem = cap_bytes;
-  }
-  block_kernel<T, M, D, Map, kHist, kPeriodic><<<grid, BlockPolicy::kThreads, smem, stream>>>(p);
+  block_kernel<T, M, D, Map, E, kPeriodic><<<grid, BlockPolicy::kThreads, smem, stream>>>(p);
 }
 
-template <typename T, typename Map, bool kHist, bool kPeriodic>
-void launch_family(const KernelParams<T>& p, cudaStream_t stream) {
-  dispatch_metric<T>(p.mp, [&](auto m) {
-    using M = decltype(m);
-    constexpr bool kBox = metric::traits<M>::box, kSmallD = metric::traits<M>::small_d;
-    if constexpr (kPeriodic && !kBox) {
-      return;  // no box with this metric (refused by the command line)
-    } else if constexpr (!kSmallD) {
-      return launch_kernel<T, M, 0, Map, kHist, kPeriodic>(p, stream);  // general d only
+// The kernel of p.plan for metric M: the strips or lanes of a store at
+// d <= 8, tiles with d in registers for histograms and selections, or the
+// general path. Only what the plan can choose is instantiated: no tiles for
+// stores at d <= 8, no strip_store past d = 2, no periodic box for a metric
+// without one, overlaps only for euclidean float64 points in 1-D or 3-D.
+template <typename T, typename M, typename Map, typename E, bool kPeriodic>
+void launch_metric(const KernelParams<T>& p, cudaStream_t stream) {
+  constexpr bool kSmallD = metric::traits<M>::small_d;
+  constexpr bool kStore = std::is_same_v<E, epi::Store>;
+  if constexpr (kPeriodic && !metric::traits<M>::box) {
+    throw std::logic_error("no periodic box with this metric");
+  } else if constexpr (std::is_same_v<E, epi::Select<epi::Overlap>>) {
+    if constexpr (!std::is_same_v<M, metric::Euclidean<double>>) {
+      throw std::logic_error("overlaps are euclidean, in float64");
     } else {
-      switch (p.d) {
-#define TDS_CASE(D)                                                                 \
-  case D:                                                                           \
-    if constexpr (!kHist && !kPeriodic) {                                           \
-      if (p.strips && p.lanes) return launch_strips<T, M, D, Map, true>(p, stream); \
-    }                                                                               \
-    return launch_kernel<T, M, D, Map, kHist, kPeriodic>(p, stream);
-#define TDS_CASE_SHAPES(D)                                                                       \
-  case D:                                                                                        \
-    if constexpr (!kHist && !kPeriodic) {                                                        \
-      if (p.strips && p.lanes) return launch_strips<T, M, D, Map, true>(p, stream);              \
-      if (p.strips) return launch_strips<T, M, D, Map, false>(p, stream);                        \
-    }                                                                                            \
-    if constexpr (!kHist) {                                                                      \
-      if (p.more_blocks)                                                                         \
-        return launch_kernel<T, M, D + BlockPolicy::kMoreBlocks, Map, kHist, kPeriodic>(p,       \
-                                                                                        stream); \
-    }                                                                                            \
-    return launch_kernel<T, M, D, Map, kHist, kPeriodic>(p, stream);
-        TDS_CASE_SHAPES(1)
-        TDS_CASE_SHAPES(2)
-        TDS_CASE_SHAPES(3)
-        TDS_CASE_SHAPES(4)
+      if (p.plan.schedule == Schedule::tiles && p.plan.d == 1)
+        return launch_kernel<T, M, 1, Map, E, false>(p, stream);
+      if (p.plan.schedule == Schedule::tiles && p.plan.d == 3)
+        return launch_kernel<T, M, 3, Map, E, false>(p, stream);
+      throw std::logic_error("overlaps are of spheres in 1-D or 3-D");
+    }
+  } else {
+    const KernelPlan& k = p.plan;
+    if (k.schedule == Schedule::general || !kSmallD) {
+      if constexpr (kSmallD) {
+        if (k.wide) return launch_kernel<T, M, detail::kGeneralWide, Map, E, kPeriodic>(p, stream);
+      }
+      return launch_kernel<T, M, 0, Map, E, kPeriodic>(p, stream);
+    }
+    if constexpr (kSmallD) {
+      switch (k.d) {
+#define TDS_CASE(D)                                                                               \
+  case D:                                                                                         \
+    if constexpr (kStore) {                                                                       \
+      if constexpr (D <= BlockPolicy::kStripMaxD) {                                               \
+        if (k.schedule == Schedule::strips) return launch_strips<T, M, D, Map, false>(p, stream); \
+      }                                                                                           \
+      return launch_strips<T, M, D, Map, true>(p, stream);                                        \
+    } else {                                                                                      \
+      return launch_kernel<T, M, D, Map, E, kPeriodic>(p, stream);                                \
+    }
+        TDS_CASE(1)
+        TDS_CASE(2)
+        TDS_CASE(3)
+        TDS_CASE(4)
         TDS_CASE(5)
         TDS_CASE(6)
         TDS_CASE(7)
         TDS_CASE(8)
 #undef TDS_CASE
-#undef TDS_CASE_SHAPES
-        default:  // one narrow stage while d fits, wide ones beyond
-          if (p.d * static_cast<index_t>(sizeof(T)) <= BlockPolicy::kNarrowStageBytes)
-            return launch_kernel<T, M, 0, Map, kHist, kPeriodic>(p, stream);
-          return launch_kernel<T, M, detail::kGeneralWide, Map, kHist, kPeriodic>(p, stream);
+        default:
+          break;
       }
     }
-  });
+    throw std::logic_error("no kernel for plan " + k.describe());
+  }
 }
 
 }  // namespace tdsolve::cuda

@@ -11,33 +11,16 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/knobs.hpp"
 #include "solver/cpu/cpu_backend.hpp"
-#include "solver/cuda/block_kernels.cuh"
 #include "solver/cuda/cuda_backend.hpp"
 #include "solver/cuda/cuda_check.hpp"
 #include "solver/cuda/cuda_resources.cuh"
+#include "solver/cuda/kernel_params.cuh"
 #include "solver/cuda/knn_kernels.cuh"
+#include "solver/cuda/select_sort.cuh"
 #include "solver/fault.hpp"
 #include "solver/knn.hpp"
-
-namespace tdsolve::cuda {
-// The kernel families are instantiated in kernels_*.cu (compiled in
-// parallel); these declarations keep this file from instantiating them again.
-#define TDS_EXTERN_FAMILY(T, Map, H, P) \
-  extern template void launch_family<T, Map, H, P>(const KernelParams<T>&, cudaStream_t);
-#define TDS_EXTERN_FAMILIES(T)                                \
-  TDS_EXTERN_FAMILY(T, mapping::Lambda2Map, false, false)     \
-  TDS_EXTERN_FAMILY(T, mapping::BoundingBoxMap, false, false) \
-  TDS_EXTERN_FAMILY(T, mapping::RectMap, false, false)        \
-  TDS_EXTERN_FAMILY(T, mapping::Lambda2Map, true, false)      \
-  TDS_EXTERN_FAMILY(T, mapping::Lambda2Map, true, true)       \
-  TDS_EXTERN_FAMILY(T, mapping::BoundingBoxMap, true, false)  \
-  TDS_EXTERN_FAMILY(T, mapping::BoundingBoxMap, true, true)
-TDS_EXTERN_FAMILIES(float)
-TDS_EXTERN_FAMILIES(double)
-#undef TDS_EXTERN_FAMILIES
-#undef TDS_EXTERN_FAMILY
-}  // namespace tdsolve::cuda
 
 namespace tdsolve::cuda {
 
@@ -77,39 +60,22 @@ void check(cudaError_t e, const char* what) {
 
 namespace {
 
-// Tests and benchmarks can force every sub-tile onto the masked path.
+// Test hook: every sub-tile of the tile kernels on the masked path.
 bool masked_only_requested() {
-  const char* v = std::getenv("TDSOLVE_CUDA_MASKED_ONLY");
-  return v && *v == '1';
-}
-
-// The environment variable `name` as an index into `options`, or -1 when it
-// is unset or empty; any other value is a usage error that names the
-// options ("NAME must be a, b or c, not 'x'").
-int env_choice(const char* name, std::initializer_list<const char*> options) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) return -1;
-  std::string list;
-  int i = 0;
-  for (const char* o : options) {
-    if (std::string(o) == v) return i;
-    list += (i == 0 ? "" : (i + 1 == static_cast<int>(options.size()) ? " or " : ", "));
-    list += o;
-    ++i;
-  }
-  throw UsageError(std::string(name) + " must be " + list + ", not '" + v + "'");
+  return knobs::flag("TDSOLVE_TEST_MASKED_ONLY");
 }
 
 // The order λ2's tiles run in (mapping::Grid::reversed): TDSOLVE_LAMBDA2_ORDER
 // = long (the bounding box's order, from the long end of the triangle) or
 // short (from the short end); long unless set (docs/performance.md).
 bool lambda2_from_long_end() {
-  return env_choice("TDSOLVE_LAMBDA2_ORDER", {"long", "short"}) != 1;
+  return knobs::choice("TDSOLVE_LAMBDA2_ORDER", {"long", "short"}) != 1;
 }
 
 // Whether the device's memory is fast (memory clock × bus width at least
-// 4 TB/s: the H200's 4.8, not the H100's 3.35). The d <= 8 choices below
-// follow it; each was measured on both sides of the line (performance.md).
+// 4 TB/s: the H200's 4.8, not the H100's 3.35). The d <= 8 choices of the
+// kernel plan follow it; each was measured on both sides of the line
+// (performance.md).
 bool fast_memory(int device) {
   int khz = 0, bits = 0;
   if (cudaDeviceGetAttribute(&khz, cudaDevAttrMemoryClockRate, device) != cudaSuccess ||
@@ -121,48 +87,26 @@ bool fast_memory(int device) {
   return bytes_per_s >= 4e12;
 }
 
-// d <= 4's launch shape in tiles (BlockPolicy::kMoreBlocks): 3 blocks an SM
-// on fast memory, 2 elsewhere. The H200 wrote d = 1..4 up to 13 % faster
-// with 3, the H100 up to 9 % slower. TDSOLVE_SMALL_D_BLOCKS=2 or 3 forces one
-// (tests, measurements). Stores in a periodic box use it, and stores in
-// tiles asked for.
-bool small_d_more_blocks(bool fast) {
-  const int c = env_choice("TDSOLVE_SMALL_D_BLOCKS", {"2", "3"});
-  return c < 0 ? fast : c == 1;
-}
-
-// The store schedule of d <= 8 (mapping/strips.hpp; block_kernels.cuh):
-// lanes (strips, the columns in registers, each thread a 16-byte piece of
-// every row), strips (d <= 4: the columns in shared memory, each warp a row
-// through a buffer) or ρ×ρ tiles. At d <= 4 lanes, but for d <= 2 where
-// memory is not fast: there (the H100, n = 1e5) the strips wrote d = 1 6 %
-// and d = 2 2 % faster; lanes took the H100's d = 3, 4 from 86 and 84 % of
-// cudaMemset to 92 and 86 %, and the H200's d = 1..4 from the tiles'
-// 70-76 % to 78-89 % (performance.md). At d = 5..8 the tiles, and lanes
-// only when asked for: the kernel alone wrote the H100's d = 5..8 at
-// 78-90 % of cudaMemset against the tiles' 65-70 %, but the backend's
-// checks on a GPU have not run on it yet (performance.md).
-// TDSOLVE_STORE_SCHEDULE=lanes, strips or tiles forces one (strips past
-// d = 4, where there is no strips kernel: the tiles).
-enum class StoreSchedule { tiles, strips, lanes };
-StoreSchedule store_schedule(bool fast, index_t d) {
-  using S = StoreSchedule;
-  constexpr S kAsked[] = {S::strips, S::tiles, S::lanes};  // in the order the message names them
-  const int c = env_choice("TDSOLVE_STORE_SCHEDULE", {"strips", "tiles", "lanes"});
-  if (d > BlockPolicy::kLaneMaxD) return S::tiles;
-  if (d > BlockPolicy::kStripMaxD) return c >= 0 && kAsked[c] == S::lanes ? S::lanes : S::tiles;
-  if (c >= 0) return kAsked[c];
-  return fast || d > 2 ? S::lanes : S::strips;
-}
-
-// Rows of a strip: BlockPolicy::strip_rows or lane_rows, or TDSOLVE_STRIP_ROWS
-// (8, 16, 32, 64 or 128) to measure others.
-index_t strip_rows(index_t d, StoreSchedule s, bool fast) {
-  constexpr index_t kRows[] = {8, 16, 32, 64, 128};
-  const int c = env_choice("TDSOLVE_STRIP_ROWS", {"8", "16", "32", "64", "128"});
-  if (c >= 0) return kRows[c];
-  const int dd = static_cast<int>(std::min<index_t>(d, 8));
-  return s == StoreSchedule::lanes ? BlockPolicy::lane_rows(dd, fast) : BlockPolicy::strip_rows(dd);
+// The kernel plan of a pair problem on this device (kernel_plan.hpp), with
+// the test hooks TDSOLVE_TEST_STORE_SCHEDULE (strips or lanes, where both
+// exist) and TDSOLVE_STRIP_ROWS (the rows of a strip, to measure others).
+template <typename T>
+KernelPlan plan_for(const Problem<T>& p, int device) {
+  PlanRequest r;
+  r.d = p.d;
+  r.value_bytes = sizeof(T);
+  r.small_d_metric =
+      dispatch_metric<T>(p.metric, [](auto m) { return metric::traits<decltype(m)>::small_d; });
+  r.epilogue = p.epilogue;
+  const int forced = knobs::choice("TDSOLVE_TEST_STORE_SCHEDULE", {"strips", "lanes"});
+  if (forced >= 0) {
+    r.force = true;
+    r.forced = forced == 0 ? Schedule::strips : Schedule::lanes;
+  }
+  constexpr int kRows[] = {8, 16, 32, 64, 128};
+  const int rows = knobs::choice("TDSOLVE_STRIP_ROWS", {"8", "16", "32", "64", "128"});
+  if (rows >= 0) r.forced_rows = kRows[rows];
+  return plan_pair_kernel(DeviceTraits{fast_memory(device)}, r);
 }
 
 template <typename T>
@@ -181,29 +125,48 @@ void check_problem(const Problem<T>& p) {
                      std::to_string(BlockPolicy::kTile) + " (got " + std::to_string(p.rho) + ")");
 }
 
-// Histogram copies a block keeps in shared memory, at most one a warp.
+// Histogram copies a block keeps in shared memory, at most one a warp
+// (TDSOLVE_HIST_COPIES caps it, to measure).
 index_t hist_copies_wanted() {
-  const char* v = std::getenv("TDSOLVE_HIST_COPIES");
-  index_t want = BlockPolicy::kWarps;
-  if (v && *v) {
-    const long c = std::strtol(v, nullptr, 10);
-    if (c == 1 || c == 2 || c == 4 || c == 8) want = static_cast<index_t>(c);
-  }
-  return want;
+  const int c = knobs::choice("TDSOLVE_HIST_COPIES", {"1", "2", "4", "8"});
+  return c < 0 ? BlockPolicy::kWarps : index_t(1) << c;
+}
+
+// launch_metric<T, M, Map, E, kPeriodic> for the metric of p.mp, naming only
+// the instantiations the generated kernel files hold (solver/CMakeLists.txt).
+template <typename T, typename Map, typename E, bool kPeriodic>
+void launch_family(const KernelParams<T>& p, cudaStream_t s) {
+  dispatch_metric<T>(p.mp, [&](auto m) {
+    using M = decltype(m);
+    if constexpr (kPeriodic && !metric::traits<M>::box) {
+      throw std::logic_error("no periodic box with this metric");
+    } else if constexpr (std::is_same_v<E, epi::Select<epi::Overlap>> &&
+                         !std::is_same_v<M, metric::Euclidean<double>>) {
+      throw std::logic_error("overlaps are euclidean, in float64");
+    } else {
+      launch_metric<T, M, Map, E, kPeriodic>(p, s);
+    }
+  });
 }
 
 // Picks the kernel family of (domain, map, epilogue, box).
 template <typename T>
 void launch_chunk(const Problem<T>& p, const KernelParams<T>& k, cudaStream_t s) {
-  const bool hist = p.epilogue == EpilogueKind::histogram, periodic = p.box_dims > 0;
   dispatch_map(p.domain, p.map, [&](auto map) {
     using Map = decltype(map);
-    if (!hist) return launch_family<T, Map, false, false>(k, s);
+    if (p.epilogue == EpilogueKind::store) return launch_family<T, Map, epi::Store, false>(k, s);
     if constexpr (std::is_same_v<Map, mapping::RectMap>) {
-      throw std::logic_error("no histogram kernels for rectangles");
+      throw std::logic_error("rectangles only store");
     } else {
-      if (periodic) return launch_family<T, Map, true, true>(k, s);
-      return launch_family<T, Map, true, false>(k, s);
+      if (p.epilogue == EpilogueKind::histogram) {
+        if (p.box_dims > 0) return launch_family<T, Map, epi::Histogram, true>(k, s);
+        return launch_family<T, Map, epi::Histogram, false>(k, s);
+      }
+      if (p.epilogue != EpilogueKind::select)
+        throw std::logic_error("no pair kernel for this epilogue");
+      if (p.select.kind == SelectKind::overlap)
+        return launch_family<T, Map, epi::Select<epi::Overlap>, false>(k, s);
+      return launch_family<T, Map, epi::Select<epi::Within>, false>(k, s);
     }
   });
 }
@@ -215,6 +178,38 @@ __global__ void store16_kernel(float4* out, index_t count, float value) {
     out[k] = v;
 }
 
+// The selected pairs of one slot (select): the kernels' list, its sorted
+// copy, the pairs, and their pinned host copies; grown when a chunk finds
+// more than they hold (never dropping one: the chunk runs again).
+template <typename T>
+struct SelectBuffers {
+  index_t capacity = 0;
+  DeviceBuffer<unsigned long long> count, keys, sorted_keys;
+  DeviceBuffer<T> values, sorted_values;
+  DeviceBuffer<long long> pairs;
+  DeviceBuffer<char> scratch;
+  size_t scratch_bytes = 0;
+  PinnedBuffer<unsigned long long> host_count;
+  PinnedBuffer<long long> host_pairs;
+  PinnedBuffer<T> host_values;
+  bool keep_on_device = false;
+  void allocate(index_t items, bool on_device_only) {
+    keep_on_device = on_device_only;
+    capacity = items;
+    keys.allocate(items, "the selected pairs");
+    values.allocate(items, "the selected pairs");
+    sorted_keys.allocate(items, "the selected pairs");
+    sorted_values.allocate(items, "the selected pairs");
+    pairs.allocate(2 * items, "the selected pairs");
+    scratch_bytes = select_sort_bytes<T>(items);
+    scratch.allocate(scratch_bytes, "the selected pairs' sort");
+    if (!on_device_only) {
+      host_pairs.allocate(2 * items, "the selected pairs");
+      host_values.allocate(items, "the selected pairs");
+    }
+  }
+};
+
 template <typename T>
 class CudaBackend final : public Backend<T> {
  public:
@@ -223,11 +218,9 @@ class CudaBackend final : public Backend<T> {
     check(cudaGetDeviceProperties(&prop, device_), "cudaGetDeviceProperties");
     name_ = prop.name;
     check_problem(p);
-    const bool fast = fast_memory(device_);  // the d <= 8 choices follow it
-    more_blocks_ = small_d_more_blocks(fast);
-    long_end_ = lambda2_from_long_end();  // a bad value fails here, before any file
-    schedule_ = store_schedule(fast, p.d);
-    strip_rows_ = strip_rows(p.d, schedule_, fast);
+    long_end_ = lambda2_from_long_end();  // bad values fail here, before any file
+    masked_only_ = masked_only_requested();
+    if (!p.knn()) plan_ = plan_for(p, device_);
     a_.upload(p.a, "the points");
     if (p.domain == DomainKind::rect && !p.knn()) b_.upload(p.b, "the second set of points");
     norms_a_.upload(p.norms_a, "the norms");
@@ -235,10 +228,18 @@ class CudaBackend final : public Backend<T> {
     weights_.upload(p.kernel_weights, "the weights");
     if (p.epilogue == EpilogueKind::histogram) {
       slots_ = p.hist.slots();
+      hist_copies_ = hist_copies_wanted();
       edges_.upload(p.hist.edges, "the bin edges");
       for (int s = 0; s < 2; ++s) {
         device_counts_[s].allocate(slots_, "histogram counts");
         host_counts_[s].allocate(slots_, "histogram counts");
+      }
+    }
+    if (p.selects()) {
+      radii_.upload(p.select_radii, "the radii");
+      for (int s = 0; s < 2; ++s) {
+        select_[s].count.allocate(1, "the selection count");
+        select_[s].host_count.allocate(1, "the selection count");
       }
     }
   }
@@ -265,6 +266,15 @@ class CudaBackend final : public Backend<T> {
 
   void reserve(index_t elements) override {
     if (slots_ > 0) return;
+    if (p_.selects()) {
+      // Room for a few pairs in 64 of a chunk to start with; a chunk that
+      // finds more makes room and runs again.
+      const index_t items =
+          std::max<index_t>(index_t(1) << 16, std::min<index_t>(elements / 64, index_t(1) << 22));
+      for (int s = 0; s < 2; ++s)
+        select_[s].allocate(items, keep_on_device_);
+      return;
+    }
     if (p_.knn()) {
       const index_t values = (elements + p_.cols - 1) / p_.cols * p_.k;
       for (int s = 0; s < 2; ++s) {
@@ -288,7 +298,7 @@ class CudaBackend final : public Backend<T> {
   void submit(const ChunkJob& job) override {
     fault_point(Stage::compute, job.chunk);
     const int s = static_cast<int>(submitted_++ % 2);
-    chunk_[s] = job.chunk;
+    chunk_[s] = job;
     const KernelParams<T> k = params(job, s);
     // The device buffer is free once the copy of the chunk before last is done.
     check(cudaStreamWaitEvent(compute_.s, copied_[s].e, 0), "cudaStreamWaitEvent");
@@ -297,6 +307,9 @@ class CudaBackend final : public Backend<T> {
       check(cudaMemsetAsync(device_counts_[s].get(), 0, slots_ * sizeof(unsigned long long),
                             compute_.s),
             "cudaMemsetAsync (histogram)");
+    if (p_.selects())
+      check(cudaMemsetAsync(select_[s].count.get(), 0, sizeof(unsigned long long), compute_.s),
+            "cudaMemsetAsync (selection count)");
     if (p_.knn()) {
       launch_knn<T>(knn_params(job, s), compute_.s);
     } else {
@@ -304,6 +317,16 @@ class CudaBackend final : public Backend<T> {
     }
     check(cudaGetLastError(), "kernel launch");
     check(cudaEventRecord(kernel_stop_[s].e, compute_.s), "cudaEventRecord");
+    if (p_.selects()) {
+      // The count only, on the compute stream (so that sorting the chunk
+      // before, on the copy stream, overlaps this kernel); the pairs move
+      // once wait() knows how many there are.
+      check(cudaMemcpyAsync(select_[s].host_count.get(), select_[s].count.get(),
+                            sizeof(unsigned long long), cudaMemcpyDeviceToHost, compute_.s),
+            "cudaMemcpyAsync (selection count)");
+      check(cudaEventRecord(counted_[s].e, compute_.s), "cudaEventRecord");
+      return;
+    }
     check(cudaStreamWaitEvent(copy_.s, kernel_stop_[s].e, 0), "cudaStreamWaitEvent");
     check(cudaEventRecord(copy_start_[s].e, copy_.s), "cudaEventRecord");
     if (slots_ > 0) {
@@ -328,14 +351,10 @@ class CudaBackend final : public Backend<T> {
 
   ChunkResult<T> wait() override {
     const int s = static_cast<int>(waited_++ % 2);
+    if (p_.selects()) return wait_selected(s);
     check(cudaEventSynchronize(copied_[s].e), "waiting for a chunk (kernel or copy failed)");
-    float kernel_ms = 0, copy_ms = 0;
-    check(cudaEventElapsedTime(&kernel_ms, kernel_start_[s].e, kernel_stop_[s].e),
-          "cudaEventElapsedTime");
-    check(cudaEventElapsedTime(&copy_ms, copy_start_[s].e, copied_[s].e), "cudaEventElapsedTime");
-    kernel_s_ += kernel_ms * 1e-3;
-    copy_s_ += copy_ms * 1e-3;
-    fault_point(Stage::copy, chunk_[s]);
+    add_times(s);
+    fault_point(Stage::copy, chunk_[s].chunk);
     ChunkResult<T> r;
     if (slots_ > 0) {
       static_assert(sizeof(unsigned long long) == sizeof(std::uint64_t), "64-bit counts");
@@ -389,6 +408,73 @@ class CudaBackend final : public Backend<T> {
   }
 
  private:
+  void add_times(int s) {
+    float kernel_ms = 0, copy_ms = 0;
+    check(cudaEventElapsedTime(&kernel_ms, kernel_start_[s].e, kernel_stop_[s].e),
+          "cudaEventElapsedTime");
+    check(cudaEventElapsedTime(&copy_ms, copy_start_[s].e, copied_[s].e), "cudaEventElapsedTime");
+    kernel_s_ += kernel_ms * 1e-3;
+    copy_s_ += copy_ms * 1e-3;
+  }
+
+  // Select: the chunk's count; if its list overflowed, room for it and the
+  // chunk again (the same pairs: only the room differs); then, on the copy
+  // stream, the list sorted by packed index, its pairs (i, j), and both to
+  // the host.
+  ChunkResult<T> wait_selected(int s) {
+    SelectBuffers<T>& b = select_[s];
+    const ChunkJob& job = chunk_[s];
+    check(cudaEventSynchronize(counted_[s].e), "waiting for a chunk (kernel failed)");
+    index_t found = *b.host_count.get();
+    if (found > b.capacity) {
+      check(cudaDeviceSynchronize(), "before growing the selection buffers");
+      b.allocate(found + found / 4, keep_on_device_);
+      const KernelParams<T> k = params(job, s);
+      check(cudaMemsetAsync(b.count.get(), 0, sizeof(unsigned long long), copy_.s),
+            "cudaMemsetAsync (selection count)");
+      check(cudaEventRecord(kernel_start_[s].e, copy_.s), "cudaEventRecord");
+      launch_chunk<T>(p_, k, copy_.s);
+      check(cudaGetLastError(), "kernel launch");
+      check(cudaEventRecord(kernel_stop_[s].e, copy_.s), "cudaEventRecord");
+      check(cudaMemcpyAsync(b.host_count.get(), b.count.get(), sizeof(unsigned long long),
+                            cudaMemcpyDeviceToHost, copy_.s),
+            "cudaMemcpyAsync (selection count)");
+      check(cudaStreamSynchronize(copy_.s), "a chunk run again with room for its pairs");
+      if (*b.host_count.get() != found)
+        throw std::logic_error("a chunk run again found " + std::to_string(*b.host_count.get()) +
+                               " pairs, not " + std::to_string(found));
+    }
+    check(cudaEventRecord(copy_start_[s].e, copy_.s), "cudaEventRecord");
+    check(cudaStreamWaitEvent(copy_.s, counted_[s].e, 0), "cudaStreamWaitEvent");
+    if (!keep_on_device_ && found > 0) {
+      int bits = 1;
+      while (bits < 64 && (job.elements >> bits) != 0)
+        ++bits;
+      select_sort<T>(b.scratch.get(), b.scratch_bytes, b.keys.get(), b.sorted_keys.get(),
+                     b.values.get(), b.sorted_values.get(), found, bits, copy_.s);
+      const index_t first = mapping::PairDomain(p_.rows, p_.rho).elements_before(job.row_begin);
+      select_pairs(b.sorted_keys.get(), found, p_.rows, first, b.pairs.get(), copy_.s);
+      check(cudaMemcpyAsync(b.host_pairs.get(), b.pairs.get(), 2 * found * sizeof(long long),
+                            cudaMemcpyDeviceToHost, copy_.s),
+            "cudaMemcpyAsync (selected pairs to host)");
+      check(cudaMemcpyAsync(b.host_values.get(), b.sorted_values.get(), found * sizeof(T),
+                            cudaMemcpyDeviceToHost, copy_.s),
+            "cudaMemcpyAsync (selected values to host)");
+    }
+    check(cudaEventRecord(copied_[s].e, copy_.s), "cudaEventRecord");
+    check(cudaEventSynchronize(copied_[s].e), "waiting for a chunk's pairs (sort or copy failed)");
+    add_times(s);
+    fault_point(Stage::copy, job.chunk);
+    ChunkResult<T> r;
+    r.selected = found;
+    if (!keep_on_device_) {
+      static_assert(sizeof(long long) == sizeof(std::int64_t), "64-bit pairs");
+      r.pairs = reinterpret_cast<const std::int64_t*>(b.host_pairs.get());
+      r.values = b.host_values.get();
+    }
+    return r;
+  }
+
   KnnParams<T> knn_params(const ChunkJob& job, int s) const {
     KnnParams<T> k{};
     k.a = a_.get();
@@ -415,6 +501,7 @@ class CudaBackend final : public Backend<T> {
     k.cols = p_.cols;
     k.d = p_.d;
     k.rho = p_.rho;
+    k.plan = plan_;
     dispatch_map(p_.domain, p_.map, [&](auto map) {
       using Map = decltype(map);
       typename Map::Domain dom;
@@ -428,9 +515,10 @@ class CudaBackend final : public Backend<T> {
       k.m = dom.m;
       if constexpr (std::is_same_v<Map, mapping::RectMap>) k.mc = dom.mc;
       k.out_offset = dom.elements_before(job.row_begin);
-      // The strips of the chunk's rows [r0, r1): bands of strip_rows_ rows
+      if (plan_.schedule != Schedule::strips && plan_.schedule != Schedule::lanes) return;
+      // The strips of the chunk's rows [r0, r1): bands of strip_rows rows
       // (r0 is a multiple of ρ, so of 128: a band boundary).
-      const index_t h = strip_rows_, w = BlockPolicy::strip_cols<T>();
+      const index_t h = plan_.strip_rows, w = BlockPolicy::strip_cols<T>();
       const index_t r0 = std::min(job.row_begin * p_.rho, p_.rows);
       const index_t r1 = std::min(job.row_end * p_.rho, p_.rows);
       const index_t bands = (r1 - r0 + h - 1) / h;
@@ -443,7 +531,7 @@ class CudaBackend final : public Backend<T> {
         k.strip_grid = mapping::Grid{bands > 0 ? k.strip_layout.mc : 0, bands, r0};
       }
     });
-    k.out = slots_ > 0 ? nullptr : device_out_[s].get();
+    k.out = p_.stores_values() ? device_out_[s].get() : nullptr;
     k.counts = slots_ > 0 ? device_counts_[s].get() : nullptr;
     k.edges = edges_.get();
     k.bins = p_.hist.bins;
@@ -455,21 +543,27 @@ class CudaBackend final : public Backend<T> {
     // A block's 32-bit slots hold at most 2^31 values between merges.
     k.flush_tiles = std::max<index_t>(1, (index_t(1) << 31) / (p_.rho * p_.rho));
     // Shared-memory histograms per block: as many copies (a power of two,
-    // at most one a warp) as fit; TDSOLVE_HIST_COPIES caps it (to measure).
+    // at most one a warp) as fit.
     const index_t slots = p_.hist.bins + 2, shared = BlockPolicy::kSharedHistSlots;
-    index_t copies = hist_copies_wanted();
+    index_t copies = hist_copies_;
     while (copies > 0 && copies * slots > shared)
       copies /= 2;
     k.hist_copies = static_cast<unsigned int>(copies);
     k.hist_stride = static_cast<unsigned int>(slots);
+    if (p_.selects()) {
+      const SelectBuffers<T>& b = select_[s];
+      k.select = p_.select;
+      k.select.radii = radii_.get();
+      k.sel_count = b.count.get();
+      k.sel_keys = b.keys.get();
+      k.sel_values = b.values.get();
+      k.sel_capacity = b.capacity;
+    }
     for (int i = 0; i < kMaxBoxDims; ++i)
       k.box[i] = p_.box[i];
     k.mp = p_.metric_params();
     k.mp.weights = p_.kernel_weights.empty() ? nullptr : weights_.get();
-    k.masked_only = masked_only_requested();
-    k.more_blocks = more_blocks_;
-    k.strips = schedule_ != StoreSchedule::tiles && p_.epilogue != EpilogueKind::histogram;
-    k.lanes = schedule_ == StoreSchedule::lanes;
+    k.masked_only = masked_only_;
     return k;
   }
 
@@ -477,24 +571,26 @@ class CudaBackend final : public Backend<T> {
   CudaOptions o_;
   int device_;
   std::string name_;
-  bool more_blocks_ = false;                       // d <= 4: launch shape (small_d_more_blocks)
-  StoreSchedule schedule_ = StoreSchedule::tiles;  // d <= 8 stores (store_schedule)
-  bool long_end_ = true;                           // λ2's tile order (lambda2_from_long_end)
-  index_t strip_rows_ = 16;                        // rows of a strip (strip_rows)
+  KernelPlan plan_;       // the pair kernel (kernel_plan.hpp)
+  bool long_end_ = true;  // λ2's tile order (lambda2_from_long_end)
+  bool masked_only_ = false;
   bool keep_on_device_ = false;
   index_t slots_ = 0;
+  index_t hist_copies_ = BlockPolicy::kWarps;
   DeviceBuffer<T> a_, b_;
-  DeviceBuffer<double> norms_a_, norms_b_, edges_, weights_;
+  DeviceBuffer<double> norms_a_, norms_b_, edges_, weights_, radii_;
   DeviceBuffer<T> device_out_[2];
   PinnedBuffer<T> host_out_[2];
   DeviceBuffer<std::int64_t> device_idx_[2];  // knn
   PinnedBuffer<std::int64_t> host_idx_[2];
   DeviceBuffer<unsigned long long> device_counts_[2];
   PinnedBuffer<unsigned long long> host_counts_[2];
+  SelectBuffers<T> select_[2];
   Stream compute_, copy_;
   Event kernel_start_[2] = {Event(true), Event(true)}, kernel_stop_[2] = {Event(true), Event(true)};
   Event copy_start_[2] = {Event(true), Event(true)}, copied_[2] = {Event(true), Event(true)};
-  index_t chunk_[2] = {0, 0};
+  Event counted_[2] = {Event(false), Event(false)};
+  ChunkJob chunk_[2];
   index_t submitted_ = 0, waited_ = 0;
   double kernel_s_ = 0, copy_s_ = 0;
 };

@@ -39,40 +39,41 @@ class GpuTest(TempDirTest):
             self.assertEqual(self.values(gpu2), c, f"{metric} {precision}: 2 ranks on one GPU != CPU")
 
     def test_kernel_shapes_identical_to_cpu(self):
-        # d <= 8 stores in the strip schedules, forced
-        # (TDSOLVE_STORE_SCHEDULE=strips, d <= 4: a warp a row through a
-        # buffer; lanes, d <= 8: a thread a 16-byte piece of every row, the
+        # Every pair kernel the plan can choose (solver/cuda/kernel_plan.hpp),
+        # against the CPU's file. d <= 8 stores in the strip schedules:
+        # strips (d <= 2: a warp a row through a buffer; the H100's default)
+        # and lanes (d <= 8: a thread a 16-byte piece of every row, the
         # columns in registers, thread 0 taking the strip's last values, or
         # past d = 6 a row's first values from the previous lane and single
-        # stores at warp edges; 16-64 rows × 4 KiB, 16-byte stores from a
+        # stores at warp edges), each forced (TDSOLVE_TEST_STORE_SCHEDULE)
+        # whatever this GPU picks; 16-64 rows × 4 KiB, 16-byte stores from a
         # row's first 16-byte boundary; 8 and 128 rows through
-        # TDSOLVE_STRIP_ROWS): n = 1031 spans two strip columns of floats
-        # and three of doubles, and chunks and ranks start inside a strip
-        # row. The tile schedule (TDSOLVE_STORE_SCHEDULE=tiles) with d <= 4
-        # in both launch shapes (TDSOLVE_SMALL_D_BLOCKS=2: every warp
-        # unranks its λ2 tile; 3: one thread a block does, 80 registers),
-        # and at d = 5..8 (their default, forced too); d = 1: λ2's kernel
-        # launched with its occupancy cap (2 blocks an SM, through unused
-        # shared memory).
+        # TDSOLVE_STRIP_ROWS: n = 1031 spans two strip columns of floats and
+        # three of doubles, and chunks and ranks start inside a strip row.
         # d > 8 runs the general kernels: one narrow stage for d <= 16
         # floats / 8 doubles, wide stages beyond; 16-byte staging loads when
         # d is a multiple of 4 floats / 2 doubles, element by element
-        # otherwise; the last stage partly zero padding. n = 1031 leaves
-        # masked edges; --chunk-mb 1 splits the run into chunks.
+        # otherwise; the last stage partly zero padding. Histograms and
+        # selections (knn --radius) run tiles at d <= 8, also all on the
+        # masked path (TDSOLVE_TEST_MASKED_ONLY). n = 1031 leaves masked
+        # edges; --chunk-mb 1 splits the run into chunks.
         def run(command, args, backend, ranks=1, extra=(), env=None):
             p = self.path(f"{command}_{backend}{ranks}.h5")
             tdsolve(command, *args, *extra, "--output", p, "--backend", backend, "--overwrite", "--progress",
                     "none", "--quiet", np_=ranks, env=env, check=True)
             with h5py.File(p, "r") as f:
-                return f["counts" if command == "hist" else "distances"][()].tobytes()
+                names = ["counts"] if command == "hist" else ["pairs", "distances"] if "pairs" in f else ["distances"]
+                return b"".join(f[x][()].tobytes() for x in names)
 
         cases = [(d, "euclidean", "float32") for d in (1, 2, 3, 4, 6, 8, 9, 13, 16, 17, 33, 64)]
         cases += [(3, "cosine", "float64"), (2, "cityblock", "float64"), (8, "cosine", "float32"),
                   (7, "sqeuclidean", "float64"), (1, "euclidean", "float64"), (3, "sqeuclidean", "float32"),
-                  (4, "chebyshev", "float32"), (2, "cosine", "float32"), (1, "cityblock", "float32")]
+                  (4, "chebyshev", "float32"), (2, "cosine", "float32"), (1, "cityblock", "float32"),
+                  (5, "euclidean", "float64"), (6, "cosine", "float32")]
         cases += [(16, "sqeuclidean", "float32"), (17, "cityblock", "float32"), (64, "chebyshev", "float32"),
                   (13, "cosine", "float32"), (33, "cosine", "float32")]
         cases += [(d, "euclidean", "float64") for d in (9, 16, 17, 33)] + [(33, "cosine", "float64")]
+        masked = {"TDSOLVE_TEST_MASKED_ONLY": "1"}
         for d, metric, precision in cases:
             what = f"d = {d} {metric} {precision}"
             args = ["--generate", f"uniform:1031:{d}:{d}", "--metric", metric, "--precision", precision,
@@ -80,8 +81,8 @@ class GpuTest(TempDirTest):
             cpu = run("edm", args, "cpu")
             self.assertEqual(run("edm", args, "cuda"), cpu, what)
             if d <= 8:
-                for schedule in ("strips", "lanes") if d <= 4 else ("lanes",):
-                    strips = {"TDSOLVE_STORE_SCHEDULE": schedule}
+                for schedule in ("strips", "lanes") if d <= 2 else ("lanes",):
+                    strips = {"TDSOLVE_TEST_STORE_SCHEDULE": schedule}
                     w = f"{what}, {schedule}"
                     self.assertEqual(run("edm", args, "cuda", 1, [], strips), cpu, w)
                     self.assertEqual(run("edm", args, "cuda", 1, ["--map", "bb"], strips), cpu, w + ", bb")
@@ -90,18 +91,24 @@ class GpuTest(TempDirTest):
                         for rows in ("8", "128"):
                             env = dict(strips, TDSOLVE_STRIP_ROWS=rows)
                             self.assertEqual(run("edm", args, "cuda", 1, (), env), cpu, f"{w} of {rows} rows")
-            if d in (6, 7, 8):
-                env = {"TDSOLVE_STORE_SCHEDULE": "tiles"}
-                self.assertEqual(run("edm", args, "cuda", 1, [], env), cpu, f"{what}, tiles")
-            if d <= 4:
-                for shape in ("2", "3"):
-                    for extra in ([], ["--map", "bb"]):
-                        env = {"TDSOLVE_STORE_SCHEDULE": "tiles", "TDSOLVE_SMALL_D_BLOCKS": shape}
-                        self.assertEqual(run("edm", args, "cuda", 1, extra, env), cpu,
-                                         f"{what}, tiles, {shape} blocks {extra}")
             if d in (17, 33) and precision == "float32" and metric == "euclidean":
                 self.assertEqual(run("edm", args, "cuda", 2), cpu, what + ", 2 ranks")
                 self.assertEqual(run("edm", args, "cuda", 1, ["--map", "bb"]), cpu, what + ", bb")
+            # Selections and histograms: tiles at d <= 8, the general path beyond.
+            radius = {"euclidean": 0.15 * d ** 0.5, "sqeuclidean": 0.03 * d, "cityblock": 0.2 * d,
+                      "chebyshev": 0.15, "cosine": 0.02}[metric]
+            sel = ["--generate", f"uniform:1031:{d}:{d}", "--metric", metric, "--precision", precision,
+                   "--radius", f"{radius:.6g}"]
+            cpu_sel = run("knn", sel, "cpu")
+            self.assertEqual(run("knn", sel, "cuda"), cpu_sel, what + ", --radius")
+            self.assertEqual(run("knn", sel, "cuda", 2, ["--map", "bb"]), cpu_sel, what + ", --radius, bb, 2 ranks")
+            self.assertEqual(run("knn", sel, "cuda", 1, [], masked), cpu_sel, what + ", --radius, masked")
+            if d <= 8 and metric != "cosine":
+                hist = ["--generate", f"uniform:1031:{d}:{d}", "--metric", metric, "--precision", precision,
+                        "--bins", "37", "--range", f"0:{radius * 4:.6g}"]
+                cpu_hist = run("hist", hist, "cpu")
+                self.assertEqual(run("hist", hist, "cuda"), cpu_hist, what + ", hist")
+                self.assertEqual(run("hist", hist, "cuda", 1, [], masked), cpu_hist, what + ", hist, masked")
         # 61 bins: a histogram a warp; 5000: one a block, 20 KB of shared
         # memory on top of the strips (34 KB with wide ones).
         for d, bins in ((13, 61), (33, 61), (33, 5000)):
@@ -109,43 +116,38 @@ class GpuTest(TempDirTest):
             self.assertEqual(run("hist", args, "cuda"), run("hist", args, "cpu"), f"hist d = {d}, {bins} bins")
         args = ["--generate", "uniform:1031:17:1", "--with-generate", "uniform:517:17:2"]
         self.assertEqual(run("cross", args, "cuda"), run("cross", args, "cpu"), "cross d = 17")
-        args = ["--generate", "uniform:1031:3:1", "--with-generate", "uniform:517:3:2"]
+        args = ["--generate", "uniform:1031:2:1", "--with-generate", "uniform:517:2:2"]
         cpu = run("cross", args, "cpu")
-        self.assertEqual(run("cross", args, "cuda"), cpu, "cross d = 3")
+        self.assertEqual(run("cross", args, "cuda"), cpu, "cross d = 2")
         for schedule in ("strips", "lanes"):
-            strips = {"TDSOLVE_STORE_SCHEDULE": schedule}
-            self.assertEqual(run("cross", args, "cuda", env=strips), cpu, f"cross d = 3, {schedule}")
-            self.assertEqual(run("cross", args, "cuda", 2, env=strips), cpu, f"cross d = 3, {schedule}, 2 ranks")
-        for shape in ("2", "3"):
-            env = {"TDSOLVE_STORE_SCHEDULE": "tiles", "TDSOLVE_SMALL_D_BLOCKS": shape}
-            self.assertEqual(run("cross", args, "cuda", env=env), cpu, f"cross d = 3, tiles, {shape} blocks")
+            strips = {"TDSOLVE_TEST_STORE_SCHEDULE": schedule}
+            self.assertEqual(run("cross", args, "cuda", env=strips), cpu, f"cross d = 2, {schedule}")
+            self.assertEqual(run("cross", args, "cuda", 2, env=strips), cpu, f"cross d = 2, {schedule}, 2 ranks")
         # d = 7: lanes with shuffles on a rectangle, 1 and 2 ranks.
         args = ["--generate", "uniform:1031:7:1", "--with-generate", "uniform:517:7:2"]
         cpu = run("cross", args, "cpu")
-        lanes = {"TDSOLVE_STORE_SCHEDULE": "lanes"}
         self.assertEqual(run("cross", args, "cuda"), cpu, "cross d = 7")
-        self.assertEqual(run("cross", args, "cuda", env=lanes), cpu, "cross d = 7, lanes")
-        self.assertEqual(run("cross", args, "cuda", 2, env=lanes), cpu, "cross d = 7, lanes, 2 ranks")
-        # Three ranks and chunks of one block row each (128 rows: 4 bands of
-        # 32 rows at d = 2) on both maps, n not a multiple of anything.
+        self.assertEqual(run("cross", args, "cuda", 2), cpu, "cross d = 7, 2 ranks")
+        # Three ranks and chunks of one block row each (128 rows: 8 bands of
+        # 16 rows at d = 2) on both maps, n not a multiple of anything.
         args = ["--generate", "uniform:5003:2:3", "--chunk-mb", "1", "--block", "128"]
         cpu = run("edm", args, "cpu")
         for schedule in ("strips", "lanes"):
             for extra in ([], ["--map", "bb"]):
-                self.assertEqual(run("edm", args, "cuda", 3, extra, {"TDSOLVE_STORE_SCHEDULE": schedule}), cpu,
+                self.assertEqual(run("edm", args, "cuda", 3, extra, {"TDSOLVE_TEST_STORE_SCHEDULE": schedule}), cpu,
                                  f"d = 2, n = 5003, {schedule}, 3 ranks {extra}")
-        r = tdsolve("edm", "--generate", "uniform:100:3", "--output", self.path("bad.h5"), "--backend", "cuda",
-                    env={"TDSOLVE_SMALL_D_BLOCKS": "5"})
-        self.assertNotEqual(r.returncode, 0)
-        self.assertIn("TDSOLVE_SMALL_D_BLOCKS must be 2 or 3", r.stderr)
-        r = tdsolve("edm", "--generate", "uniform:100:3", "--output", self.path("bad.h5"), "--backend", "cuda",
-                    env={"TDSOLVE_STORE_SCHEDULE": "rows"})
-        self.assertNotEqual(r.returncode, 0)
-        self.assertIn("TDSOLVE_STORE_SCHEDULE must be strips, tiles or lanes", r.stderr)
-        r = tdsolve("edm", "--generate", "uniform:100:3", "--output", self.path("bad.h5"), "--backend", "cuda",
-                    env={"TDSOLVE_STRIP_ROWS": "24"})
-        self.assertNotEqual(r.returncode, 0)
-        self.assertIn("TDSOLVE_STRIP_ROWS must be 8, 16, 32, 64 or 128", r.stderr)
+        # The test hooks refuse what does not exist, in one line, before any file.
+        for env, message in (({"TDSOLVE_TEST_STORE_SCHEDULE": "rows"},
+                              "TDSOLVE_TEST_STORE_SCHEDULE must be strips or lanes"),
+                             ({"TDSOLVE_TEST_STORE_SCHEDULE": "strips"}, "no strips kernel for d = 3"),
+                             ({"TDSOLVE_STRIP_ROWS": "24"}, "TDSOLVE_STRIP_ROWS must be 8, 16, 32, 64 or 128"),
+                             ({"TDSOLVE_TEST_MASKED_ONLY": "yes"}, "TDSOLVE_TEST_MASKED_ONLY must be 0 or 1")):
+            out = self.path("bad.h5")
+            r = tdsolve("edm", "--generate", "uniform:100:3", "--output", out, "--backend", "cuda", env=env)
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertIn(message, r.stderr)
+            self.assertEqual(r.stderr.count("\n"), 1, r.stderr)
+            self.assertFalse(os.path.exists(out) or os.path.exists(out + ".partial"))
 
     def test_auto_picks_cuda_and_bb_map_agrees(self):
         a, b = self.path("a.h5"), self.path("b.h5")

@@ -216,15 +216,14 @@ TEST(CudaBackend, EveryFeatureCountAndLargerTiles) {
 }
 
 // Both strip schedules forced, whatever the GPU would pick: every d they
-// serve (strips d <= 4; lanes d <= 8, with shuffles past 6), both maps,
+// serve (strips d <= 2; lanes d <= 8, with shuffles past 6), both maps,
 // ρ = 128 and 384 (chunks start on other multiples of 128), float and
-// double, and cosine (the norms). Then the tiles at d = 5..8, which
-// periodic boxes and TDSOLVE_STORE_SCHEDULE=tiles still run.
+// double, and cosine (the norms).
 TEST(CudaBackend, StripsMatchCpu) {
   REQUIRE_GPU();
   for (const char* schedule : {"strips", "lanes"}) {
-    setenv("TDSOLVE_STORE_SCHEDULE", schedule, 1);
-    const index_t max_d = std::string(schedule) == "strips" ? 4 : 8;
+    setenv("TDSOLVE_TEST_STORE_SCHEDULE", schedule, 1);
+    const index_t max_d = std::string(schedule) == "strips" ? 2 : 8;
     for (index_t d = 1; d <= max_d; ++d)
       for (index_t rho : {128, 384})
         for (MapKind map : {MapKind::lambda, MapKind::bb}) {
@@ -239,28 +238,115 @@ TEST(CudaBackend, StripsMatchCpu) {
           const Problem<float> c = random_problem<float>(1300, d, Metric::cosine, rho, 60 + d, map);
           EXPECT_EQ(compare_chunks(c, false).differing, 0u) << "cosine " << what;
         }
-    unsetenv("TDSOLVE_STORE_SCHEDULE");
+    unsetenv("TDSOLVE_TEST_STORE_SCHEDULE");
   }
-  setenv("TDSOLVE_STORE_SCHEDULE", "tiles", 1);
-  for (index_t d = 5; d <= 8; ++d) {
-    const Problem<float> p = random_problem<float>(1500, d, Metric::euclidean, 128, 70 + d);
-    EXPECT_EQ(compare_chunks(p, false).differing, 0u) << "tiles d=" << d;
-    const Problem<double> q =
-        random_problem<double>(1100, d, Metric::cosine, 128, 80 + d, MapKind::bb);
-    EXPECT_EQ(compare_chunks(q, false).differing, 0u) << "tiles cosine bb d=" << d;
-  }
-  unsetenv("TDSOLVE_STORE_SCHEDULE");
 }
 
-// The tiles' masked path (d = 3 would run in strips on some GPUs, where the
-// mask is the only path).
+// The tiles' masked path, where tiles run: histograms and selections at
+// d <= 8, and the general path of stores.
 TEST(CudaBackend, MaskedPathEverywhereMatchesCpu) {
   REQUIRE_GPU();
-  setenv("TDSOLVE_CUDA_MASKED_ONLY", "1", 1);
-  setenv("TDSOLVE_STORE_SCHEDULE", "tiles", 1);
+  setenv("TDSOLVE_TEST_MASKED_ONLY", "1", 1);
   check_all<float>({1000, 4099}, {3, 17}, false);
-  unsetenv("TDSOLVE_STORE_SCHEDULE");
-  unsetenv("TDSOLVE_CUDA_MASKED_ONLY");
+  for (index_t d : {1, 3, 8}) {
+    const Problem<float> h = random_hist<float>(3001, d, Metric::euclidean, 97, 0.1, 1.9, false, 5);
+    EXPECT_EQ(compare_chunks(h, false).differing, 0u) << "histogram d=" << d;
+  }
+  unsetenv("TDSOLVE_TEST_MASKED_ONLY");
+}
+
+namespace {
+
+struct PairList {
+  std::vector<std::int64_t> pairs;
+  std::vector<double> values;
+};
+
+// Every chunk of a select problem on one backend, through its submit/wait
+// pipeline (two chunks in flight), concatenated.
+template <typename T>
+PairList run_select(const Problem<T>& p, std::unique_ptr<Backend<T>> b, index_t chunk_elements) {
+  const mapping::ChunkPlan plan = make_plan(p, chunk_elements);
+  b->reserve(plan.largest_chunk());
+  PairList out;
+  const auto job = [&](index_t k) {
+    return ChunkJob{k, plan.row_begin(k), plan.row_end(k), plan.elements(k)};
+  };
+  b->submit(job(0));
+  for (index_t k = 0; k < plan.chunks(); ++k) {
+    if (k + 1 < plan.chunks()) b->submit(job(k + 1));
+    const ChunkResult<T> r = b->wait();
+    out.pairs.insert(out.pairs.end(), r.pairs, r.pairs + 2 * r.selected);
+    for (index_t q = 0; q < r.selected; ++q)
+      out.values.push_back(static_cast<double>(r.values[q]));
+  }
+  return out;
+}
+
+template <typename T>
+void expect_same_selection(const Problem<T>& p, index_t chunk, const std::string& what) {
+  const PairList want = run_select<T>(p, cpu::make_cpu_backend<T>(p, 2, 1), chunk);
+  const PairList got = run_select<T>(p, cuda::make_cuda_backend<T>(p, cuda::CudaOptions{}), chunk);
+  ASSERT_EQ(want.pairs.size(), got.pairs.size()) << what;
+  EXPECT_EQ(want.pairs, got.pairs) << what;
+  EXPECT_EQ(0, std::memcmp(want.values.data(), got.values.data(), want.values.size() * 8)) << what;
+}
+
+}  // namespace
+
+// knn --radius and collide select on the device: the same pairs, in the same
+// order, with the same values as the CPU's tile loops (which tests/unit
+// check against a scan of every stored value). Chunks that find more pairs
+// than the list holds (65536 to start) grow it and run again.
+TEST(CudaBackend, SelectMatchesCpu) {
+  REQUIRE_GPU();
+  unsigned seed = 300;
+  for (Metric m : kMetrics)
+    for (index_t d : {1, 3, 8, 17})
+      for (MapKind map : {MapKind::lambda, MapKind::bb}) {
+        Problem<float> p = random_problem<float>(3001, d, m, 128, seed++, map);
+        set_select_within(&p, m == Metric::cosine ? 0.05 : 0.3 * std::sqrt(double(d)));
+        expect_same_selection(p, 200000,
+                              std::string("f32 ") + metric_name(m) + " d=" + std::to_string(d));
+        Problem<double> q = random_problem<double>(2001, d, m, 256, seed++, map);
+        set_select_within(&q, m == Metric::cosine ? 0.1 : 0.5 * std::sqrt(double(d)));
+        expect_same_selection(q, 1 << 22,
+                              std::string("f64 ") + metric_name(m) + " d=" + std::to_string(d));
+      }
+  // Everything passes: lists of millions, grown more than once.
+  Problem<float> all = random_problem<float>(4000, 2, Metric::euclidean, 128, 9);
+  set_select_within(&all, 100);
+  expect_same_selection(all, index_t(1) << 30, "every pair");
+  // A general-d metric and a value that can be nan.
+  Problem<double> bc = random_problem<double>(1500, 5, Metric::braycurtis, 128, 10);
+  for (index_t k = 0; k < 5; ++k)
+    bc.a[7 * 5 + k] = bc.a[9 * 5 + k] = 0;
+  complete_problem(&bc);
+  set_select_within(&bc, 0.4);
+  expect_same_selection(bc, 100000, "braycurtis");
+}
+
+TEST(CudaBackend, OverlapMatchesCpu) {
+  REQUIRE_GPU();
+  for (index_t dim : {1, 3})
+    for (MapKind map : {MapKind::lambda, MapKind::bb})
+      for (double rmax : {0.0, 1e-160, 0.003, 0.05, 1e200}) {
+        Problem<double> p = random_problem<double>(5003, dim, Metric::euclidean, 128, 17, map);
+        std::vector<double> radii(p.rows);
+        std::mt19937_64 rng(3);
+        std::uniform_real_distribution<double> u(0, rmax);
+        for (auto& r : radii)
+          r = u(rng);
+        // Touching spheres (distance == r_i + r_j exactly): not an overlap.
+        for (index_t k = 0; k < dim; ++k) {
+          p.a[10 * dim + k] = k == 0 ? 0.25 : 0;
+          p.a[11 * dim + k] = k == 0 ? 0.75 : 0;
+        }
+        radii[10] = radii[11] = 0.25;
+        set_select_overlap(&p, radii);
+        expect_same_selection(p, 1 << 20,
+                              "dim=" + std::to_string(dim) + " rmax=" + std::to_string(rmax));
+      }
 }
 
 TEST(CudaBackend, RejectsBlocksThatAreNotMultiplesOf128) {
