@@ -157,6 +157,16 @@ po::options_description compute_group(ComputeOptions& o, Choices& c, int flags) 
                           "and written at once, in MiB (1 to 1024); less if memory is short"
                         : "largest chunk of output computed and written at once, in MiB (1 to "
                           "1024); less if memory is short");
+  if (flags & kSelectChunks)
+    g.add_options()("chunk-mb", po::value(&o.chunk_mb)->default_value(0)->value_name("MB"),
+                    "0: chunks of about 1/256 of the pairs tested (at most 2^28 pairs); 1 to "
+                    "1024: at most MB MiB of distances tested a chunk (8 bytes a pair)");
+  if (flags & kKnnChunks)
+    g.add_options()("chunk-mb", po::value(&o.chunk_mb)->default_value(64)->value_name("MB"),
+                    "--k: largest chunk of neighbour lists computed and written at once, in MiB "
+                    "(1 to 1024); less if memory is short. --radius, when given: at most MB MiB "
+                    "of distances tested a chunk (default there: about 1/256 of the pairs, at "
+                    "most 2^28)");
   if (flags & kBenchChunks)
     g.add_options()("chunk-mb", po::value(&o.chunk_mb)->default_value(0)->value_name("MB"),
                     "chunk size in MiB, 0 to 1048576 (0: one buffer as large as memory allows, "
@@ -514,8 +524,10 @@ void finish_compute(ComputeOptions& o, const Choices& c, int flags) {
   if ((flags & kTriplets) && o.block != kTripletBlock)
     throw UsageError("--block must be 32 for triplets (tiles of 32×32×32 triplets)");
   if (o.block < 1 || o.block > 65536) throw UsageError("--block must be between 1 and 65536");
-  if ((flags & kChunks) && !(o.chunk_mb >= 1 && o.chunk_mb <= 1024))
+  if ((flags & (kChunks | kKnnChunks)) && !(o.chunk_mb >= 1 && o.chunk_mb <= 1024))
     throw UsageError("--chunk-mb must be between 1 and 1024");
+  if ((flags & kSelectChunks) && !(o.chunk_mb >= 0 && o.chunk_mb <= 1024))
+    throw UsageError("--chunk-mb must be between 0 (automatic) and 1024");
   if ((flags & kBenchChunks) && !(o.chunk_mb >= 0 && o.chunk_mb <= 1048576))
     throw UsageError("--chunk-mb must be between 0 and 1048576");
   if (o.threads < 0 || o.threads > 4096)

@@ -45,7 +45,18 @@ po::options_description output_group(OutputOptions& o, const char* what, bool po
 // kTriplets: no --metric (euclidean), tiles of 32³ (--block 32 only).
 // kCollide: no --metric (euclidean) and its parameters, no --precision
 // (float64 always).
-enum ComputeFlags { kChunks = 1, kMap = 2, kBenchChunks = 4, kTriplets = 8, kCollide = 16 };
+// kSelectChunks: --chunk-mb for a selection (collide): 0 (default) cuts
+// chunks by pairs tested (select_chunk_pairs), MB bounds them. kKnnChunks:
+// --chunk-mb of knn: --k's bound (default 64), and --radius's when given.
+enum ComputeFlags {
+  kChunks = 1,
+  kMap = 2,
+  kBenchChunks = 4,
+  kTriplets = 8,
+  kCollide = 16,
+  kSelectChunks = 32,
+  kKnnChunks = 64
+};
 
 // The triplet tile side: one warp along each edge of a tile.
 constexpr index_t kTripletBlock = 32;

@@ -1,6 +1,7 @@
 // tdsolve collide: the pairs of n spheres (1-D or 3-D) that overlap, in
 // float64.
 #include <cstdio>
+#include <type_traits>
 
 #include "io/input.hpp"
 #include "solver/commands/pairs.hpp"
@@ -75,6 +76,13 @@ class Collide final : public PairCommand<T> {
     if (!bench) check_output_space(this->options().out.output, 1 << 20);
   }
   void broadcast(MPI_Comm comm) override { bcast_vector(comm, &radii_); }
+  // The backend selects the overlapping pairs (collide computes in float64).
+  void complete(Problem<T>& p) const override {
+    if constexpr (std::is_same_v<T, double>) set_select_overlap(&p, radii_);
+  }
+  index_t chunk_bound(const Problem<T>& p) const override {
+    return select_chunk_pairs(p.total(), this->options().compute, sizeof(T));
+  }
 
   void layout(io::ResultLayout& L, const Problem<T>& p, const mapping::ChunkPlan&) const override {
     using io::Attr;
@@ -118,7 +126,7 @@ class Collide final : public PairCommand<T> {
   }
   std::unique_ptr<Sink<T>> make_sink(io::ResultWriter& w, MPI_Comm comm, const Problem<T>& p,
                                      const Existing&) override {
-    auto list = std::make_unique<OverlapSink<T>>(w, comm, p.rows, radii_);
+    auto list = std::make_unique<OverlapSink<T>>(w, comm);
     list_ = list.get();
     return list;
   }
@@ -148,7 +156,7 @@ class CollideCommand final : public PairCommandOf<Collide> {
              "r_j, in float64",
              kUsage, "result file: /pairs (m × 2), /distances (m) and /count",
              /*store_points=*/false, /*second_set=*/false, /*spheres=*/true,
-             cli::kChunks | cli::kMap | cli::kCollide}) {}
+             cli::kSelectChunks | cli::kMap | cli::kCollide}) {}
 };
 
 }  // namespace

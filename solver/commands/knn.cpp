@@ -120,9 +120,14 @@ class Knn final : public PairCommand<T> {
     add_metric_attrs(this->options(), p, &L);
   }
 
-  // --k: --chunk-mb bounds the chunk's rows of K distances and indices.
+  // --radius: the backend selects the pairs within R.
+  void complete(Problem<T>& p) const override {
+    if (this->options().knn.k == 0) set_select_within(&p, this->options().knn.radius);
+  }
+  // --k: --chunk-mb bounds the chunk's rows of K distances and indices;
+  // --radius: chunks cut by pairs tested.
   index_t chunk_bound(const Problem<T>& p) const override {
-    if (!p.knn()) return PairCommand<T>::chunk_bound(p);
+    if (p.selects()) return select_chunk_pairs(p.total(), this->options().compute, sizeof(T));
     const index_t rows =
         std::max<index_t>(1, static_cast<index_t>(this->options().compute.chunk_mb * (1 << 20)) /
                                  (p.k * (sizeof(T) + 8)));
@@ -138,7 +143,7 @@ class Knn final : public PairCommand<T> {
   std::unique_ptr<Sink<T>> make_sink(io::ResultWriter& w, MPI_Comm comm, const Problem<T>& p,
                                      const Existing&) override {
     if (p.knn()) return std::make_unique<ArraySink<T>>(w, p.cols, p.k, true);
-    auto list = std::make_unique<RadiusSink<T>>(w, comm, p.rows, this->options().knn.radius);
+    auto list = std::make_unique<RadiusSink<T>>(w, comm);
     list_ = list.get();
     return list;
   }
@@ -204,7 +209,7 @@ class KnnCommand final : public PairCommandOf<Knn> {
                             "result file: /indices and /distances (n × K), or /pairs and "
                             "/distances (--radius)",
                             /*store_points=*/false, /*second_set=*/false, /*spheres=*/false,
-                            cli::kChunks | cli::kMap}) {}
+                            cli::kKnnChunks | cli::kMap}) {}
 
  protected:
   void add_groups(cli::po::options_description& all) override { all.add(knn_group(kc_)); }

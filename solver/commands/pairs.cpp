@@ -775,6 +775,12 @@ std::vector<std::string> PairCommand<T>::axis_names(const io::DatasetSpec& d) co
   return v.size() == d.dims.size() ? v : V{};
 }
 
+index_t select_chunk_pairs(index_t total, const ComputeOptions& o, index_t value_bytes) {
+  if (o.chunk_mb_given && o.chunk_mb > 0)
+    return static_cast<index_t>(o.chunk_mb * (1 << 20)) / value_bytes;
+  return std::min<index_t>(index_t(1) << 28, std::max<index_t>(1, total / 256));
+}
+
 template <typename T>
 index_t PairCommand<T>::chunk_bound(const Problem<T>& p) const {
   const double mb = options().compute.chunk_mb;  // bench: 0 = as large as memory allows
@@ -849,6 +855,7 @@ void PairFamilyCommand::check(const cli::po::options_description& all,
         "--resume and --overwrite do not go together: --resume continues an unfinished run (or "
         "reports a finished one), --overwrite starts over");
   cli::finish_compute(o_.compute, c_, info_.compute_flags);
+  o_.compute.chunk_mb_given = vm.count("chunk-mb") > 0 && !vm["chunk-mb"].defaulted();
   check_groups(vm);
   cli::finish_run(o_.run, c_, argc, argv);
   o_.run.effective = cli::effective_options(all, vm);

@@ -145,6 +145,13 @@ extern template class PairCommand<double>;
 index_t pair_total(index_t n, const std::string& source);
 index_t triplet_total(index_t n, const std::string& source);
 index_t rect_total(index_t rows, index_t cols);
+// The chunk bound of a selection (knn --radius, collide): they buffer only
+// the pairs that pass, so their chunks are cut by pairs tested, as
+// histograms' are: about 1/256 of them (at least a block row), at most
+// 2^28, so that a chunk's list stays a few GB on a GPU even when every pair
+// passes, and a stop signal is honoured within a second or so of one GPU;
+// or, with --chunk-mb MB given, MB MiB of values tested.
+index_t select_chunk_pairs(index_t total, const ComputeOptions& o, index_t value_bytes);
 // InputError when `total` values of value_bytes do not fit in a file.
 void check_file_bytes(index_t total, index_t value_bytes, const std::string& source);
 // "float32" or "float64"; the file's value type.

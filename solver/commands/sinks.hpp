@@ -62,19 +62,22 @@ class ArraySink final : public Sink<T> {
   bool companion_;
 };
 
-// The pairs (i, j) of each chunk's packed values that pass a test (knn
-// --radius: within the radius; collide: spheres that overlap), kept in this
-// rank's memory (its chunks are contiguous and in order, and the packed
-// order is (i, j) order, so its pairs are sorted); at the end the ranks
-// agree on where each one's pairs go, write /pairs and /distances (and
-// /count, where the layout has it) at once and set every flag. A run
+// The pairs (i, j) of each chunk that passed a test in the backend (the
+// select epilogue: knn --radius: within the radius; collide: spheres that
+// overlap; solver/select.hpp), with their values, kept in this rank's
+// memory (its chunks are contiguous and in order, and each chunk's pairs
+// come in packed order, (i, j) order, so its pairs are sorted); at the end
+// the ranks agree on where each one's pairs go, write /pairs and /distances
+// (and /count, where the layout has it) at once and set every flag. A run
 // stopped before that keeps nothing (every flag stays 0). The list has no
 // bound known in advance: it grows as the pairs come.
 template <typename T>
 class PairListSink : public Sink<T> {
  public:
-  void write(bool has, index_t, index_t offset, index_t count, const ChunkResult<T>& r) override {
-    if (has) collect_chunk(offset, count, r.values);
+  void write(bool has, index_t, index_t, index_t, const ChunkResult<T>& r) override {
+    if (!has || r.selected == 0) return;
+    pairs_.insert(pairs_.end(), r.pairs, r.pairs + 2 * r.selected);
+    dist_.insert(dist_.end(), r.values, r.values + r.selected);
   }
   void mark(bool, index_t) override {}
   void close(const std::vector<unsigned char>& done) override {
@@ -112,32 +115,12 @@ class PairListSink : public Sink<T> {
   std::uint64_t count() const { return count_; }
 
  protected:
-  PairListSink(io::ResultWriter& w, MPI_Comm comm, index_t n, bool count_dataset)
-      : w_(w), comm_(comm), n_(n), count_dataset_(count_dataset) {}
-  // Calls this->collect with the command's test.
-  virtual void collect_chunk(index_t offset, index_t count, const T* values) = 0;
-  // Keeps (i, j, value) of the chunk's values for which keep(i, j, value).
-  template <typename Keep>
-  void collect(index_t offset, index_t count, const T* values, Keep keep) {
-    const mapping::Pair first = mapping::pair_unrank(n_, offset);
-    index_t i = first.i, j = first.j;
-    for (index_t e = 0; e < count; ++e) {
-      if (keep(i, j, values[e])) {
-        pairs_.push_back(static_cast<std::int64_t>(i));
-        pairs_.push_back(static_cast<std::int64_t>(j));
-        dist_.push_back(values[e]);
-      }
-      if (++j == n_) {
-        ++i;
-        j = i + 1;
-      }
-    }
-  }
+  PairListSink(io::ResultWriter& w, MPI_Comm comm, bool count_dataset)
+      : w_(w), comm_(comm), count_dataset_(count_dataset) {}
 
  private:
   io::ResultWriter& w_;
   MPI_Comm comm_;
-  index_t n_;
   bool count_dataset_;
   std::vector<std::int64_t> pairs_;
   std::vector<T> dist_;
@@ -148,37 +131,14 @@ class PairListSink : public Sink<T> {
 template <typename T>
 class RadiusSink final : public PairListSink<T> {
  public:
-  RadiusSink(io::ResultWriter& w, MPI_Comm comm, index_t n, double radius)
-      : PairListSink<T>(w, comm, n, false), radius_(static_cast<T>(radius)) {
-    // The largest T <= radius: d <= R in double is d <= that in T.
-    if (static_cast<double>(radius_) > radius)
-      radius_ = std::nextafter(radius_, -std::numeric_limits<T>::infinity());
-  }
-
- private:
-  void collect_chunk(index_t offset, index_t count, const T* values) override {
-    const T r = radius_;
-    this->collect(offset, count, values, [r](index_t, index_t, T d) { return d <= r; });
-  }
-  T radius_;
+  RadiusSink(io::ResultWriter& w, MPI_Comm comm) : PairListSink<T>(w, comm, false) {}
 };
 
-// collide: the spheres that overlap, d < r_i + r_j in float64 (d the
-// euclidean distance of the centres; touching spheres, d == r_i + r_j, do
-// not count).
+// collide: the spheres that overlap (with /count in the file).
 template <typename T>
 class OverlapSink final : public PairListSink<T> {
  public:
-  OverlapSink(io::ResultWriter& w, MPI_Comm comm, index_t n, const std::vector<double>& radii)
-      : PairListSink<T>(w, comm, n, true), r_(radii) {}
-
- private:
-  void collect_chunk(index_t offset, index_t count, const T* values) override {
-    const double* r = r_.data();
-    this->collect(offset, count, values,
-                  [r](index_t i, index_t j, T d) { return static_cast<double>(d) < r[i] + r[j]; });
-  }
-  const std::vector<double>& r_;
+  OverlapSink(io::ResultWriter& w, MPI_Comm comm) : PairListSink<T>(w, comm, true) {}
 };
 
 // Partial counts summed per rank (integers: the same sum in any order),
