@@ -73,7 +73,8 @@ const char* kTopHelp =
     "         in compact form, through the λ/ν maps of seed 003\n"
     "  info   what a result file holds and whether it is complete\n"
     "  bench  kernel-only throughput of the distance computation (no file), vs the write ceiling;\n"
-    "         --problem dummy|edm|collide: the map laboratory (every block map of the papers)\n"
+    "         --problem dummy|edm|collide: the map laboratory (every block map of the papers;\n"
+    "         only in builds configured with -DTDSOLVE_LAB=ON)\n"
     "\n"
     "Options:\n"
     "  -h [ --help ]   show this help; `tdsolve COMMAND --help` shows a command's options\n"
@@ -938,11 +939,13 @@ bool parse_bench(int argc, char** argv, BenchOptions& b) {
       "config", po::value<std::string>()->value_name("FILE.ini"),
       "read options from an INI file; the command line wins")("help,h", "show this help");
   all.add(r);
-  if (!parse(argc, argv, all, kBenchUsage, "bench", vm)) return false;
+  const std::string usage = std::string(kBenchUsage) + lab_help_note();
+  if (!parse(argc, argv, all, usage.c_str(), "bench", vm)) return false;
   const bool cross = !o.with.input.empty() || !o.with.generate.empty();
   const bool hist = vm.count("bins") || vm.count("range") || vm.count("box");
   check_choice("--problem", problem, {"auto", "atm", "dummy3", "dummy", "edm", "collide"});
   if (problem == "dummy" || problem == "edm" || problem == "collide") {
+    if (!lab_available()) throw UsageError(kLabNotBuilt);
     finish_lab(b, c, vm, problem, maps, sizes, features, no_check);
     b.lab.map_once = map_once;
     return true;
