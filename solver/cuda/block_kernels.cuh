@@ -165,12 +165,12 @@ struct BlockPolicy {
   // closer together. H100, n = 1e5, float32, λ2 (BB) with 16 / 32 / 64 rows:
   // d = 1 6.41 / 6.75 / 7.16 ms, d = 2 6.57 / 6.68 / 6.95 (BB 6.89 / 6.71 /
   // 6.92), d = 3 8.03 / 7.21 / 7.06, d = 4 (element staging) 8.17 / 7.43 /
-  // 7.26 (docs/figures/strips-rows-h100.csv). d = 2 takes 16 since BB's
+  // 7.26 (68463c1:docs/figures/strips-rows-h100.csv). d = 2 takes 16 since BB's
   // best is now lanes (6.62 ms), which λ2's 32 rows did not beat.
   static constexpr int strip_rows(int d) { return d <= 2 ? 16 : 64; }
   // The lanes schedule (strip_lanes_store), stores at d <= 8: 64 registers
   // for 4 blocks an SM (more spilled and ran slower), and its rows. Rows
-  // were measured with 16, 32 and 64 (docs/figures/lanes-*.csv and
+  // were measured with 16, 32 and 64 (68463c1:docs/figures/lanes-*.csv and
   // wide-lanes-*.csv; λ2, n = 1e5, float32): the H200 (fast memory) ran
   // d = 1..8 fastest with 16, 16, 32, then 64 rows, the H100 with 16, 16,
   // 16, 32, 16, 32, 64, 64; d = 4 with 16 rows took 7.1-7.9 ms on the H200
@@ -187,7 +187,7 @@ struct BlockPolicy {
   // own and takes a row's first values from the previous lane (kShuffle).
   // λ2, n = 1e5, H100 (H200): d = 7 7.56 (7.56) ms against 7.83 (7.60), d = 8
   // 7.93 (8.16) against 8.65 (8.31); at d = 5, 6 the shuffles were 2-5 %
-  // slower (docs/figures/wide-lanes-*.csv).
+  // slower (68463c1:docs/figures/wide-lanes-*.csv).
   static constexpr bool lane_shuffles(int d) { return d > 6; }
   template <typename T>
   static constexpr int strip_cols() {
