@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Sets tdsolve up on a fresh Debian 12 machine and runs a demo job:
 #   1. installs the Debian packages it needs (apt-get; sudo unless root),
-#   2. builds ./build (with the CUDA backend if a CUDA toolkit is installed),
+#   2. builds ./build (with the CUDA backend if a CUDA toolkit is installed;
+#      without the map laboratory, CMake's TDSOLVE_LAB, which is off unless
+#      asked for: jobs/run-tests.sh asks),
 #   3. computes the distances of 20000 synthetic points in 3-D on 2 MPI ranks
 #      (on the GPU if one is visible, else on the CPU) into demo.h5,
 #   4. shows what the file holds and reads a value back with the Python reader.

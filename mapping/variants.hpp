@@ -16,13 +16,15 @@
 // The papers' BB, λ, RB and REC cover the lower triangle (row R >= column
 // C); here their result is transposed, (i, j) = (C, R) (the packed-order
 // reversal of lambda2.hpp is not applied: these maps are for comparing
-// strategies). UTM covers the upper triangle itself.
+// strategies; ShippedLambda2, the product's own λ2, applies it). UTM covers
+// the upper triangle itself.
 //
 //   map                         launched blocks             discarded
 //   BbMap                       m²                          T(m-1)
 //   LtmMap<S, F, true>          x·y, x = ceil(sqrt(T(m))),  x·y - T(m) < x
 //                               y = ceil(T(m)/x)
 //   LtmMap<S, F, false>         the same over T(m-1)        < x
+//   ShippedLambda2              as LtmMap<·, ·, true>       < x
 //   RbMap                       m·(⌊m/2⌋ + 1)               0 (m odd), m/2 (m even)
 //   RecMap                      T(m) in 1 + ⌈log2 m⌉ passes  0
 //   UtmMap<F, D>                as LtmMap<·, ·, D>          < x
@@ -34,12 +36,16 @@
 // --use_fast_math) for λ_X. The one exception is rsqrtf (λ_R), which the
 // host emulates as 1/sqrtf: the device's rsqrtf is within 2 ulp, not
 // correctly rounded, so λ_R's failure points may move on a GPU.
+// (ShippedLambda2 keeps the product's arithmetic, float32 or float64 by ω
+// on the device and float64 on the host: exact either way, so the same
+// tiles.)
 #pragma once
 
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 
+#include "mapping/block_map.hpp"
 #include "mapping/simplex.hpp"
 
 namespace tdsolve::mapping::variants {
@@ -220,12 +226,14 @@ struct BbMap {
 //     None     nothing: the formula as written
 //     Epsilon  + ε = 1e-4 before the floor, the papers' repair, claimed
 //              exact for N <= 30720 with 16×16 blocks (m <= 1920, ω < 1.84e6)
-//     Exact    the unrepaired row as an estimate, corrected by exact 64-bit
-//              integer steps (T(R) <= ω < T(R+1), tri_root_step): exact for
-//              every ω of every m <= kMaxM. The estimate is within one row
-//              for ω < 2^42 (m <= 2^21, tested), so the correction costs a
-//              compare or two; it drifts to a few rows by ω ~ 2^48 and a few
+//     Exact    the unrepaired row as an estimate, corrected by the exact
+//              64-bit integer steps the product's λ2 uses (T(R) <= ω <
+//              T(R+1), mapping::tri_root_correct): exact for every ω of
+//              every m <= kMaxM. The estimate is within one row for
+//              ω < 2^42 (m <= 2^21, tested), so the correction costs a
+//              step or two; it drifts to a few rows by ω ~ 2^48 and a few
 //              hundred near 2^63, where the (still exact) correction loops.
+// The shipped λ2 itself, estimate included, is ShippedLambda2 below.
 // The papers do not say how λ_N turns the inverse root into the root: the
 // reciprocal is the reading under which λ_N + ε is exact in their claimed
 // range; v · fast_rsqrt(v) (λ_R's form) fails inside it (test_map_variants).
@@ -248,26 +256,6 @@ TDS_HD float ltm_root(float v) {
     return fp::mul(v, fp::rsqrt(v));
 }
 
-// The exact row of ω from an estimate r a few rows off: the largest r with
-// T(r) <= ω, reached from T(r) by the steps T(r - 1) = T(r) - r and
-// T(r + 1) = T(r) + r + 1, so it costs one 64-bit product whatever the
-// distance; *t = T(row). (tri_root_correct recomputes T at every step, two
-// products at least: on a GPU that made the exact λ slower than the bounding
-// box in the dummy test, where the map is all a block does.)
-TDS_HD index_t tri_root_step(index_t w, index_t r, index_t* t) {
-  index_t tr = tri(r);
-  while (tr > w) {
-    tr -= r;
-    --r;
-  }
-  while (tr + r + 1 <= w) {
-    ++r;
-    tr += r;
-  }
-  *t = tr;
-  return r;
-}
-
 template <Sqrt S, Fix F, bool kDiag>
 struct LtmMap {
   static constexpr bool kExact = F == Fix::Exact, kDiagonal = kDiag;
@@ -288,17 +276,11 @@ struct LtmMap {
   // Tile of linear block index ω (independent of m).
   TDS_HD static void tile(index_t w, index_t* i, index_t* j) {
     index_t r = row_estimate(w);
-    if constexpr (F == Fix::Exact) {
-      index_t t;
-      if constexpr (kDiag) {
-        r = tri_root_step(w, r, &t);
-      } else {
-        r = tri_root_step(w, r > 0 ? r - 1 : 0, &t) + 1;  // t = T(r - 1)
-      }
-      *i = w - t;
-    } else if constexpr (kDiag) {
+    if constexpr (kDiag) {
+      if constexpr (F == Fix::Exact) r = tri_root_correct(w, r);
       *i = w - tri(r);
     } else {
+      if constexpr (F == Fix::Exact) r = tri_root_correct(w, r > 0 ? r - 1 : 0) + 1;
       *i = w - tri(r - 1);  // r = 0 only from a broken estimate: wraps, no UB
     }
     *j = r;
@@ -312,11 +294,44 @@ struct LtmMap {
   }
 };
 
-// The papers' variants (with the diagonal, ε-repaired) and tdsolve's.
+// The papers' variants (with the diagonal, ε-repaired) and λ_R made exact.
 using LtmX = LtmMap<Sqrt::X, Fix::Epsilon, true>;
 using LtmN = LtmMap<Sqrt::N, Fix::Epsilon, true>;
 using LtmR = LtmMap<Sqrt::R, Fix::Epsilon, true>;
 using LtmExact = LtmMap<Sqrt::R, Fix::Exact, true>;
+
+// tdsolve's λ2 as the product evaluates it: the tile of ω = bx + by·x over
+// the balanced grid is mapping::Lambda2Map::tile's (block_map.hpp), with the
+// grid the CUDA backend gives it by default (Grid::reversed, the "long"
+// order: ω taken from the end). So the row is tri_root's (a float32 rsqrtf
+// estimate of 8ω+1 on the device while ω < 2^24, float64 sqrt otherwise and
+// on the host, then tri_root_correct) and the labels are reversed:
+// (i, j) = (m-1-C, m-1-R). The same tiles as LtmExact, in another order and
+// at another cost; only the grid's shape (2-D, as every map here) is the
+// laboratory's: the product launches one row of T(m) blocks.
+struct ShippedLambda2 {
+  static constexpr bool kExact = true, kDiagonal = true;
+  // tri_root is exact for ω < 2^62: T(m) < 2^62.
+  static constexpr index_t kMaxM = index_t(1) << 31;
+
+  static Launch launch(index_t m) { return balanced_launch(tri(m)); }
+
+  TDS_HD static bool map(index_t m, const Pass& p, index_t bx, index_t by, index_t* i, index_t* j) {
+    const index_t w = by * p.x + bx;
+    if (w >= tri(m)) return false;
+    PairDomain d;
+    d.m = m;
+    Grid g;
+    g.x = tri(m);
+    g.y = 1;
+    g.reversed = true;
+    Tile t;
+    Lambda2Map::tile(d, g, w, 0, &t);
+    *i = t.row;
+    *j = t.col;
+    return true;
+  }
+};
 
 // ---------------------------------------------------------------------------
 // RB, the rectangular box (Jung & O'Leary; seed 000 §III.B, seed 002 §4.2).

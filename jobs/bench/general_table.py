@@ -6,7 +6,8 @@ FP32 roofline: pairs × d × 2 lane operations (subtract, fused multiply-add)
 at SMs × 128 lanes × the maximum SM clock (H100 SXM and H200: 132 SMs at
 1980 MHz, 3.35e13 a second; --peak for another GPU).
 
-    python3 jobs/bench/general_table.py docs/figures/general-h100.csv
+    python3 jobs/bench/general_table.py /tmp/tdsolve-lab/general-h100.csv
+    python3 jobs/bench/general_table.py <(git show 68463c1:docs/figures/general-h100.csv)  # as measured
 """
 import argparse
 import csv

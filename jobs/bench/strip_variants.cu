@@ -12,16 +12,16 @@
 // (arguments 3 on) check the edges the same way, with 8, 16, 64 and 128
 // rows, without timing. TDS_DIMS="lo hi" picks the d. Build-time knobs: the
 // piece a row of strip_store (TDS_STRIP_BYTES) and the blocks an SM its
-// registers must allow (TDS_STRIP_MIN_BLOCKS). Built with the include flags
-// of the tdsolve_cuda target:
-//   nvcc -DOMPI_SKIP_MPICXX=1 --options-file
-//   build/solver/CMakeFiles/tdsolve_cuda.dir/includes_CUDA.rsp \
-//     -O3 -DNDEBUG -arch=sm_90 --fmad=false --expt-relaxed-constexpr -std=c++17 \
-//     -o strip_variants jobs/bench/strip_variants.cu
-//   ./strip_variants 100000 TAG [small n ...]   # TAG: the CSV's first column
-// docs/figures/lanes-*.csv and wide-lanes-*.csv came from builds of this
-// file (performance.md; the lanes builds with 8- and 4-byte pieces and 3
-// or 2 blocks an SM past d = 4 are in commit 1e05ff4).
+// registers must allow (TDS_STRIP_MIN_BLOCKS). Built by CMake with the map
+// laboratory and CUDA (-DTDSOLVE_LAB=ON -DTDSOLVE_CUDA=ON; target
+// strip_variants, jobs/bench/CMakeLists.txt, where the knobs go in
+// TDSOLVE_STRIP_VARIANTS_DEFINES) into build/bench/strip_variants:
+//   build/bench/strip_variants 100000 TAG [small n ...]   # TAG: the CSV's first column
+// jobs/device/lab-gpu.sh part 9 runs it. The lanes-variants, strip-variants
+// and wide-lanes CSVs of performance.md came from builds of this file (data:
+// git show 68463c1:docs/figures/wide-lanes-h100.csv and the like; the lanes
+// builds with 8- and 4-byte pieces and 3 or 2 blocks an SM past d = 4 are in
+// commit 1e05ff4).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>

@@ -5,7 +5,9 @@ schedule: default, strips[:ROWS], lanes[:ROWS] or tiles:BLOCKS): per case
 the λ2 and BB medians of every schedule, and the best share of cudaMemset
 of each kind (strips, lanes, tiles).
 
-    python3 jobs/bench/strips_table.py docs/figures/strips-h100.csv docs/figures/strips-which-h100.csv
+    python3 jobs/bench/strips_table.py /tmp/tdsolve-lab/strips-h100.csv /tmp/tdsolve-lab/strips-which-h100.csv
+    python3 jobs/bench/strips_table.py <(git show 68463c1:docs/figures/strips-h100.csv) \
+        <(git show 68463c1:docs/figures/strips-which-h100.csv)  # as measured
 """
 import csv
 import sys

@@ -10,8 +10,10 @@
 // cudaMemset, a 4-byte and a 16-byte linear store kernel, and a 4-byte one
 // misaligned by 4 bytes.
 //
-//   nvcc -O3 -arch=sm_90 -std=c++17 -o write_shapes jobs/bench/write_shapes.cu
-//   ./write_shapes 100000 7 > write-shapes-<gpu>.csv   # n, repeats
+// Built by CMake with the map laboratory and CUDA (-DTDSOLVE_LAB=ON
+// -DTDSOLVE_CUDA=ON; target write_shapes) into build/bench/write_shapes;
+// jobs/device/lab-gpu.sh part 8 runs it:
+//   build/bench/write_shapes 100000 7 > write-shapes-<gpu>.csv   # n, repeats
 #include <cuda_runtime.h>
 #include <algorithm>
 #include <cstdio>

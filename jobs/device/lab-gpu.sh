@@ -25,8 +25,16 @@
 #      1e5 (STRIP_SIZES), d = 1, 2, 3, 4, 6, 8 (STRIP_DIMS) in float32 and
 #      1, 4, 8 (STRIP_F64_DIMS) in float64; CSV strips-<gpu>.csv, which
 #      rows are which in strips-which-<gpu>.csv
-# Everything lands in $OUT (or /tmp/tdsolve-lab); the summary last.
-# PARTS="1 2 3 4" picks parts (5, 6 and 7 only when named); REPEAT (default 5).
+#   8. the writes alone (jobs/bench/write_shapes.cu, .devbin/write_shapes):
+#      n = 1e5 (SHAPES_N), median of 7; CSV write-shapes-<gpu>.csv
+#   9. the strip kernels alone (jobs/bench/strip_variants.cu,
+#      .devbin/strip_variants): n = 1e5, d = 1..8 (TDS_DIMS="lo hi"), the
+#      edges at n = 1031 and 5003; rows tagged STRIP_TAG (default the GPU);
+#      CSV strip-variants-<gpu>.csv
+# The binaries are stage.sh's (a build with -DTDSOLVE_LAB=ON: the laboratory
+# and build/bench/'s harnesses). Everything lands in $OUT (or
+# /tmp/tdsolve-lab), never in the source tree; the summary last.
+# PARTS="1 2 3 4" picks parts (5 to 9 only when named); REPEAT (default 5).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${OUT:-/tmp/tdsolve-lab}
@@ -161,6 +169,14 @@ if [[ $parts == *" 7 "* ]]; then
     done
   done
   echo "strips rows: $(($(wc -l < "$csv") - 1)), failed: $(grep -c ',[1-9][0-9]*$' "$which")" | tee -a "$summary"
+fi
+if [[ $parts == *" 8 "* ]]; then
+  step write_shapes_$gpu run sh -c ".devbin/write_shapes ${SHAPES_N:-100000} 7 > $out/write-shapes-$gpu.csv"
+fi
+if [[ $parts == *" 9 "* ]]; then
+  # exit 1 when a build's digest differs from the reference's (the CSV says which)
+  step strip_variants_$gpu run sh -c \
+    ".devbin/strip_variants 100000 ${STRIP_TAG:-$gpu} 1031 5003 > $out/strip-variants-$gpu.csv"
 fi
 echo "== summary ($gpu)"
 cat "$summary"

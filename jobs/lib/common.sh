@@ -41,14 +41,15 @@ ensure_packages() {
 
 # Configures and builds ./build (Release; the CUDA backend too whenever nvcc
 # is found, also in /usr/local/cuda/bin: then CUDA is required, so a broken
-# toolkit fails the build instead of silently building without it).
+# toolkit fails the build instead of silently building without it). Extra
+# arguments go to cmake's configure step (run-tests.sh: -DTDSOLVE_LAB=ON).
 build_tdsolve() {
   if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then
     export PATH=/usr/local/cuda/bin:$PATH
   fi
   local cuda=()
   if command -v nvcc >/dev/null; then cuda=(-DTDSOLVE_CUDA=ON -DCMAKE_CUDA_COMPILER="$(command -v nvcc)"); fi
-  cmake -S . -B build -DCMAKE_BUILD_TYPE=Release "${cuda[@]}"
+  cmake -S . -B build -DCMAKE_BUILD_TYPE=Release "${cuda[@]}" "$@"
   cmake --build build -j"$(nproc)"
 }
 

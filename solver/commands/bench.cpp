@@ -222,7 +222,7 @@ class BenchCommand final : public cli::OptionsCommand {
   const char* summary() const override {
     return "kernel-only throughput of the distance computation (no file), vs the write "
            "ceiling;\n--problem dummy|edm|collide: the map laboratory (every block map of the "
-           "papers)";
+           "papers;\nonly in builds configured with -DTDSOLVE_LAB=ON)";
   }
 
   int run(MPI_Comm comm) override {
@@ -246,7 +246,10 @@ class BenchCommand final : public cli::OptionsCommand {
   }
 
  protected:
-  const char* usage() const override { return kUsage; }
+  const char* usage() const override {
+    static const std::string text = std::string(kUsage) + lab_help_note();
+    return text.c_str();
+  }
 
   void add_options(cli::po::options_description& all) override {
     namespace po = cli::po;
@@ -289,6 +292,7 @@ class BenchCommand final : public cli::OptionsCommand {
     const bool hist = vm.count("bins") || vm.count("range") || vm.count("box");
     cli::check_choice("--problem", problem, {"auto", "atm", "dummy3", "dummy", "edm", "collide"});
     if (problem == "dummy" || problem == "edm" || problem == "collide") {
+      if (!lab_available()) throw UsageError(kLabNotBuilt);
       finish_lab(b_, c_, vm, problem, maps_, sizes_, features_, no_check_);
       b_.lab.map_once = map_once_;
       return;

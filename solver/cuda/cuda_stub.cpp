@@ -2,7 +2,6 @@
 #include "core/error.hpp"
 #include "solver/cuda/cuda_backend.hpp"
 #include "solver/fractal/fractal.hpp"
-#include "solver/lab/lab.hpp"
 
 namespace tdsolve::cuda {
 
@@ -39,10 +38,3 @@ std::vector<std::int64_t> cuda_coarse_maps(const Fractal&, const Blocking&, bool
   throw UsageError("this tdsolve was built without CUDA");
 }
 }  // namespace tdsolve::fractal
-
-namespace tdsolve::lab {
-std::unique_ptr<LabEngine> make_cuda_lab() {
-  throw UsageError(
-      "--backend cuda: this tdsolve was built without CUDA (rebuild with the CUDA toolkit)");
-}
-}  // namespace tdsolve::lab

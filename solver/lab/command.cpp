@@ -25,6 +25,14 @@ struct Row {
 
 }  // namespace
 
+bool lab_available() {
+  return true;
+}
+
+const char* lab_help_note() {
+  return "";
+}
+
 void run_lab(const LabOptions& o, int repeat, const std::string& csv, MPI_Comm comm) {
   if (comm_size(comm) != 1)
     throw UsageError("bench --problem " + o.problem + " runs in one process (no mpirun -n 2+)");

@@ -55,8 +55,8 @@ enum class MapId {
   ltm_n_raw,
   ltm_r_raw,  // the formula as written
   ltm_x_exact,
-  ltm_n_exact,
-  ltm,  // tdsolve's exact correction (ltm: of λ_R)
+  ltm_n_exact,  // the roots above + the product's exact correction
+  ltm,          // the product's own λ2 (variants::ShippedLambda2)
   ltm_x_nodiag,
   ltm_n_nodiag,
   ltm_r_nodiag,
@@ -105,7 +105,7 @@ decltype(auto) dispatch_lab_map(MapId id, F&& f) {
     case MapId::ltm_n_exact:
       return f(LtmMap<Sqrt::N, Fix::Exact, true>{});
     case MapId::ltm:
-      return f(LtmMap<Sqrt::R, Fix::Exact, true>{});
+      return f(v::ShippedLambda2{});
     case MapId::ltm_x_nodiag:
       return f(LtmMap<Sqrt::X, Fix::Epsilon, false>{});
     case MapId::ltm_n_nodiag:

@@ -38,6 +38,15 @@ def gpu_available():
     return r.returncode == 0, r.stderr.strip()
 
 
+def lab_built():
+    """Whether this tdsolve has the map laboratory (CMake's TDSOLVE_LAB): as
+    ctest says (TDSOLVE_LAB_BUILT), else as the program's bench help says."""
+    built = os.environ.get("TDSOLVE_LAB_BUILT")
+    if built is not None:
+        return built == "1"
+    return "built without the map laboratory" not in tdsolve("bench", "--help", check=True).stdout
+
+
 def read_values(path):
     with h5py.File(path, "r") as f:
         return f["distances"][:]

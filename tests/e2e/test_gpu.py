@@ -6,7 +6,7 @@ import unittest
 
 import h5py
 
-from common import TempDirTest, gpu_available, tdsolve
+from common import TempDirTest, gpu_available, lab_built, tdsolve
 
 
 OK, WHY = gpu_available()
@@ -305,6 +305,7 @@ class GpuTest(TempDirTest):
         self.assertIn("TDSOLVE_LAMBDA2_ORDER must be long or short", r.stderr)
         self.assertFalse(os.path.exists(bad) or os.path.exists(bad + ".partial"))
 
+    @unittest.skipUnless(lab_built(), "tdsolve built without the map laboratory (-DTDSOLVE_LAB=OFF)")
     def test_lab_maps_on_the_gpu(self):
         # Every exact map covers the triangle exactly once on the device, and
         # collide's counts equal the CPU engine's (same float32 operations).

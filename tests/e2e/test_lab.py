@@ -2,14 +2,18 @@
 engine: every exact map covers each element of the triangle exactly once at
 awkward sizes, the float maps fail where the unit tests say they do, collide's
 overlap count is the same under every map, and the CSV has its rows. The GPU
-side is in test_gpu.py (GpuTest.test_lab_*)."""
+side is in test_gpu.py (GpuTest.test_lab_*). A build without the laboratory
+(-DTDSOLVE_LAB=OFF, the default) skips those and checks instead that it
+refuses the laboratory's problems with one line naming the option."""
 import csv
 import os
 import unittest
 
-from common import TempDirTest, tdsolve
+from common import TempDirTest, lab_built, tdsolve
 
 EXACT = ["bb", "ltm-x-exact", "ltm-n-exact", "ltm", "ltm-nodiag", "rb", "rec", "utm-exact"]
+LAB = lab_built()
+NOT_BUILT = "this tdsolve was built without the map laboratory; configure with -DTDSOLVE_LAB=ON"
 
 
 def rows(path):
@@ -17,6 +21,7 @@ def rows(path):
         return list(csv.DictReader(f))
 
 
+@unittest.skipUnless(LAB, "tdsolve built without the map laboratory (-DTDSOLVE_LAB=OFF)")
 class LabTest(TempDirTest):
     def bench(self, *args, ok=True):
         r = tdsolve("bench", "--backend", "cpu", "--repeat", "1", *args)
@@ -136,6 +141,32 @@ class LabTest(TempDirTest):
         r = tdsolve("bench", "--help", check=True)
         for word in ("--maps", "--features", "--no-check", "the map laboratory", "I = T_bb / T_map"):
             self.assertIn(word, r.stdout)
+        self.assertNotIn("built without the map laboratory", r.stdout)
+
+
+@unittest.skipIf(LAB, "the map laboratory is built (-DTDSOLVE_LAB=ON): LabTest checks it")
+class NotBuiltTest(TempDirTest):
+    def test_the_laboratory_problems_are_one_usage_line(self):
+        for args in (["--problem", "dummy"], ["--problem", "dummy", "--n", "10"],
+                     ["--problem", "edm", "--n", "100", "--features", "2"],
+                     ["--problem", "collide", "--n", "100", "--maps", "all", "--map-once"]):
+            r = tdsolve("bench", "--backend", "cpu", *args)
+            self.assertEqual(r.returncode, 2, (args, r.stderr))
+            self.assertEqual(r.stderr.strip().splitlines(), ["tdsolve: error: " + NOT_BUILT], args)
+            self.assertEqual(r.stdout, "", args)
+
+    def test_help_says_the_laboratory_is_not_built(self):
+        r = tdsolve("bench", "--help", check=True)
+        self.assertIn("This tdsolve was built without the map laboratory", r.stdout)
+        self.assertIn("-DTDSOLVE_LAB=ON", r.stdout)
+        self.assertIn("-DTDSOLVE_LAB=ON", tdsolve("--help", check=True).stdout)
+
+    def test_the_rest_of_bench_still_runs(self):
+        r = tdsolve("bench", "--backend", "cpu", "--generate", "uniform:300:3:1", "--repeat", "1", check=True)
+        self.assertIn("bench", r.stdout)
+        r = tdsolve("bench", "--backend", "cpu", "--generate", "uniform:300:3:1", "--maps", "bb")
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("belongs to the map laboratory", r.stderr)
 
 
 if __name__ == "__main__":

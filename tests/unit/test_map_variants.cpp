@@ -1,8 +1,9 @@
 // The map laboratory's strategies (mapping/variants.hpp) against brute-force
 // enumeration: every launched block of every pass lands on a tile of the
 // triangle or is discarded, each tile exactly once; the exact maps stay exact
-// at large sizes; the papers' float variants are exact in their claimed range
-// and the tests record where they first fail.
+// at large sizes; the laboratory's `ltm` is the product's λ2, tile for tile;
+// the papers' float variants are exact in their claimed range and the tests
+// record where they first fail. Built only with -DTDSOLVE_LAB=ON.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -10,8 +11,10 @@
 #include <random>
 #include <vector>
 
+#include "mapping/block_map.hpp"
 #include "mapping/lambda2.hpp"
 #include "mapping/variants.hpp"
+#include "solver/lab/lab.hpp"
 
 using namespace tdsolve;
 using namespace tdsolve::mapping;
@@ -137,7 +140,8 @@ using AllMaps =
                      LtmMap<Sqrt::R, Fix::Epsilon, true>, LtmMap<Sqrt::X, Fix::Epsilon, false>,
                      LtmMap<Sqrt::N, Fix::Epsilon, false>, LtmMap<Sqrt::R, Fix::Epsilon, false>,
                      UtmMap<UtmFix::Exact, true>, UtmMap<UtmFix::Exact, false>,
-                     UtmMap<UtmFix::Published, true>, UtmMap<UtmFix::Published, false>>;
+                     UtmMap<UtmFix::Published, true>, UtmMap<UtmFix::Published, false>,
+                     ShippedLambda2>;
 TYPED_TEST_SUITE(MapBijection, AllMaps);
 
 TYPED_TEST(MapBijection, OntoTheTriangleOnceEach) {
@@ -169,6 +173,7 @@ TEST(MapVariants, LaunchedBlocks) {
     EXPECT_LT(lam.blocks() - t, lam.pass[0].x);
     EXPECT_LE(lam.pass[0].y, lam.pass[0].x);
     EXPECT_EQ(UtmExact::launch(m).blocks(), lam.blocks());
+    EXPECT_EQ(ShippedLambda2::launch(m).blocks(), lam.blocks());
     EXPECT_EQ((LtmMap<Sqrt::X, Fix::Exact, false>::launch(m).blocks()),
               balanced_launch(pair_count(m)).blocks());
   }
@@ -191,8 +196,8 @@ TEST(MapVariants, LaunchedBlocks) {
   }
 }
 
-// The exact λ with the diagonal is tdsolve's shipped λ2 up to the label
-// reversal: lambda2_tile = (m-1-R, m-1-C).
+// The exact λ_R (its float estimate, the product's correction) is tdsolve's
+// shipped λ2 up to the label reversal: lambda2_tile = (m-1-R, m-1-C).
 TEST(MapVariants, ExactLtmIsTheShippedLambda2) {
   const index_t m = 301;
   for (index_t w = 0; w < tri(m); ++w) {
@@ -201,6 +206,78 @@ TEST(MapVariants, ExactLtmIsTheShippedLambda2) {
     const Tile t = lambda2_tile(m, w);
     ASSERT_EQ(t.row, m - 1 - j);
     ASSERT_EQ(t.col, m - 1 - i);
+  }
+}
+
+// The laboratory's `ltm` is the product's λ2 as the CUDA backend launches it
+// for a whole triangle (Lambda2Map's grid, reversed: the default "long"
+// order): laboratory block ω of the balanced grid gets the tile the product's
+// block ω gets, so the laboratory times the product's own map.
+TEST(MapVariants, LaboratoryLtmIsTheProductsLambda2) {
+  using tdsolve::lab::MapId;
+  for (const index_t n : {index_t(1), index_t(16), index_t(17), index_t(1000), index_t(4097)}) {
+    const PairDomain d(n, 16);
+    Grid product = Lambda2Map::grid(d, 0, d.m);
+    product.reversed = true;
+    const Launch l = tdsolve::lab::dispatch_lab_map(
+        MapId::ltm, [&](auto M) { return tdsolve::lab::lab_launch<decltype(M)>(d.m); });
+    ASSERT_EQ(l.count, 1);
+    ASSERT_EQ(product.x, tri(d.m));
+    index_t tiles = 0;
+    for (index_t by = 0; by < l.pass[0].y; ++by)
+      for (index_t bx = 0; bx < l.pass[0].x; ++bx) {
+        const index_t w = by * l.pass[0].x + bx;
+        index_t i = 0, j = 0;
+        const bool kept = tdsolve::lab::dispatch_lab_map(MapId::ltm, [&](auto M) {
+          return tdsolve::lab::lab_tile<decltype(M)>(d.m, l.pass[0], bx, by, &i, &j);
+        });
+        ASSERT_EQ(kept, w < product.x) << w;
+        if (!kept) continue;
+        ++tiles;
+        Tile t;
+        ASSERT_TRUE(Lambda2Map::tile(d, product, w, 0, &t));
+        ASSERT_EQ(i, t.row) << "n=" << n << " ω=" << w;
+        ASSERT_EQ(j, t.col) << "n=" << n << " ω=" << w;
+      }
+    EXPECT_EQ(tiles, tri(d.m));
+  }
+}
+
+// ...and, against the integer reference, up to its largest m (ω near 2^61):
+// block ω holds the reversed labels of λ's tile of T(m) - 1 - ω.
+TEST(MapVariants, ShippedLambda2MatchesTheReferenceAtLargeSizes) {
+  for (const index_t m : {index_t(1) << 21, (index_t(1) << 21) + 1, (index_t(1) << 30) + 12345,
+                          ShippedLambda2::kMaxM}) {
+    const index_t total = tri(m);
+    const Pass p = ShippedLambda2::launch(m).pass[0];
+    std::vector<index_t> ws;
+    for (index_t d = 0; d < 64; ++d) {
+      ws.push_back(d);
+      ws.push_back(total - 1 - d);
+    }
+    for (int k = 0; k < 32; ++k)  // row boundaries of the reversed ω
+      for (const index_t r : {(index_t(1) << k) - 1, index_t(1) << k, (index_t(1) << k) + 1}) {
+        if (tri(r) >= total) continue;
+        for (const index_t t : {tri(r) - (r > 0), tri(r), tri(r) + 1})
+          if (t < total) ws.push_back(total - 1 - t);
+      }
+    std::mt19937_64 rng(m);
+    for (int k = 0; k < 20000; ++k)
+      ws.push_back((rng() >> (rng() % 63)) % total);
+    for (const index_t w : ws) {
+      bool kept = false;
+      const Ij got = map_linear<ShippedLambda2>(m, p, w, &kept);
+      const Ij ref = lambda_ref(total - 1 - w, true);  // (C, R)
+      ASSERT_TRUE(kept) << w;
+      ASSERT_TRUE((got == Ij{m - 1 - ref.j, m - 1 - ref.i})) << "m=" << m << " ω=" << w;
+    }
+    // The discarded tail (fewer than x blocks): its ends.
+    for (index_t d = 0; d < 64 && total + d < p.blocks(); ++d)
+      for (const index_t w : {total + d, p.blocks() - 1 - d}) {
+        bool kept = true;
+        map_linear<ShippedLambda2>(m, p, w, &kept);
+        ASSERT_FALSE(kept) << w;
+      }
   }
 }
 
