@@ -251,7 +251,7 @@ struct Epilogue<T, Map, epi::Select<Test>> {
     if (keep) {
       const unsigned long long at = base + __popc(mask & ((1u << lane) - 1u));
       if (at < p.sel_capacity) {
-        p.sel_keys[at] = key;
+        p.sel_keys[at] = static_cast<unsigned long long>(key);
         p.sel_values[at] = value;
       }
     }

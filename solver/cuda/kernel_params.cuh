@@ -170,7 +170,7 @@ struct KernelParams {
   // (the count goes on, so the backend knows how much room to make).
   SelectParams select;
   unsigned long long* __restrict__ sel_count;
-  long long* __restrict__ sel_keys;
+  unsigned long long* __restrict__ sel_keys;
   T* __restrict__ sel_values;
   unsigned long long sel_capacity;
   T box[kMaxBoxDims];
@@ -184,12 +184,9 @@ struct KernelParams {
   mapping::Grid strip_grid;
 };
 
-// Host launcher for one family of kernels: the metric of p.mp, under the
-// plan p.plan. launch_family picks the metric; launch_metric, instantiated
-// per metric × precision × epilogue in generated files (kernels.cu.in),
-// picks the kernel.
-template <typename T, typename Map, typename E, bool kPeriodic>
-void launch_family(const KernelParams<T>& p, cudaStream_t stream);
+// Host launcher of the kernel of p.plan for metric M, instantiated per
+// metric × precision × epilogue in generated files (kernels.cu.in); the
+// backend picks M (cuda_backend.cu, launch_family).
 template <typename T, typename M, typename Map, typename E, bool kPeriodic>
 void launch_metric(const KernelParams<T>& p, cudaStream_t stream);
 
