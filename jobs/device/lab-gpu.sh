@@ -18,10 +18,9 @@
 #      d = 9..128 float32 (and d = 1..8 next to them), float64 and hist at
 #      d = 16, 32; CSV general-<gpu>.csv, which rows are which in
 #      general-which-<gpu>.csv
-#   7. the store schedule at d <= 8: the device's choice, strips and lanes
-#      forced (STRIP_VARIANTS replaces "default strips lanes", e.g. with
-#      strips:ROWS or lanes:ROWS; strips past d = 4 run the tiles) and ρ×ρ
-#      tiles (in both of d <= 4's launch shapes), λ2 and BB, n = 51200 and
+#   7. the store schedule at d <= 8: the device's choice, lanes forced
+#      (STRIP_VARIANTS replaces "default lanes", e.g. with lanes:ROWS) and,
+#      at d <= 2, strips forced, λ2 and BB, n = 51200 and
 #      1e5 (STRIP_SIZES), d = 1, 2, 3, 4, 6, 8 (STRIP_DIMS) in float32 and
 #      1, 4, 8 (STRIP_F64_DIMS) in float64; CSV strips-<gpu>.csv, which
 #      rows are which in strips-which-<gpu>.csv
@@ -139,17 +138,16 @@ if [[ $parts == *" 6 "* ]]; then
 fi
 if [[ $parts == *" 7 "* ]]; then
   csv=$out/strips-$gpu.csv; which=$out/strips-which-$gpu.csv; rm -f "$csv" "$which"
-  # SCHEDULE: default (the device's choice), strips[:ROWS], lanes[:ROWS] or
-  # tiles:BLOCKS
+  # SCHEDULE: default (the device's choice), strips[:ROWS] (d <= 2) or
+  # lanes[:ROWS] (the test hook TDSOLVE_TEST_STORE_SCHEDULE; kernel_plan.hpp)
   bench() {  # bench SCHEDULE N D PRECISION MAP: one row
     local sched=$1 n=$2 d=$3 prec=$4 map=$5 env=()
     case $sched in
       default) ;;
-      strips) env=(TDSOLVE_STORE_SCHEDULE=strips) ;;
-      strips:*) env=(TDSOLVE_STORE_SCHEDULE=strips TDSOLVE_STRIP_ROWS=${sched#strips:}) ;;
-      lanes) env=(TDSOLVE_STORE_SCHEDULE=lanes) ;;
-      lanes:*) env=(TDSOLVE_STORE_SCHEDULE=lanes TDSOLVE_STRIP_ROWS=${sched#lanes:}) ;;
-      tiles:*) env=(TDSOLVE_STORE_SCHEDULE=tiles TDSOLVE_SMALL_D_BLOCKS=${sched#tiles:}) ;;
+      strips) env=(TDSOLVE_TEST_STORE_SCHEDULE=strips) ;;
+      strips:*) env=(TDSOLVE_TEST_STORE_SCHEDULE=strips TDSOLVE_STRIP_ROWS=${sched#strips:}) ;;
+      lanes) env=(TDSOLVE_TEST_STORE_SCHEDULE=lanes) ;;
+      lanes:*) env=(TDSOLVE_TEST_STORE_SCHEDULE=lanes TDSOLVE_STRIP_ROWS=${sched#lanes:}) ;;
     esac
     run env "${env[@]}" $T bench --backend cuda --generate uniform:$n:$d:1 --precision $prec --map $map \
       --repeat 7 --csv "$csv" >> "$out/strips_$gpu.log" 2>&1
@@ -158,14 +156,15 @@ if [[ $parts == *" 7 "* ]]; then
   for n in ${STRIP_SIZES:-51200 100000}; do
     for d in ${STRIP_DIMS:-1 2 3 4 6 8}; do
       for map in lambda bb; do
-        for sched in ${STRIP_VARIANTS:-default strips lanes} tiles:2; do bench $sched $n $d float32 $map; done
-        [ "$d" -le 4 ] && bench tiles:3 $n $d float32 $map
+        for sched in ${STRIP_VARIANTS:-default lanes}; do bench $sched $n $d float32 $map; done
+        [ "$d" -le 2 ] && bench strips $n $d float32 $map
       done
     done
   done
   for d in ${STRIP_F64_DIMS:-1 4 8}; do
     for map in lambda bb; do
-      for sched in ${STRIP_VARIANTS:-default strips lanes} tiles:2; do bench $sched 100000 $d float64 $map; done
+      for sched in ${STRIP_VARIANTS:-default lanes}; do bench $sched 100000 $d float64 $map; done
+      [ "$d" -le 2 ] && bench strips 100000 $d float64 $map
     done
   done
   echo "strips rows: $(($(wc -l < "$csv") - 1)), failed: $(grep -c ',[1-9][0-9]*$' "$which")" | tee -a "$summary"
