@@ -2,6 +2,7 @@
 # cmake/cuda_compile.sh in LOG_DIR, one line with the kernels compiled, the
 # compiler's CPU time (and the slowest files), and a warning naming every
 # kernel that spills registers (ptxas: "N bytes spill stores").
+cmake_policy(SET CMP0007 NEW)  # list() keeps empty elements
 file(STRINGS ${LOG_DIR}/objects.txt _objects)
 set(_times "")
 set(_logs "")
