@@ -189,7 +189,7 @@ po::options_description triplet_group(TripletOptions& t, TripletChoices& c, bool
     g.add_options()("potential", po::value(&c.potential)->default_value("atm")->value_name("P"),
                     "atm (Axilrod-Teller-Muto): E = nu (1 + 3 cos g1 cos g2 cos g3) / (r12 r23 "
                     "r31)^3 per triplet");
-  g.add_options()("nu", po::value(&t.nu)->default_value(1.0)->value_name("NU"),
+  g.add_options()("nu", po::value(&t.potential.atm.nu)->default_value(1.0)->value_name("NU"),
                   "the strength nu (LAMMPS pair_coeff * * * NU), finite")(
       "cutoff", po::value(&c.cutoff)->value_name("RC"),
       "count a triplet only when each of its 3 distances is <= RC (LAMMPS cutoff; default: "
@@ -206,14 +206,15 @@ po::options_description triplet_group(TripletOptions& t, TripletChoices& c, bool
 
 void finish_triplet(TripletOptions& t, const TripletChoices& c) {
   check_choice("--potential", c.potential, {"atm"});
-  if (!std::isfinite(t.nu)) throw UsageError("--nu must be a finite number");
+  AtmParams& atm = t.potential.atm;
+  if (!std::isfinite(atm.nu)) throw UsageError("--nu must be a finite number");
   if (!c.cutoff.empty()) {
-    t.cutoff = parse_finite(c.cutoff, "--cutoff");
-    if (!(t.cutoff > 0)) throw UsageError("--cutoff must be positive, got '" + c.cutoff + "'");
+    atm.cutoff = parse_finite(c.cutoff, "--cutoff");
+    if (!(atm.cutoff > 0)) throw UsageError("--cutoff must be positive, got '" + c.cutoff + "'");
   }
   if (!c.cutoff_triple.empty()) {
-    t.cutoff_triple = parse_finite(c.cutoff_triple, "--cutoff-triple");
-    if (!(t.cutoff_triple > 0))
+    atm.cutoff_triple = parse_finite(c.cutoff_triple, "--cutoff-triple");
+    if (!(atm.cutoff_triple > 0))
       throw UsageError("--cutoff-triple must be positive, got '" + c.cutoff_triple + "'");
   }
   if (!(t.store_limit_gb >= 0 && std::isfinite(t.store_limit_gb)))

@@ -171,9 +171,9 @@ void bench_typed(const BenchOptions& b, PairCommand<T>& cmd, MPI_Comm comm) {
   const double store_ms = ceilings.size() > 1 ? ceilings[1].seconds * 1e3 : 0;
   const char* prec = sizeof(T) == 8 ? "float64" : "float32";
   const std::string device = backend->describe();
-  const char* problem = !p.triplets()                          ? cmd.name()
-                        : p.atm.kernel == TripletKernel::dummy ? "dummy3"
-                                                               : "atm";
+  const char* problem = !p.triplets()                                 ? cmd.name()
+                        : p.three_body.kernel == TripletKernel::dummy ? "dummy3"
+                                                                      : "atm";
   const std::string map = p.domain == DomainKind::rect ? "rect" : map_name(p.map);
   std::printf(
       "bench: %s %s n=%llu cols=%llu d=%llu %s %s map=%s block=%llu launches=%llu: median %.3f ms "
@@ -316,7 +316,7 @@ class BenchCommand final : public cli::OptionsCommand {
         throw UsageError("bench: --metric does not apply to --problem " + problem);
       if (vm["block"].defaulted()) o.compute.block = cli::kTripletBlock;
       cli::finish_triplet(o.triplet, tc_);
-      o.triplet.kernel = problem == "dummy3" ? TripletKernel::dummy : TripletKernel::atm;
+      o.triplet.kernel = problem == "dummy3" ? TripletKernel::dummy : TripletKernel::potential;
     }
     cli::finish_compute(o.compute, c_,
                         cli::kBenchChunks | cli::kMap | (triplet ? cli::kTriplets : 0));

@@ -96,10 +96,8 @@ class Triplet final : public PairCommand<T> {
     const TripletOptions& t = this->options().triplet;
     p.domain = DomainKind::triplets;
     if (!t.store_triplets) p.epilogue = EpilogueKind::reduce;
-    p.atm.kernel = t.kernel;
-    p.atm.nu = t.nu;
-    p.atm.cutoff = t.cutoff;
-    p.atm.cutoff_triple = t.cutoff_triple;
+    p.three_body.kernel = t.kernel;
+    p.three_body.potential = t.potential;
   }
   void check_size(index_t n, index_t d, const std::string& source) const override {
     if (d != 3)
@@ -135,30 +133,32 @@ class Triplet final : public PairCommand<T> {
 
   void identity(const Problem<T>&, const AddKey& add) const override {
     const TripletOptions& t = this->options().triplet;
+    const AtmParams& atm = t.potential.atm;
     add("potential", "atm");
-    add("nu", number_text(t.nu));
-    add("cutoff", t.cutoff > 0 ? number_text(t.cutoff) : "none");
-    add("cutoff_triple", t.cutoff_triple > 0 ? number_text(t.cutoff_triple) : "none");
+    add("nu", number_text(atm.nu));
+    add("cutoff", atm.cutoff > 0 ? number_text(atm.cutoff) : "none");
+    add("cutoff_triple", atm.cutoff_triple > 0 ? number_text(atm.cutoff_triple) : "none");
     add("store_triplets", t.store_triplets ? "yes" : "no");
   }
 
   void layout(io::ResultLayout& L, const Problem<T>& p,
               const mapping::ChunkPlan& plan) const override {
     using io::Attr;
-    const TripletOptions& t = this->options().triplet;
+    const AtmParams& atm = this->options().triplet.potential.atm;
     const std::string precision = precision_name<T>();
     const io::ValueType vt = value_type<T>();
     const double inf = std::numeric_limits<double>::infinity();
-    const std::vector<Attr> a = {Attr{"n", std::uint64_t(p.rows)},
-                                 Attr{"k", std::uint64_t(3)},
-                                 Attr{"potential", std::string("atm")},
-                                 Attr{"nu", t.nu},
-                                 Attr{"cutoff", t.cutoff > 0 ? t.cutoff : inf},
-                                 Attr{"cutoff_triple", t.cutoff_triple > 0 ? t.cutoff_triple : inf},
-                                 Attr{"triplets", std::uint64_t(plan.total())},
-                                 Attr{"precision", precision},
-                                 Attr{"block", std::uint64_t(p.rho)},
-                                 Attr{"formula", std::string(kAtmFormula)}};
+    const std::vector<Attr> a = {
+        Attr{"n", std::uint64_t(p.rows)},
+        Attr{"k", std::uint64_t(3)},
+        Attr{"potential", std::string("atm")},
+        Attr{"nu", atm.nu},
+        Attr{"cutoff", atm.cutoff > 0 ? atm.cutoff : inf},
+        Attr{"cutoff_triple", atm.cutoff_triple > 0 ? atm.cutoff_triple : inf},
+        Attr{"triplets", std::uint64_t(plan.total())},
+        Attr{"precision", precision},
+        Attr{"block", std::uint64_t(p.rho)},
+        Attr{"formula", std::string(kAtmFormula)}};
     if (p.stores_values()) {
       L.result = {"triplet_energy",
                   vt,
@@ -194,13 +194,14 @@ class Triplet final : public PairCommand<T> {
   }
   void print_before(const Problem<T>& p, const mapping::ChunkPlan& plan) const override {
     const double bytes = p.stores_values() ? double(plan.total()) * sizeof(T) : 0;
+    const AtmParams& atm = p.three_body.potential.atm;
     std::printf(
         "tdsolve %s: %llu points in 3-D, %llu triplets%s, atm (nu %g, cutoff %s, "
         "cutoff-triple %s), %s, block %llu\n",
         this->name(), (unsigned long long)p.rows, (unsigned long long)plan.total(),
-        bytes > 0 ? (" (" + human_bytes(bytes) + " stored)").c_str() : "", p.atm.nu,
-        p.atm.cutoff > 0 ? number_text(p.atm.cutoff).c_str() : "none",
-        p.atm.cutoff_triple > 0 ? number_text(p.atm.cutoff_triple).c_str() : "none",
+        bytes > 0 ? (" (" + human_bytes(bytes) + " stored)").c_str() : "", atm.nu,
+        atm.cutoff > 0 ? number_text(atm.cutoff).c_str() : "none",
+        atm.cutoff_triple > 0 ? number_text(atm.cutoff_triple).c_str() : "none",
         precision_name<T>(), (unsigned long long)p.rho);
   }
   std::unique_ptr<Sink<T>> make_sink(io::ResultWriter& w, MPI_Comm comm, const Problem<T>& p,
