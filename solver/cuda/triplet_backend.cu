@@ -22,7 +22,7 @@
 // solver/exact_sum.hpp): sums that do not depend on which tile came first.
 //
 // The kernel is a template on the potential's evaluator (solver/potentials/:
-// ATM), picked once per launch by dispatch_potential, as on the CPU.
+// ATM, SW), picked once per launch by dispatch_potential, as on the CPU.
 #include <cuda_runtime.h>
 
 #include <algorithm>
