@@ -38,9 +38,10 @@
 //                                        evaluate<true>() only.
 //
 // New potentials: one file here with its Params and evaluator, its enum
-// value, spec member and dispatch line in potentials/potential.hpp, its
-// options (solver/main.cpp) and its file attributes and job identity
-// (solver/commands.cpp) — docs/design.md lists them.
+// value, spec member and dispatch line in potentials/potential.hpp, and in
+// the triplet command (solver/commands/triplet.cpp) its options and checks,
+// file attributes, job identity and summary words — docs/design.md lists
+// them.
 #pragma once
 
 #include <cmath>
