@@ -35,9 +35,10 @@ set(_slowest "")
 set(_i 0)
 foreach(_r ${_rows})
   if(_i LESS 3)
-    string(REGEX REPLACE "^0*([0-9]*) (.*)$" "\\1;\\2" _p "${_r}")
-    list(GET _p 0 _h)
-    list(GET _p 1 _n)
+    # Two matches, not one list: a file of 0.00 s (a ccache hit) has an
+    # empty hundredths part, which a CMake list would drop.
+    string(REGEX REPLACE "^0*([0-9]*) .*$" "\\1" _h "${_r}")
+    string(REGEX REPLACE "^[0-9]* (.*)$" "\\1" _n "${_r}")
     if(_h STREQUAL "")
       set(_h 0)
     endif()

@@ -254,16 +254,25 @@ void describe_triplet(hid_t file, const std::string& name, std::ostream& out, st
     const double v = read_attr_f64(energy, a);
     return std::isinf(v) ? std::string("none") : number(v);
   };
+  const auto value = [&](const char* a) {
+    return has_attr(energy, a) ? number(read_attr_f64(energy, a)) : std::string("(not recorded)");
+  };
   const std::string potential = text("potential");
-  const std::string nu =
-      has_attr(energy, "nu") ? number(read_attr_f64(energy, "nu")) : "(not recorded)";
-  const std::string cutoff = length("cutoff");
-  const std::string cutoff_triple = length("cutoff_triple");
+  std::string parameters;  // atm's, or (potential sw) the columns of a LAMMPS .sw file
+  if (potential == "sw") {
+    for (const char* a : {"epsilon", "sigma", "a", "lambda", "gamma", "costheta0"})
+      parameters += std::string(parameters.empty() ? "" : ", ") + a + " " + value(a);
+  } else {
+    const std::string nu = value("nu");
+    const std::string cutoff = length("cutoff");
+    const std::string cutoff_triple = length("cutoff_triple");
+    parameters = "nu " + nu + ", cutoff " + cutoff + ", cutoff_triple " + cutoff_triple;
+  }
   const std::string precision = text("precision");
   const std::string block =
       has_attr(energy, "block") ? std::to_string(read_attr_u64(energy, "block")) : "(not recorded)";
-  out << "potential: " << potential << " (nu " << nu << ", cutoff " << cutoff << ", cutoff_triple "
-      << cutoff_triple << "), precision " << precision << ", block " << block << "\n";
+  out << "potential: " << potential << " (" << parameters << "), precision " << precision
+      << ", block " << block << "\n";
   if (has_attr(energy, "formula"))
     out << "formula:   " << read_attr_text(energy, "formula") << "\n";
 

@@ -68,11 +68,10 @@ struct HistOptions {
 
 // triplet: the three-body potential and what to store.
 struct TripletOptions {
-  double nu = 1;
-  double cutoff = 0, cutoff_triple = 0;  // 0: none
+  PotentialSpec potential;  // --potential and its parameters (atm: cutoffs 0 = none)
   bool store_triplets = false;
   double store_limit_gb = 16;  // --store-triplets refused above this many GB (0: no limit)
-  TripletKernel kernel = TripletKernel::atm;  // bench: atm or dummy3
+  TripletKernel kernel = TripletKernel::potential;  // bench: dummy3 is TripletKernel::dummy
 };
 
 // knn: the k nearest other points of every point, or (radius > 0) every

@@ -14,6 +14,7 @@
 #include "mapping/partition.hpp"
 #include "solver/epilogue.hpp"
 #include "solver/metrics.hpp"
+#include "solver/potentials/potential.hpp"
 #include "solver/select.hpp"
 
 namespace tdsolve {
@@ -57,14 +58,14 @@ std::vector<double> linspace_edges(double lo, double hi, index_t bins);
 // fast paths off (to measure them).
 HistSpec make_hist_spec(double lo, double hi, index_t bins);
 
-// The three-body problem (solver/atm.hpp): LAMMPS `pair_style atm` with
-// nu, cutoff and cutoff_triple (infinite: no cutoff); or (bench) a dummy
-// kernel that only walks the tiles, to time the block maps.
-enum class TripletKernel { atm, dummy };
-struct AtmSpec {
-  TripletKernel kernel = TripletKernel::atm;
-  double nu = 1;
-  double cutoff = 0, cutoff_triple = 0;  // <= 0: none
+// The three-body problem: a potential (solver/potentials/: LAMMPS
+// `pair_style atm` or the three-body term of `pair_style sw`) summed over
+// the triplets; or (bench) a dummy kernel that only walks the tiles, to time
+// the block maps.
+enum class TripletKernel { potential, dummy };
+struct TripletSpec {
+  TripletKernel kernel = TripletKernel::potential;
+  PotentialSpec potential;
 };
 
 // Triplet reductions, per chunk, in exact accumulators (solver/exact_sum.hpp):
@@ -94,8 +95,8 @@ struct Problem {
   HistSpec hist;
   int box_dims = 0;  // 0: no box; else = d
   std::array<T, kMaxBoxDims> box{};
-  AtmSpec atm;    // triplets
-  index_t k = 0;  // topk: neighbours per row
+  TripletSpec three_body;  // triplets
+  index_t k = 0;           // topk: neighbours per row
   // select: the test (select.radii: set by each backend to its copy of
   // select_radii, for overlaps)
   SelectParams select;

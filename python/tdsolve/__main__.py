@@ -22,9 +22,9 @@ def describe(path):
                 what = (f"hist n={r.n} bins={r.bins} range={lo!r}:{hi!r} metric={r.metric} "
                         f"precision={r.precision}" + (f" box={','.join(map(repr, r.box))}" if r.box else ""))
             elif r.kind == "triplet":
-                what = (f"triplet n={r.n} triplets={r.triplets} potential={r.potential} nu={r.nu!r} "
-                        f"cutoff={r.cutoff!r} cutoff_triple={r.cutoff_triple!r} precision={r.precision} "
-                        f"stored={'yes' if r.stored else 'no'}")
+                params = " ".join(f"{k}={v!r}" for k, v in r.parameters.items())
+                what = (f"triplet n={r.n} triplets={r.triplets} potential={r.potential} {params} "
+                        f"precision={r.precision} stored={'yes' if r.stored else 'no'}")
             elif r.kind == "fractal":
                 what = (f"fractal {r.shape_name} table={r.table_text} s={r.s} k={r.k} level={r.level} n={r.n} "
                         f"cells={r.cells} rule={r.rule} init={r.init} layout={r.layout} map={r.map} rho={r.rho} "

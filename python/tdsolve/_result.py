@@ -613,8 +613,9 @@ class HistResult(Result):
 
 
 class TripletResult(Result):
-    """`tdsolve triplet`: the Axilrod-Teller-Muto three-body energy of n
-    points in 3-D, summed over the C(n,3) triplets i<j<k.
+    """`tdsolve triplet`: a three-body energy of n points in 3-D (the
+    Axilrod-Teller-Muto potential, or the three-body term of Stillinger-Weber),
+    summed over the C(n,3) triplets i<j<k.
 
     energy (float: the total), energy_per_point (float64[n]: each triplet's
     energy split equally among its 3 points) and forces (float64[n, 3], the
@@ -623,8 +624,11 @@ class TripletResult(Result):
     require_complete=False) raises IncompleteResult.
 
     From /energy's attributes (all of them in attrs): n, k (3), potential
-    ("atm"), nu, cutoff and cutoff_triple (floats; inf when there is none),
-    triplets (C(n,3)), precision, block, formula.
+    ("atm" or "sw"), parameters (a dict of the potential's parameters as
+    floats: atm's nu, cutoff and cutoff_triple, inf where there is none; sw's
+    epsilon, sigma, a, lambda, gamma, costheta0, the columns of a LAMMPS .sw
+    file), nu, cutoff and cutoff_triple (atm's; None for sw), triplets
+    (C(n,3)), precision, block, formula.
 
     stored: True when the file holds each triplet's energy (`tdsolve triplet
     --store-triplets`): then shape == (C(n,3),) and r[...] indexes that
@@ -653,6 +657,8 @@ class TripletResult(Result):
         self.nu = scalar("nu", float)
         self.cutoff = scalar("cutoff", float)
         self.cutoff_triple = scalar("cutoff_triple", float)
+        names = _verdict.SW_PARAMETERS if self.potential == "sw" else ("nu", "cutoff", "cutoff_triple")
+        self.parameters = {p: scalar(p, float) for p in names}
         self.triplets = scalar("triplets", int)
         if self.triplets is None:
             self.triplets = _verdict.triplet_count(self.n)
@@ -665,7 +671,8 @@ class TripletResult(Result):
             self._runs()  # says now if the file cannot be mapped
 
     def _describe(self):
-        return (f"n={self.n}, {self.potential} nu={self.nu}, {self.precision}"
+        params = " ".join(f"{k}={v}" for k, v in self.parameters.items() if self.potential == "sw" or k == "nu")
+        return (f"n={self.n}, {self.potential} {params}, {self.precision}"
                 + (", triplet energies stored" if self.stored else ""))
 
     # --- the sums -------------------------------------------------------------

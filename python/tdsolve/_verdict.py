@@ -276,6 +276,10 @@ def _describe_hist(f, counts, dims):
     return None, total, binned
 
 
+# `tdsolve triplet --potential sw`: its parameters, as /energy's attributes name them
+SW_PARAMETERS = ("epsilon", "sigma", "a", "lambda", "gamma", "costheta0")
+
+
 def _describe_triplet(f, name):
     """(problem, total) as describe_triplet: name is what /progress names
     ("" or "triplet_energy")."""
@@ -290,10 +294,12 @@ def _describe_triplet(f, name):
         return "the `k` attribute of /energy is not 3", total
     if _has_attr(energy, "triplets") and _attr_u64(energy, "triplets") != total:
         return "the `triplets` attribute is not C(n,3)", total
-    # the potential, read in info's order (only what can fail matters)
-    for a, read in (("potential", _attr_string), ("nu", _attr_f64), ("cutoff", _attr_f64),
-                    ("cutoff_triple", _attr_f64), ("precision", _attr_string), ("block", _attr_u64),
-                    ("formula", _attr_string)):
+    # the potential, read in info's order (only what can fail matters): sw's
+    # parameters (the columns of a LAMMPS .sw file) or atm's
+    potential = _attr_string(energy, "potential") if _has_attr(energy, "potential") else None
+    params = SW_PARAMETERS if potential == "sw" else ("nu", "cutoff", "cutoff_triple")
+    for a, read in ([(p, _attr_f64) for p in params]
+                    + [("precision", _attr_string), ("block", _attr_u64), ("formula", _attr_string)]):
         if _has_attr(energy, a):
             read(energy, a)
     beside = (("energy_per_point", (n,), "/energy_per_point does not hold n values"),

@@ -183,43 +183,6 @@ po::options_description compute_group(ComputeOptions& o, Choices& c, int flags) 
   return g;
 }
 
-po::options_description triplet_group(TripletOptions& t, TripletChoices& c, bool bench) {
-  po::options_description g("Three-body potential (LAMMPS pair_style atm)");
-  if (!bench)
-    g.add_options()("potential", po::value(&c.potential)->default_value("atm")->value_name("P"),
-                    "atm (Axilrod-Teller-Muto): E = nu (1 + 3 cos g1 cos g2 cos g3) / (r12 r23 "
-                    "r31)^3 per triplet");
-  g.add_options()("nu", po::value(&t.nu)->default_value(1.0)->value_name("NU"),
-                  "the strength nu (LAMMPS pair_coeff * * * NU), finite")(
-      "cutoff", po::value(&c.cutoff)->value_name("RC"),
-      "count a triplet only when each of its 3 distances is <= RC (LAMMPS cutoff; default: "
-      "none)")("cutoff-triple", po::value(&c.cutoff_triple)->value_name("RT"),
-               "and only when r12 r23 r31 <= RT^3 (LAMMPS cutoff_triple; default: none)");
-  if (!bench)
-    g.add_options()("store-triplets", po::bool_switch(&t.store_triplets),
-                    "also store every triplet's energy in /triplet_energy, C(n,3) values in "
-                    "itertools.combinations order")(
-        "store-limit-gb", po::value(&t.store_limit_gb)->default_value(16)->value_name("GB"),
-        "refuse --store-triplets above this many GB (0: no limit)");
-  return g;
-}
-
-void finish_triplet(TripletOptions& t, const TripletChoices& c) {
-  check_choice("--potential", c.potential, {"atm"});
-  if (!std::isfinite(t.nu)) throw UsageError("--nu must be a finite number");
-  if (!c.cutoff.empty()) {
-    t.cutoff = parse_finite(c.cutoff, "--cutoff");
-    if (!(t.cutoff > 0)) throw UsageError("--cutoff must be positive, got '" + c.cutoff + "'");
-  }
-  if (!c.cutoff_triple.empty()) {
-    t.cutoff_triple = parse_finite(c.cutoff_triple, "--cutoff-triple");
-    if (!(t.cutoff_triple > 0))
-      throw UsageError("--cutoff-triple must be positive, got '" + c.cutoff_triple + "'");
-  }
-  if (!(t.store_limit_gb >= 0 && std::isfinite(t.store_limit_gb)))
-    throw UsageError("--store-limit-gb must be 0 (no limit) or a positive number of GB");
-}
-
 po::options_description run_group(RunOptions& o, Choices& c, const char* progress_help) {
   po::options_description g("Run");
   g.add_options()("config", po::value<std::string>()->value_name("FILE.ini"),
@@ -382,8 +345,6 @@ bool parse(int argc, char** argv, const po::options_description& desc, const cha
   return true;
 }
 
-namespace {
-
 std::string option_text(const std::string& name, const boost::any& v) {
   if (auto* s = boost::any_cast<std::string>(&v)) return *s;
   if (auto* b = boost::any_cast<bool>(&v)) return *b ? "true" : "false";
@@ -404,17 +365,17 @@ std::string option_text(const std::string& name, const boost::any& v) {
   throw std::logic_error("option --" + name + " has a type effective_options cannot print");
 }
 
-}  // namespace
-
 // Every option's final value (command line, config, defaults) as a config
 // file, `name = value` a line in the order of --help, paths made absolute;
-// options without a value, --config and --help are left out.
-std::string effective_options(const po::options_description& desc, const po::variables_map& vm) {
+// options without a value, --config, --help and those in `skip` are left out.
+std::string effective_options(const po::options_description& desc, const po::variables_map& vm,
+                              const std::vector<std::string>& skip) {
   std::string text;
   for (const auto& d : desc.options()) {
     const std::string name = d->long_name();
     const auto it = vm.find(name);
     if (name == "config" || name == "help" || it == vm.end() || it->second.empty()) continue;
+    if (std::find(skip.begin(), skip.end(), name) != skip.end()) continue;
     std::string v = option_text(name, it->second.value());
     if (v.empty()) continue;
     if (is_path_option(name)) v = resolve_path(name, v, std::filesystem::current_path(), true);

@@ -1,5 +1,5 @@
 // The command line every command shares (Boost.Program_options): the option
-// groups (input, output, computation, run, histogram, three-body), parsed
+// groups (input, output, computation, run, histogram), parsed
 // once and checked once into the structs and enums of solver/options.hpp;
 // the --config file; the record of every option's final value. A command's
 // own options live in its own file (solver/commands/); this file knows no
@@ -10,6 +10,7 @@
 #include <initializer_list>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "solver/commands/command.hpp"
 #include "solver/options.hpp"
@@ -63,13 +64,6 @@ constexpr index_t kTripletBlock = 32;
 
 po::options_description compute_group(ComputeOptions& o, Choices& c, int flags);
 
-// The strings of the triplet options until they are checked.
-struct TripletChoices {
-  std::string potential = "atm";
-  std::string cutoff, cutoff_triple;
-};
-
-po::options_description triplet_group(TripletOptions& t, TripletChoices& c, bool bench);
 po::options_description run_group(RunOptions& o, Choices& c, const char* progress_help = nullptr);
 po::options_description hist_group(HistOptions& h, Choices& c);
 
@@ -85,8 +79,15 @@ bool parse(int argc, char** argv, const po::options_description& desc, const cha
 
 // Every option's final value (command line, config, defaults) as a config
 // file, `name = value` a line in the order of --help, paths made absolute;
-// options without a value, --config and --help are left out.
-std::string effective_options(const po::options_description& desc, const po::variables_map& vm);
+// options without a value, --config, --help and those named in `skip`
+// (options that do not apply to this run, such as another potential's) are
+// left out.
+std::string effective_options(const po::options_description& desc, const po::variables_map& vm,
+                              const std::vector<std::string>& skip = {});
+// The text effective_options writes for option `name`'s value v (a double:
+// the shortest text that reads back as v), for help texts that show a
+// default the same way.
+std::string option_text(const std::string& name, const boost::any& v);
 
 // The checks of the groups, once parsed (UsageError, before MPI starts).
 void finish_input(InputOptions& in, const char* a, const char* b, bool pairs,
@@ -95,7 +96,6 @@ void finish_compute(ComputeOptions& o, const Choices& c, int flags);
 void finish_run(RunOptions& o, const Choices& c, int argc, char** argv);
 void finish_hist(HistOptions& h, const Choices& c, const po::variables_map& vm, Metric metric,
                  const std::string& weights);
-void finish_triplet(TripletOptions& t, const TripletChoices& c);
 
 // A command whose command line is Boost options: its usage text, its groups
 // (in the order of its --help) and its checks; parse() is theirs in that

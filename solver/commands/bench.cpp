@@ -13,6 +13,7 @@
 #include "core/error.hpp"
 #include "solver/bench_csv.hpp"
 #include "solver/commands/pairs.hpp"
+#include "solver/commands/triplet.hpp"
 #include "solver/driver.hpp"
 #include "solver/lab/command.hpp"
 #include "solver/mpi_util.hpp"
@@ -34,7 +35,7 @@ const char* kUsage =
     "                     [--bins B --range LO:HI [--box ...]] [options]\n"
     "\n"
     "Times the computation alone: the driver loop of `tdsolve edm` (or of cross, with\n"
-    "--with; of hist, with --bins; of triplet, with --problem atm) with a sink that drops\n"
+    "--with; of hist, with --bins; of triplet, with --problem atm or sw) with a sink that drops\n"
     "the results (no copy back, no file), median of --repeat passes after a warm-up, next\n"
     "to the write ceiling over the same bytes (memset; on the GPU also a plain 16-byte\n"
     "store kernel). --problem dummy3 walks the triplet tiles of --map and does no work\n"
@@ -107,16 +108,20 @@ std::vector<int> parse_feature_list(const std::string& text) {
   return out;
 }
 
-// The map laboratory's options; everything of the other problems is refused.
+// The map laboratory's options; everything of the other problems is refused
+// (`three_body`: the options of the three-body group, whatever the potentials).
 void finish_lab(BenchOptions& b, const cli::Choices& c, const cli::po::variables_map& vm,
                 const std::string& problem, const std::string& maps, const std::string& sizes,
-                const std::string& features, bool no_check) {
-  for (const char* other :
-       {"input",     "generate",  "with",    "with-generate", "bins",          "range",  "box",
-        "metric",    "p",         "weights", "variance",      "base",          "map",    "chunk-mb",
-        "precision", "potential", "nu",      "cutoff",        "cutoff-triple", "device", "threads"})
+                const std::string& features, bool no_check,
+                const std::vector<std::string>& three_body) {
+  std::vector<std::string> others = {
+      "input", "generate", "with",     "with-generate", "bins", "range",    "box",      "metric",
+      "p",     "weights",  "variance", "base",          "map",  "chunk-mb", "precision"};
+  others.insert(others.end(), three_body.begin(), three_body.end());
+  others.insert(others.end(), {"device", "threads"});
+  for (const std::string& other : others)
     if (vm.count(other) && !vm[other].defaulted())
-      throw UsageError("--" + std::string(other) + " does not apply to --problem " + problem +
+      throw UsageError("--" + other + " does not apply to --problem " + problem +
                        " (the map laboratory makes its own float32 data)");
   LabOptions& l = b.lab;
   l.active = true;
@@ -171,9 +176,10 @@ void bench_typed(const BenchOptions& b, PairCommand<T>& cmd, MPI_Comm comm) {
   const double store_ms = ceilings.size() > 1 ? ceilings[1].seconds * 1e3 : 0;
   const char* prec = sizeof(T) == 8 ? "float64" : "float32";
   const std::string device = backend->describe();
-  const char* problem = !p.triplets()                          ? cmd.name()
-                        : p.atm.kernel == TripletKernel::dummy ? "dummy3"
-                                                               : "atm";
+  const char* problem = !p.triplets() ? cmd.name()
+                        : p.three_body.kernel == TripletKernel::dummy
+                            ? "dummy3"
+                            : potential_name(p.three_body.potential.kind);
   const std::string map = p.domain == DomainKind::rect ? "rect" : map_name(p.map);
   std::printf(
       "bench: %s %s n=%llu cols=%llu d=%llu %s %s map=%s block=%llu launches=%llu: median %.3f ms "
@@ -258,12 +264,15 @@ class BenchCommand final : public cli::OptionsCommand {
     all.add(cli::compute_group(o.compute, c_, cli::kBenchChunks | cli::kMap));
     po::options_description h = cli::hist_group(o.hist, c_);
     all.add(h);
-    all.add(cli::triplet_group(o.triplet, tc_, true));
+    const po::options_description t = triplet_group(o.triplet, tc_, true);
+    for (const auto& d : t.options())
+      three_body_.push_back(d->long_name());
+    all.add(t);
     po::options_description r("Bench");
     r.add_options()("problem", po::value(&problem_)->default_value("auto")->value_name("P"),
-                    "auto (edm, cross with --with, hist with --bins), atm (the triplet "
-                    "command's kernel; points in 3-D) or dummy3 (the triplet tiles only); "
-                    "dummy, edm or collide: the map laboratory (below)")(
+                    "auto (edm, cross with --with, hist with --bins), atm or sw (the triplet "
+                    "command's kernel with that potential; points in 3-D) or dummy3 (the triplet "
+                    "tiles only); dummy, edm or collide: the map laboratory (below)")(
         "maps", po::value(&maps_)->value_name("LIST"),
         "laboratory: maps to time, comma-separated (default bb,ltm-x,ltm-n,ltm-r,ltm,rb,rec,utm; "
         "all: every map; bb is always timed, as the reference)")(
@@ -290,10 +299,11 @@ class BenchCommand final : public cli::OptionsCommand {
     const std::string& problem = problem_;
     const bool cross = !o.with.input.empty() || !o.with.generate.empty();
     const bool hist = vm.count("bins") || vm.count("range") || vm.count("box");
-    cli::check_choice("--problem", problem, {"auto", "atm", "dummy3", "dummy", "edm", "collide"});
+    cli::check_choice("--problem", problem,
+                      {"auto", "atm", "sw", "dummy3", "dummy", "edm", "collide"});
     if (problem == "dummy" || problem == "edm" || problem == "collide") {
       if (!lab_available()) throw UsageError(kLabNotBuilt);
-      finish_lab(b_, c_, vm, problem, maps_, sizes_, features_, no_check_);
+      finish_lab(b_, c_, vm, problem, maps_, sizes_, features_, no_check_, three_body_);
       b_.lab.map_once = map_once_;
       return;
     }
@@ -315,8 +325,9 @@ class BenchCommand final : public cli::OptionsCommand {
       if (!vm["metric"].defaulted())
         throw UsageError("bench: --metric does not apply to --problem " + problem);
       if (vm["block"].defaulted()) o.compute.block = cli::kTripletBlock;
-      cli::finish_triplet(o.triplet, tc_);
-      o.triplet.kernel = problem == "dummy3" ? TripletKernel::dummy : TripletKernel::atm;
+      tc_.potential = problem == "dummy3" ? "atm" : problem;  // a potential's name
+      finish_triplet(o.triplet, tc_, vm);
+      o.triplet.kernel = problem == "dummy3" ? TripletKernel::dummy : TripletKernel::potential;
     }
     cli::finish_compute(o.compute, c_,
                         cli::kBenchChunks | cli::kMap | (triplet ? cli::kTriplets : 0));
@@ -327,7 +338,8 @@ class BenchCommand final : public cli::OptionsCommand {
  private:
   BenchOptions b_;
   cli::Choices c_;
-  cli::TripletChoices tc_;
+  TripletChoices tc_;
+  std::vector<std::string> three_body_;  // the options of the three-body group
   std::string problem_, maps_, sizes_, features_;
   bool no_check_ = false, map_once_ = false;
   std::string command_;  // the command whose problem is timed: edm, cross, hist or triplet

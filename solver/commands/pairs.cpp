@@ -858,7 +858,7 @@ void PairFamilyCommand::check(const cli::po::options_description& all,
   o_.compute.chunk_mb_given = vm.count("chunk-mb") > 0 && !vm["chunk-mb"].defaulted();
   check_groups(vm);
   cli::finish_run(o_.run, c_, argc, argv);
-  o_.run.effective = cli::effective_options(all, vm);
+  o_.run.effective = cli::effective_options(all, vm, unused_options());
 }
 
 int PairFamilyCommand::run(MPI_Comm comm) {

@@ -238,6 +238,9 @@ class PairFamilyCommand : public cli::OptionsCommand {
   // and their checks (after the computation's).
   virtual void add_groups(cli::po::options_description& all) {}
   virtual void check_groups(const cli::po::variables_map& vm) {}
+  // Once checked: the options of its groups that do not apply to this run
+  // (triplet: the other potentials'), left out of the effective options.
+  virtual std::vector<std::string> unused_options() const { return {}; }
 
   Info info_;
   CommandOptions o_;

@@ -1,10 +1,20 @@
-// tdsolve triplet: the Axilrod-Teller-Muto three-body energy, per-point
-// energies and forces over every triplet i<j<k of n points in 3-D.
+// tdsolve triplet: a three-body energy (Axilrod-Teller-Muto, or the
+// three-body term of Stillinger-Weber), per-point energies and forces over
+// every triplet i<j<k of n points in 3-D; and the three-body options
+// (solver/commands/triplet.hpp), which bench borrows. A potential's
+// knowledge outside its evaluator (solver/potentials/) is here: its
+// options and checks, its /energy attributes and formula, its identity
+// keys and its words in the summary line.
+#include "solver/commands/triplet.hpp"
+
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <limits>
 #include <tuple>
+#include <utility>
 
+#include "core/error.hpp"
 #include "mapping/simplex.hpp"
 #include "solver/commands/pairs.hpp"
 #include "solver/commands/sinks.hpp"
@@ -13,15 +23,128 @@
 
 namespace tdsolve {
 
+namespace po = cli::po;
+
+namespace {
+
+// Each potential's options, as named on the command line.
+const std::vector<std::string> kAtmOptions = {"nu", "cutoff", "cutoff-triple"};
+const std::vector<std::string> kSwOptions = {"epsilon", "sigma", "a",
+                                             "lambda",  "gamma", "costheta0"};
+
+}  // namespace
+
+po::options_description triplet_group(TripletOptions& t, TripletChoices& c, bool bench) {
+  po::options_description g(
+      "Three-body potential (LAMMPS pair_style atm, or pair_style sw's three-body term)");
+  if (!bench)
+    g.add_options()(
+        "potential", po::value(&c.potential)->default_value("atm")->value_name("P"),
+        "atm (Axilrod-Teller-Muto): E = nu (1 + 3 cos g1 cos g2 cos g3) / (r12 r23 r31)^3 per "
+        "triplet; sw (Stillinger-Weber's three-body term, LAMMPS pair_style sw with A = 0): per "
+        "triplet, for each of its points i whose two sides r_ij, r_ik are < a sigma, lambda "
+        "epsilon (cos theta_jik - costheta0)^2 exp(gamma sigma / (r_ij - a sigma)) exp(gamma "
+        "sigma / (r_ik - a sigma))");
+  AtmParams& atm = t.potential.atm;
+  g.add_options()("nu", po::value(&atm.nu)->default_value(1.0)->value_name("NU"),
+                  "atm: the strength nu (LAMMPS pair_coeff * * * NU), finite")(
+      "cutoff", po::value(&c.cutoff)->value_name("RC"),
+      "atm: count a triplet only when each of its 3 distances is <= RC (LAMMPS cutoff; default: "
+      "none)")("cutoff-triple", po::value(&c.cutoff_triple)->value_name("RT"),
+               "atm: and only when r12 r23 r31 <= RT^3 (LAMMPS cutoff_triple; default: none)");
+  // sw: the columns of a LAMMPS .sw file, defaults its Si.sw.
+  SwParams& sw = t.potential.sw;
+  const auto sw_value = [](double* v, const char* name, const char* value_name) {
+    return po::value(v)->default_value(*v, cli::option_text(name, *v))->value_name(value_name);
+  };
+  g.add_options()("epsilon", sw_value(&sw.epsilon, "epsilon", "E"),
+                  "sw: the energy scale epsilon (>= 0)");
+  g.add_options()("sigma", sw_value(&sw.sigma, "sigma", "S"), "sw: the length scale sigma (> 0)");
+  g.add_options()("a", sw_value(&sw.a, "a", "A"),
+                  "sw: the cutoff a sigma, in units of sigma (> 0)");
+  g.add_options()("lambda", sw_value(&sw.lambda, "lambda", "L"),
+                  "sw: the three-body strength lambda (>= 0)");
+  g.add_options()("gamma", sw_value(&sw.gamma, "gamma", "G"),
+                  "sw: gamma, the decay of exp(gamma sigma / (r - a sigma)) (>= 0)");
+  g.add_options()("costheta0", sw_value(&sw.costheta0, "costheta0", "C"),
+                  "sw: costheta0, the cosine of the ideal angle");
+  if (!bench)
+    g.add_options()("store-triplets", po::bool_switch(&t.store_triplets),
+                    "also store every triplet's energy in /triplet_energy, C(n,3) values in "
+                    "itertools.combinations order")(
+        "store-limit-gb", po::value(&t.store_limit_gb)->default_value(16)->value_name("GB"),
+        "refuse --store-triplets above this many GB (0: no limit)");
+  return g;
+}
+
+// c.potential: atm or sw (the command's --potential, bench's --problem).
+void finish_triplet(TripletOptions& t, TripletChoices& c, const po::variables_map& vm) {
+  cli::check_choice("--potential", c.potential, {"atm", "sw"});
+  const bool sw = c.potential == "sw";
+  t.potential.kind = sw ? Potential::sw : Potential::atm;
+  const std::vector<std::string>& own = sw ? kSwOptions : kAtmOptions;
+  const std::vector<std::string>& other = sw ? kAtmOptions : kSwOptions;
+  for (const std::string& o : other)
+    if (vm.count(o) && !vm[o].defaulted()) {
+      std::string list;
+      for (const std::string& x : own)
+        list += " --" + x;
+      throw UsageError("--" + o + " is a parameter of --potential " + (sw ? "atm" : "sw") +
+                       "; --potential " + c.potential + " takes" + list);
+    }
+  c.unused = other;
+  if (sw) {
+    const SwParams& p = t.potential.sw;
+    const std::pair<const char*, double> values[] = {
+        {"epsilon", p.epsilon}, {"sigma", p.sigma}, {"a", p.a},
+        {"lambda", p.lambda},   {"gamma", p.gamma}, {"costheta0", p.costheta0}};
+    for (const auto& [name, v] : values)
+      if (!std::isfinite(v))
+        throw UsageError(std::string("--") + name + " must be a finite number");
+    for (const auto& [name, v] : values)
+      if (v < 0 && std::string(name) != "costheta0")
+        throw UsageError(std::string("--") + name + " must not be negative (as in LAMMPS), got " +
+                         cli::option_text(name, v));
+    if (!(p.sigma > 0) || !(p.a > 0))
+      throw UsageError(std::string(p.sigma > 0 ? "--a" : "--sigma") +
+                       " must be positive: the cutoff is a sigma");
+    const double cut = p.sigma * p.a;
+    if (!std::isfinite(cut * cut) || !std::isfinite(p.sigma * p.gamma) ||
+        !std::isfinite(p.lambda * p.epsilon))
+      throw UsageError(
+          "--potential sw: (a sigma)^2, gamma sigma and lambda epsilon must be finite");
+  } else {
+    AtmParams& atm = t.potential.atm;
+    if (!std::isfinite(atm.nu)) throw UsageError("--nu must be a finite number");
+    if (!c.cutoff.empty()) {
+      atm.cutoff = cli::parse_finite(c.cutoff, "--cutoff");
+      if (!(atm.cutoff > 0)) throw UsageError("--cutoff must be positive, got '" + c.cutoff + "'");
+    }
+    if (!c.cutoff_triple.empty()) {
+      atm.cutoff_triple = cli::parse_finite(c.cutoff_triple, "--cutoff-triple");
+      if (!(atm.cutoff_triple > 0))
+        throw UsageError("--cutoff-triple must be positive, got '" + c.cutoff_triple + "'");
+    }
+  }
+  if (!(t.store_limit_gb >= 0 && std::isfinite(t.store_limit_gb)))
+    throw UsageError("--store-limit-gb must be 0 (no limit) or a positive number of GB");
+}
+
 namespace {
 
 const char* kUsage =
     "Usage: tdsolve triplet (--input SRC | --generate SPEC) --output FILE.h5\n"
     "                       [--potential atm] [--nu NU] [--cutoff RC] [--cutoff-triple RT]\n"
     "                       [--store-triplets] [options]\n"
+    "       tdsolve triplet ... --potential sw [--epsilon E] [--sigma S] [--a A] [--lambda L]\n"
+    "                       [--gamma G] [--costheta0 C] [--store-triplets] [options]\n"
     "\n"
-    "Sums the Axilrod-Teller-Muto three-body energy over every triplet i<j<k of n points\n"
-    "in 3-D, as LAMMPS pair_style atm with the same nu, cutoff and cutoff_triple:\n"
+    "Sums a three-body energy over every triplet i<j<k of n points in 3-D: the\n"
+    "Axilrod-Teller-Muto potential (--potential atm, the default), as LAMMPS pair_style\n"
+    "atm with the same nu, cutoff and cutoff_triple; or the three-body term of the\n"
+    "Stillinger-Weber potential (--potential sw), as LAMMPS pair_style sw with the same\n"
+    "parameters (the columns of its .sw file; defaults: LAMMPS's Si.sw) and A = 0, no\n"
+    "two-body term. Each potential refuses the other's options. Writes\n"
     "/energy (the total), /energy_per_point (each triplet's energy split equally among\n"
     "its points) and /forces (n x 3, the analytic -dE/dx), all float64. The sums are\n"
     "exact before the one final rounding, so the file is the same for any rank count,\n"
@@ -31,6 +154,32 @@ const char* kUsage =
 const char* kAtmFormula =
     "E = nu (1 + 3 cos g1 cos g2 cos g3) / (r12 r23 r31)^3 per triplet i<j<k, counted when "
     "r12, r23, r31 <= cutoff and r12 r23 r31 <= cutoff_triple^3 (LAMMPS pair_style atm)";
+const char* kSwFormula =
+    "E = sum over the points i of triplet {i, j, k} with r_ij < a sigma and r_ik < a sigma of "
+    "lambda epsilon (cos theta_jik - costheta0)^2 exp(gamma sigma / (r_ij - a sigma)) "
+    "exp(gamma sigma / (r_ik - a sigma)) (the three-body term of LAMMPS pair_style sw; no "
+    "two-body term: A = 0)";
+// The sw parameters as the file and the job identity name them (the columns
+// of a LAMMPS .sw file), in that order.
+std::vector<std::pair<std::string, double>> sw_parameters(const SwParams& p) {
+  return {{"epsilon", p.epsilon}, {"sigma", p.sigma}, {"a", p.a},
+          {"lambda", p.lambda},   {"gamma", p.gamma}, {"costheta0", p.costheta0}};
+}
+
+// The summary line's words for the potential.
+std::string potential_summary(const PotentialSpec& pot) {
+  if (pot.kind == Potential::sw) {
+    std::string s = "sw (";
+    for (const auto& [k, v] : sw_parameters(pot.sw))
+      s += (s.size() > 4 ? ", " : "") + k + " " + cli::option_text(k, v);
+    return s + ")";
+  }
+  char nu[32];
+  std::snprintf(nu, sizeof nu, "%g", pot.atm.nu);
+  return std::string("atm (nu ") + nu + ", cutoff " +
+         (pot.atm.cutoff > 0 ? number_text(pot.atm.cutoff) : "none") + ", cutoff-triple " +
+         (pot.atm.cutoff_triple > 0 ? number_text(pot.atm.cutoff_triple) : "none") + ")";
+}
 const char* kSumsText =
     "exact sums of the flagged chunks (resume state): row p < n the energy of point p times 3, "
     "rows n+3p+x the force component x on point p, row 4n the total energy; each row the "
@@ -96,10 +245,8 @@ class Triplet final : public PairCommand<T> {
     const TripletOptions& t = this->options().triplet;
     p.domain = DomainKind::triplets;
     if (!t.store_triplets) p.epilogue = EpilogueKind::reduce;
-    p.atm.kernel = t.kernel;
-    p.atm.nu = t.nu;
-    p.atm.cutoff = t.cutoff;
-    p.atm.cutoff_triple = t.cutoff_triple;
+    p.three_body.kernel = t.kernel;
+    p.three_body.potential = t.potential;
   }
   void check_size(index_t n, index_t d, const std::string& source) const override {
     if (d != 3)
@@ -135,30 +282,40 @@ class Triplet final : public PairCommand<T> {
 
   void identity(const Problem<T>&, const AddKey& add) const override {
     const TripletOptions& t = this->options().triplet;
-    add("potential", "atm");
-    add("nu", number_text(t.nu));
-    add("cutoff", t.cutoff > 0 ? number_text(t.cutoff) : "none");
-    add("cutoff_triple", t.cutoff_triple > 0 ? number_text(t.cutoff_triple) : "none");
+    const PotentialSpec& pot = t.potential;
+    add("potential", potential_name(pot.kind));
+    if (pot.kind == Potential::sw) {
+      for (const auto& [k, v] : sw_parameters(pot.sw))
+        add(k, number_text(v));
+    } else {
+      add("nu", number_text(pot.atm.nu));
+      add("cutoff", pot.atm.cutoff > 0 ? number_text(pot.atm.cutoff) : "none");
+      add("cutoff_triple", pot.atm.cutoff_triple > 0 ? number_text(pot.atm.cutoff_triple) : "none");
+    }
     add("store_triplets", t.store_triplets ? "yes" : "no");
   }
 
   void layout(io::ResultLayout& L, const Problem<T>& p,
               const mapping::ChunkPlan& plan) const override {
     using io::Attr;
-    const TripletOptions& t = this->options().triplet;
+    const PotentialSpec& pot = this->options().triplet.potential;
     const std::string precision = precision_name<T>();
     const io::ValueType vt = value_type<T>();
     const double inf = std::numeric_limits<double>::infinity();
-    const std::vector<Attr> a = {Attr{"n", std::uint64_t(p.rows)},
-                                 Attr{"k", std::uint64_t(3)},
-                                 Attr{"potential", std::string("atm")},
-                                 Attr{"nu", t.nu},
-                                 Attr{"cutoff", t.cutoff > 0 ? t.cutoff : inf},
-                                 Attr{"cutoff_triple", t.cutoff_triple > 0 ? t.cutoff_triple : inf},
-                                 Attr{"triplets", std::uint64_t(plan.total())},
-                                 Attr{"precision", precision},
-                                 Attr{"block", std::uint64_t(p.rho)},
-                                 Attr{"formula", std::string(kAtmFormula)}};
+    std::vector<Attr> a = {Attr{"n", std::uint64_t(p.rows)}, Attr{"k", std::uint64_t(3)},
+                           Attr{"potential", std::string(potential_name(pot.kind))}};
+    if (pot.kind == Potential::sw) {
+      for (const auto& [k, v] : sw_parameters(pot.sw))
+        a.push_back(Attr{k, v});
+    } else {
+      a.push_back(Attr{"nu", pot.atm.nu});
+      a.push_back(Attr{"cutoff", pot.atm.cutoff > 0 ? pot.atm.cutoff : inf});
+      a.push_back(Attr{"cutoff_triple", pot.atm.cutoff_triple > 0 ? pot.atm.cutoff_triple : inf});
+    }
+    a.push_back(Attr{"triplets", std::uint64_t(plan.total())});
+    a.push_back(Attr{"precision", precision});
+    a.push_back(Attr{"block", std::uint64_t(p.rho)});
+    a.push_back(Attr{"formula", std::string(pot.kind == Potential::sw ? kSwFormula : kAtmFormula)});
     if (p.stores_values()) {
       L.result = {"triplet_energy",
                   vt,
@@ -194,14 +351,11 @@ class Triplet final : public PairCommand<T> {
   }
   void print_before(const Problem<T>& p, const mapping::ChunkPlan& plan) const override {
     const double bytes = p.stores_values() ? double(plan.total()) * sizeof(T) : 0;
-    std::printf(
-        "tdsolve %s: %llu points in 3-D, %llu triplets%s, atm (nu %g, cutoff %s, "
-        "cutoff-triple %s), %s, block %llu\n",
-        this->name(), (unsigned long long)p.rows, (unsigned long long)plan.total(),
-        bytes > 0 ? (" (" + human_bytes(bytes) + " stored)").c_str() : "", p.atm.nu,
-        p.atm.cutoff > 0 ? number_text(p.atm.cutoff).c_str() : "none",
-        p.atm.cutoff_triple > 0 ? number_text(p.atm.cutoff_triple).c_str() : "none",
-        precision_name<T>(), (unsigned long long)p.rho);
+    std::printf("tdsolve %s: %llu points in 3-D, %llu triplets%s, %s, %s, block %llu\n",
+                this->name(), (unsigned long long)p.rows, (unsigned long long)plan.total(),
+                bytes > 0 ? (" (" + human_bytes(bytes) + " stored)").c_str() : "",
+                potential_summary(p.three_body.potential).c_str(), precision_name<T>(),
+                (unsigned long long)p.rho);
   }
   std::unique_ptr<Sink<T>> make_sink(io::ResultWriter& w, MPI_Comm comm, const Problem<T>& p,
                                      const Existing& ex) override {
@@ -222,22 +376,26 @@ class TripletCommand final : public PairCommandOf<Triplet> {
   TripletCommand()
       : PairCommandOf<Triplet>(
             {"triplet",
-             "three-body (Axilrod-Teller-Muto) energy, per-point energies and forces of\nall "
-             "triplets i<j<k of n points in 3-D, as LAMMPS pair_style atm",
+             "three-body energy, per-point energies and forces of all triplets i<j<k of\nn "
+             "points in 3-D, as LAMMPS pair_style atm (Axilrod-Teller-Muto) or the\nthree-body "
+             "term of pair_style sw (Stillinger-Weber)",
              kUsage, "result file: /energy, /energy_per_point, /forces (and /triplet_energy)",
              /*store_points=*/true, /*second_set=*/false, /*spheres=*/false,
              cli::kChunks | cli::kMap | cli::kTriplets}) {}
 
  protected:
   void add_groups(cli::po::options_description& all) override {
-    all.add(cli::triplet_group(o_.triplet, tc_, false));
+    all.add(triplet_group(o_.triplet, tc_, false));
   }
-  void check_groups(const cli::po::variables_map&) override {
-    cli::finish_triplet(o_.triplet, tc_);
+  void check_groups(const cli::po::variables_map& vm) override {
+    finish_triplet(o_.triplet, tc_, vm);
   }
+  // The other potential's options: not in the effective options, so a
+  // file's `options` attribute reads back as a config of this potential.
+  std::vector<std::string> unused_options() const override { return tc_.unused; }
 
  private:
-  cli::TripletChoices tc_;
+  TripletChoices tc_;
 };
 
 }  // namespace

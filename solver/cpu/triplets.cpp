@@ -4,10 +4,8 @@
 
 #include <algorithm>
 #include <cstring>
-#include <limits>
 #include <vector>
 
-#include "solver/atm.hpp"
 #include "solver/exact_sum.hpp"
 
 namespace tdsolve::cpu {
@@ -19,15 +17,8 @@ TripletView<T> triplet_view_of(const Problem<T>& p) {
   v.n = p.rows;
   v.rho = p.rho;
   v.map = p.map;
-  v.kernel = p.atm.kernel;
-  v.nu = static_cast<T>(p.atm.nu);
-  v.k = static_cast<T>(3.0 / 8.0 * p.atm.nu);
-  const T none = std::numeric_limits<T>::max();
-  const double c = p.atm.cutoff, t = p.atm.cutoff_triple;
-  v.cutoff2 = c > 0 ? static_cast<T>(c * c) : none;
-  v.triple6 = t > 0 ? static_cast<T>(t * t * t * t * t * t) : none;
-  if (!(v.triple6 <= none)) v.triple6 = none;  // overflowed T: no bound
-  if (!(v.cutoff2 <= none)) v.cutoff2 = none;
+  v.kernel = p.three_body.kernel;
+  v.potential = p.three_body.potential;
   v.store = p.epilogue == EpilogueKind::store;
   return v;
 }
@@ -60,9 +51,9 @@ void add_point_sums(const TripletView<T>& v, index_t p, double energy, const dou
     exact_add_atomic(sums + (v.n + 3 * p + c) * kExactLimbs, force[c]);
 }
 
-template <typename T>
-void atm_tile(const TripletView<T>& v, mapping::Tile3 t, index_t out_offset, T* out,
-              std::int64_t* sums, Scratch<T>& s) {
+template <typename T, typename E>
+void potential_tile(const E& ev, const TripletView<T>& v, mapping::Tile3 t, index_t out_offset,
+                    T* out, std::int64_t* sums, Scratch<T>& s) {
   const index_t rho = v.rho, n = v.n;
   const index_t g0[3] = {t.layer * rho, t.row * rho, t.col * rho};
   index_t len[3];
@@ -116,12 +107,11 @@ void atm_tile(const TripletView<T>& v, mapping::Tile3 t, index_t out_offset, T* 
       double wa = 0, eij = 0;
       for (index_t k = kb; k < len[2]; ++k) {
         const T b = B[j * rho + k], c = C[i * rho + k];
-        if (!atm_counts(a, b, c, v.cutoff2, v.triple6)) {
+        if (!ev.counts(a, b, c)) {
           if (dst) dst[k] = 0;
           continue;
         }
-        const AtmTerms<T> e =
-            atm_terms_fast(a, b, c, ia, iB[j * rho + k], iC[i * rho + k], v.nu, v.k);
+        const TripletTerms<T> e = ev.evaluate(a, b, c, ia, iB[j * rho + k], iC[i * rho + k]);
         if (dst) dst[k] = e.e;
         wa += e.ea;
         WB[j * rho + k] += e.eb;
@@ -174,23 +164,25 @@ void compute_triplet_chunk(const TripletView<T>& v, index_t layer_begin, index_t
   const mapping::TripletDomain dom(v.n, v.rho);
   const index_t out_offset = dom.elements_before(layer_begin);
   dispatch_map3(v.map, [&](auto map) {
-    using Map = decltype(map);
-    const mapping::Grid g = Map::grid(dom, layer_begin, layer_end);
-    const index_t blocks = g.blocks();
+    dispatch_potential<T>(v.potential, [&](const auto& ev) {
+      using Map = decltype(map);
+      const mapping::Grid g = Map::grid(dom, layer_begin, layer_end);
+      const index_t blocks = g.blocks();
 #pragma omp parallel num_threads(threads)
-    {
-      Scratch<T> s(v.rho);
+      {
+        Scratch<T> s(v.rho);
 #pragma omp for schedule(dynamic, 4)
-      for (index_t b = 0; b < blocks; ++b) {
-        mapping::Tile3 t;
-        if (!Map::tile(dom, g, b % g.x, b / g.x, &t)) continue;
-        if (v.kernel == TripletKernel::dummy) {
-          dummy_tile(v, t, sums);
-        } else {
-          atm_tile(v, t, out_offset, out, sums, s);
+        for (index_t b = 0; b < blocks; ++b) {
+          mapping::Tile3 t;
+          if (!Map::tile(dom, g, b % g.x, b / g.x, &t)) continue;
+          if (v.kernel == TripletKernel::dummy) {
+            dummy_tile(v, t, sums);
+          } else {
+            potential_tile(ev, v, t, out_offset, out, sums, s);
+          }
         }
       }
-    }
+    });
   });
 }
 

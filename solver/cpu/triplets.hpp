@@ -1,5 +1,6 @@
 // The triplet tiles on the CPU: OpenMP over the same block maps (λ3 or
-// BB-3D) a GPU launch uses, one ρ×ρ×ρ tile per block, with the same
+// BB-3D) a GPU launch uses, one ρ×ρ×ρ tile per block, a template on the
+// potential's evaluator (solver/potentials/terms.hpp), with the same
 // structure as the CUDA kernel: the three ρ×ρ sets of pair terms of a tile
 // computed once, every triplet from them, and the tile's reductions (per-pair
 // weights W = Σ ∂E/∂r², then per-point energies and forces) added to exact
@@ -18,9 +19,8 @@ struct TripletView {
   const T* x = nullptr;  // n × 3
   index_t n = 0, rho = 32;
   MapKind map = MapKind::lambda;
-  TripletKernel kernel = TripletKernel::atm;
-  T nu = 1, k = T(3) / T(8);   // k = 3ν/8
-  T cutoff2 = 0, triple6 = 0;  // atm_counts' bounds (largest T: none)
+  TripletKernel kernel = TripletKernel::potential;
+  PotentialSpec potential;  // the tiles' evaluator: dispatch_potential<T>(potential, ...)
   bool store = false;
 };
 

@@ -20,21 +20,23 @@
 // F_p = −2 Σ_q W_pq (x_p − x_q), and each of its 96 points adds its energy
 // and force to exact accumulators in global memory (64-bit integer atomics,
 // solver/exact_sum.hpp): sums that do not depend on which tile came first.
+//
+// The kernel is a template on the potential's evaluator (solver/potentials/:
+// ATM, SW), picked once per launch by dispatch_potential, as on the CPU.
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstdlib>
-#include <limits>
 #include <string>
+#include <type_traits>
 
-#include "solver/atm.hpp"
 #include "solver/cpu/cpu_backend.hpp"
-#include "solver/cpu/triplets.hpp"
 #include "solver/cuda/cuda_backend.hpp"
 #include "solver/cuda/cuda_check.hpp"
 #include "solver/cuda/cuda_resources.cuh"
 #include "solver/exact_sum.hpp"
 #include "solver/fault.hpp"
+#include "solver/potentials/potential.hpp"
 
 namespace tdsolve::cuda {
 
@@ -54,7 +56,6 @@ struct TripletParams {
   index_t out_offset = 0;
   T* out = nullptr;                    // store: the chunk's triplet energies
   unsigned long long* sums = nullptr;  // triplet_sum_slots(n) × kExactLimbs
-  T nu = 1, k = 0, cutoff2 = 0, triple6 = 0;
 };
 
 // Shared memory of a block, in elements of T.
@@ -124,7 +125,8 @@ __device__ __forceinline__ T warp_sum(T v) {
 // the law of cosines (|(a+c-b)(a+b-c)(b+c-a)| <= 8 max³, below (largest T /
 // 8)^(1/3): float 3.5e12, double 2.8e102) nor (abc)^(-5/2) (abc above
 // float 1.6e-16, double 5e-124). Tiles within them skip the overflow test
-// and atm_terms_fast's scaling.
+// and atm_terms_fast's scaling (ATM without cutoffs: the evaluators with
+// kUncutPaths).
 template <typename T>
 constexpr T kTiny = sizeof(T) == 4 ? T(1e-2) : T(1e-40);
 template <typename T>
@@ -169,15 +171,16 @@ __device__ __forceinline__ bool block_tile(const mapping::TripletDomain& dom,
 // the energies in registers, ∂E/∂r²_ij into ea[i] (summed across lanes by
 // the caller), ∂E/∂r²_ik into wc[i] and the energies of i into ei[i]
 // (summed over this warp's values of j). kFull: an interior tile (I < J <
-// K, all inside n), so no index masks; kCut: cutoffs to test, else only a
-// product a·b·c that overflows is dropped — kCheck = false: none can (the
-// tile's squared distances all lie in [kTiny, kHuge)), every triplet counts.
-template <typename T, int NI, bool kFull, bool kCut, bool kStore, bool kCheck = true>
-__device__ __forceinline__ void atm_column(const TripletParams<T>& k, const T* A, const T* iA,
-                                           const T* CC, int i0, int j, int lane, T b, T ib, bool jk,
-                                           int ilim, index_t gi0, index_t gj, index_t gk,
-                                           T (&ea)[NI], T (&wc)[NI], T (&ei)[NI], T& wb, T& ej,
-                                           T& ek) {
+// K, all inside n), so no index masks; kCut: the evaluator's screen
+// (counts), else (kUncutPaths evaluators without cutoffs) counts_uncut —
+// kCheck = false: not even that (the tile's squared distances all lie in
+// [kTiny, kHuge)), every triplet counts, and evaluate<false>.
+template <typename T, typename Eval, int NI, bool kFull, bool kCut, bool kStore, bool kCheck = true>
+__device__ __forceinline__ void potential_column(const TripletParams<T>& k, const Eval& ev,
+                                                 const T* A, const T* iA, const T* CC, int i0,
+                                                 int j, int lane, T b, T ib, bool jk, int ilim,
+                                                 index_t gi0, index_t gj, index_t gk, T (&ea)[NI],
+                                                 T (&wc)[NI], T (&ei)[NI], T& wb, T& ej, T& ek) {
 #pragma unroll
   for (int i4 = 0; i4 < NI; i4 += 4) {
     T a4[4], ia4[4];
@@ -198,12 +201,14 @@ __device__ __forceinline__ void atm_column(const TripletParams<T>& k, const T* A
       bool valid;
       if constexpr (kFull && !kCut && !kCheck) {
         valid = true;
+      } else if constexpr (kFull && kCut) {
+        valid = ev.counts(a, b, c);
       } else if constexpr (kFull) {
-        valid = kCut ? atm_counts(a, b, c, k.cutoff2, k.triple6) : a * b * c <= k.triple6;
+        valid = ev.counts_uncut(a, b, c);
       } else {
-        valid = jk && i < ilim && atm_counts(a, b, c, k.cutoff2, k.triple6);
+        valid = jk && i < ilim && ev.counts(a, b, c);
       }
-      const AtmTerms<T> r = atm_terms_fast<T, kCheck>(a, b, c, ia, ib, ic, k.nu, k.k);
+      const TripletTerms<T> r = ev.template evaluate<kCheck>(a, b, c, ia, ib, ic);
       const T e = valid ? r.e : T(0);
       ea[ii] = valid ? r.ea : T(0);
       wb += valid ? r.eb : T(0);
@@ -219,35 +224,41 @@ __device__ __forceinline__ void atm_column(const TripletParams<T>& k, const T* A
   }
 }
 
-// Dispatches atm_column on the tile's kind (uniform across the block).
-template <typename T, int NI, bool kStore>
-__device__ __forceinline__ void atm_column_any(bool full, bool cut, bool big,
-                                               const TripletParams<T>& k, const T* A, const T* iA,
-                                               const T* CC, int i0, int j, int lane, T b, T ib,
-                                               bool jk, int ilim, index_t gi0, index_t gj,
-                                               index_t gk, T (&ea)[NI], T (&wc)[NI], T (&ei)[NI],
-                                               T& wb, T& ej, T& ek) {
-  if (full && cut) {
-    atm_column<T, NI, true, true, kStore>(k, A, iA, CC, i0, j, lane, b, ib, jk, ilim, gi0, gj, gk,
-                                          ea, wc, ei, wb, ej, ek);
-  } else if (full && big) {
-    atm_column<T, NI, true, false, kStore>(k, A, iA, CC, i0, j, lane, b, ib, jk, ilim, gi0, gj, gk,
-                                           ea, wc, ei, wb, ej, ek);
-  } else if (full) {
-    atm_column<T, NI, true, false, kStore, false>(k, A, iA, CC, i0, j, lane, b, ib, jk, ilim, gi0,
-                                                  gj, gk, ea, wc, ei, wb, ej, ek);
+// Dispatches potential_column on the tile's kind (uniform across the
+// block); only evaluators with kUncutPaths have the paths without cutoffs.
+template <typename T, typename Eval, int NI, bool kStore>
+__device__ __forceinline__ void potential_column_any(
+    bool full, bool cut, bool big, const TripletParams<T>& k, const Eval& ev, const T* A,
+    const T* iA, const T* CC, int i0, int j, int lane, T b, T ib, bool jk, int ilim, index_t gi0,
+    index_t gj, index_t gk, T (&ea)[NI], T (&wc)[NI], T (&ei)[NI], T& wb, T& ej, T& ek) {
+  if constexpr (Eval::kUncutPaths) {
+    if (full && !cut && big) {
+      potential_column<T, Eval, NI, true, false, kStore>(k, ev, A, iA, CC, i0, j, lane, b, ib, jk,
+                                                         ilim, gi0, gj, gk, ea, wc, ei, wb, ej, ek);
+      return;
+    }
+    if (full && !cut) {
+      potential_column<T, Eval, NI, true, false, kStore, false>(
+          k, ev, A, iA, CC, i0, j, lane, b, ib, jk, ilim, gi0, gj, gk, ea, wc, ei, wb, ej, ek);
+      return;
+    }
+  }
+  if (full) {
+    potential_column<T, Eval, NI, true, true, kStore>(k, ev, A, iA, CC, i0, j, lane, b, ib, jk,
+                                                      ilim, gi0, gj, gk, ea, wc, ei, wb, ej, ek);
   } else {
-    atm_column<T, NI, false, true, kStore>(k, A, iA, CC, i0, j, lane, b, ib, jk, ilim, gi0, gj, gk,
-                                           ea, wc, ei, wb, ej, ek);
+    potential_column<T, Eval, NI, false, true, kStore>(k, ev, A, iA, CC, i0, j, lane, b, ib, jk,
+                                                       ilim, gi0, gj, gk, ea, wc, ei, wb, ej, ek);
   }
 }
 
 // The tile kernel. NI = 32: each thread runs over all 32 values of i at
 // once (most registers, one block per SM); NI = 16: in two halves of 16
-// (fewer registers, two blocks per SM, more shuffles per triplet).
-template <typename T, typename Map, bool kStore, int NI>
+// (fewer registers, two blocks per SM, more shuffles per triplet). Eval: the
+// potential's evaluator (solver/potentials/terms.hpp); cut: its has_cutoff().
+template <typename T, typename Map, typename Eval, bool kStore, int NI>
 __global__ void __launch_bounds__(kThreads, NI == 16 ? 2 : 1)
-    atm_kernel(const TripletParams<T> k, bool cut) {
+    triplet_kernel(const TripletParams<T> k, const Eval ev, bool cut) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   __shared__ SharedTile st;
   T* smem = reinterpret_cast<T*>(smem_raw);
@@ -329,8 +340,9 @@ __global__ void __launch_bounds__(kThreads, NI == 16 ? 2 : 1)
           const int ilim = gj <= g0[0] ? 0 : static_cast<int>(min(gj - g0[0], index_t(kRho)));
           T ea[NI];
           T wb = 0, ej = 0;
-          atm_column_any<T, NI, kStore>(full, cut, big, k, A, iA, CC, i0, j, lane, b, ib, jk, ilim,
-                                        g0[0], gj, gk, ea, wc, ei, wb, ej, ek);
+          potential_column_any<T, Eval, NI, kStore>(full, cut, big, k, ev, A, iA, CC, i0, j, lane,
+                                                    b, ib, jk, ilim, g0[0], gj, gk, ea, wc, ei, wb,
+                                                    ej, ek);
           // (j, lane) and Ej[j] have one owner: the halves add in order.
           WB[j * kPadded + lane] = (i0 == 0 ? T(0) : WB[j * kPadded + lane]) + wb;
           const T sa = transpose_sum(ea, lane);  // Σ_k ∂E/∂r²_ij for i = i0 + lane mod NI
@@ -416,7 +428,7 @@ __global__ void __launch_bounds__(kThreads, NI == 16 ? 2 : 1)
 }
 
 // bench's dummy: each block unranks its tile once (thread 0, shared with the
-// block, as the ATM kernel does) and does nothing else; a sum nobody reads
+// block, as the potential kernel does) and does nothing else; a sum nobody reads
 // keeps the map from being optimised away.
 template <typename T, typename Map>
 __global__ void __launch_bounds__(kThreads) dummy3_kernel(const TripletParams<T> k) {
@@ -448,43 +460,46 @@ int triplet_ni() {
   return v && std::string(v) == "32" ? 32 : 16;
 }
 
-template <typename T, typename Map, bool kStore, int NI>
-void launch_atm_ni(const TripletParams<T>& k, cudaStream_t s) {
+template <typename T, typename Map, typename Eval, bool kStore, int NI>
+void launch_potential_ni(const TripletParams<T>& k, const Eval& ev, cudaStream_t s) {
   const size_t shared = shared_elements(NI) * sizeof(T);
   static bool configured = false;
   if (!configured) {
     check(
-        cudaFuncSetAttribute(atm_kernel<T, Map, kStore, NI>,
+        cudaFuncSetAttribute(triplet_kernel<T, Map, Eval, kStore, NI>,
                              cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared)),
         "cudaFuncSetAttribute (triplet kernel shared memory)");
     configured = true;
   }
   const dim3 grid = launch_grid(k.grid);
   if (grid.x == 0 || grid.y == 0) return;
-  const bool cut =
-      k.cutoff2 < std::numeric_limits<T>::max() || k.triple6 < std::numeric_limits<T>::max();
-  atm_kernel<T, Map, kStore, NI><<<grid, kThreads, shared, s>>>(k, cut);
+  triplet_kernel<T, Map, Eval, kStore, NI><<<grid, kThreads, shared, s>>>(k, ev, ev.has_cutoff());
 }
 
-template <typename T, typename Map, bool kStore>
-void launch_atm(const TripletParams<T>& k, cudaStream_t s) {
+template <typename T, typename Map, typename Eval, bool kStore>
+void launch_potential(const TripletParams<T>& k, const Eval& ev, cudaStream_t s) {
   static const int ni = triplet_ni();
-  if (ni == 32) return launch_atm_ni<T, Map, kStore, 32>(k, s);
-  launch_atm_ni<T, Map, kStore, 16>(k, s);
+  if (ni == 32) return launch_potential_ni<T, Map, Eval, kStore, 32>(k, ev, s);
+  launch_potential_ni<T, Map, Eval, kStore, 16>(k, ev, s);
 }
 
 template <typename T>
 void launch_triplets(const Problem<T>& p, const TripletParams<T>& k, bool store, cudaStream_t s) {
   dispatch_map3(p.map, [&](auto map) {
     using Map = decltype(map);
-    if (p.atm.kernel == TripletKernel::dummy) {
+    if (p.three_body.kernel == TripletKernel::dummy) {
       const dim3 grid = launch_grid(k.grid);
       if (grid.x > 0 && grid.y > 0) dummy3_kernel<T, Map><<<grid, kThreads, 0, s>>>(k);
-    } else if (store) {
-      launch_atm<T, Map, true>(k, s);
-    } else {
-      launch_atm<T, Map, false>(k, s);
+      return;
     }
+    dispatch_potential<T>(p.three_body.potential, [&](const auto& ev) {
+      using Eval = std::decay_t<decltype(ev)>;
+      if (store) {
+        launch_potential<T, Map, Eval, true>(k, ev, s);
+      } else {
+        launch_potential<T, Map, Eval, false>(k, ev, s);
+      }
+    });
   });
 }
 
@@ -507,11 +522,6 @@ class CudaTripletBackend final : public Backend<T> {
       device_sums_[s].allocate(sum_words_, "the triplet sums");
       host_sums_[s].allocate(sum_words_, "the triplet sums");
     }
-    const cpu::TripletView<T> v = cpu::triplet_view_of(p);
-    nu_ = v.nu;
-    k_ = v.k;
-    cutoff2_ = v.cutoff2;
-    triple6_ = v.triple6;
   }
   ~CudaTripletBackend() override { cudaDeviceSynchronize(); }
 
@@ -543,10 +553,6 @@ class CudaTripletBackend final : public Backend<T> {
     k.out_offset = k.dom.elements_before(job.row_begin);
     k.out = store_ ? device_out_[s].get() : nullptr;
     k.sums = device_sums_[s].get();
-    k.nu = nu_;
-    k.k = k_;
-    k.cutoff2 = cutoff2_;
-    k.triple6 = triple6_;
     check(cudaStreamWaitEvent(compute_.s, copied_[s].e, 0), "cudaStreamWaitEvent");
     check(cudaEventRecord(kernel_start_[s].e, compute_.s), "cudaEventRecord");
     check(cudaMemsetAsync(k.sums, 0, sum_words_ * sizeof(unsigned long long), compute_.s),
@@ -602,7 +608,6 @@ class CudaTripletBackend final : public Backend<T> {
   index_t sum_words_;
   std::string name_;
   bool keep_on_device_ = false;
-  T nu_ = 1, k_ = 0, cutoff2_ = 0, triple6_ = 0;
   DeviceBuffer<T> x_;
   DeviceBuffer<T> device_out_[2];
   PinnedBuffer<T> host_out_[2];

@@ -1,4 +1,4 @@
-// The ATM triplet energy and gradient (solver/atm.hpp) against the textbook
+// The ATM triplet energy and gradient (solver/potentials/atm.hpp) against the textbook
 // formula with angles, central finite differences, and symmetry.
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 #include <limits>
 #include <random>
 
-#include "solver/atm.hpp"
+#include "solver/potentials/atm.hpp"
 
 using namespace tdsolve;
 

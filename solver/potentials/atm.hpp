@@ -22,19 +22,20 @@
 // which sum to zero. Summed over a point's pairs, F_p = −2 Σ_q W_pq (x_p − x_q)
 // with W_pq the sum of ∂E/∂(r_pq²) over the triplets holding the pair: the
 // triplet kernels accumulate W per pair of a tile, not forces per triplet.
+// AtmEvaluator (below) is this potential as the tiles see it
+// (potentials/terms.hpp).
 #pragma once
 
 #include <cmath>
+#include <limits>
 
 #include "core/types.hpp"
+#include "solver/potentials/terms.hpp"
 
 namespace tdsolve {
 
 template <typename T>
-struct AtmTerms {
-  T e;           // the triplet's energy
-  T ea, eb, ec;  // ∂E/∂a, ∂E/∂b, ∂E/∂c (a = r12², b = r23², c = r31²)
-};
+using AtmTerms = TripletTerms<T>;
 
 // Whether the triplet with squared distances a, b, c counts: each distance
 // at most `cutoff` (cutoff2 = cutoff²) and r12 r23 r31 at most cutoff_triple³
@@ -61,7 +62,7 @@ TDS_HD double atm_rsqrt(double x) {
 }
 
 template <typename T>
-TDS_HD AtmTerms<T> atm_terms(T a, T b, T c, T nu) {
+TDS_HD TripletTerms<T> atm_terms(T a, T b, T c, T nu) {
   const T pa = a + c - b, pb = a + b - c, pc = b + c - a;  // 2√(..) cos γ at atoms 1, 2, 3
   const T p = pa * pb * pc;
   const T abc = a * b * c;
@@ -69,7 +70,7 @@ TDS_HD AtmTerms<T> atm_terms(T a, T b, T c, T nu) {
   const T s3 = inv * std::sqrt(inv);  // (abc)^(-3/2)
   const T s5 = s3 * inv;              // (abc)^(-5/2)
   const T k = T(3) / T(8) * nu;
-  AtmTerms<T> t;
+  TripletTerms<T> t;
   t.e = nu * s3 + k * p * s5;
   // d/da of (abc)^(-3/2) = -3/2 (abc)^(-5/2) bc = -3/2 s5 bc, and of
   // P (abc)^(-5/2): P_a s5 - 5/2 P s5 bc / (abc) = P_a s5 - 5/2 P s5 / a.
@@ -93,7 +94,7 @@ TDS_HD AtmTerms<T> atm_terms(T a, T b, T c, T nu) {
 // (abc)^(-1) first. kScaled = false saves those multiplications for callers
 // that know every squared distance lies in [1e-2, 1e12] (float32).
 template <typename T, bool kScaled = true>
-TDS_HD AtmTerms<T> atm_terms_fast(T a, T b, T c, T ia, T ib, T ic, T nu, T k) {
+TDS_HD TripletTerms<T> atm_terms_fast(T a, T b, T c, T ia, T ib, T ic, T nu, T k) {
   const T pa = a + c - b, pb = a + b - c, pc = b + c - a;
   const T qa = pb * pc + pa * pc - pa * pb;  // ∂P/∂a
   const T qb = pa * pc + pb * pa - pb * pc;  // ∂P/∂b
@@ -101,7 +102,7 @@ TDS_HD AtmTerms<T> atm_terms_fast(T a, T b, T c, T ia, T ib, T ic, T nu, T k) {
   const T r = atm_rsqrt(a * b * c);          // (abc)^(-1/2)
   const T r2 = r * r;
   const T s3 = r2 * r;  // (abc)^(-3/2)
-  AtmTerms<T> t;
+  TripletTerms<T> t;
   T kps5, da, db, dc;  // k P (abc)^(-5/2); k (abc)^(-5/2) ∂P/∂a, ∂P/∂b, ∂P/∂c
   if constexpr (kScaled) {
     const T ks3 = k * s3;
@@ -123,5 +124,46 @@ TDS_HD AtmTerms<T> atm_terms_fast(T a, T b, T c, T ia, T ib, T ic, T nu, T k) {
   t.ec = bt * ic + dc;
   return t;
 }
+
+// LAMMPS `pair_style atm cutoff cutoff_triple` with `pair_coeff * * * nu`.
+struct AtmParams {
+  double nu = 1;
+  double cutoff = 0, cutoff_triple = 0;  // <= 0: none
+};
+
+template <typename T>
+struct AtmEvaluator {
+  using Params = AtmParams;
+  // Without cutoffs the kernel screens only for a·b·c overflowing, and
+  // tiles within [kTiny, kHuge) take atm_terms_fast unscaled.
+  static constexpr bool kUncutPaths = true;
+
+  T nu = 1, k = T(3) / T(8);   // k = 3ν/8
+  T cutoff2 = 0, triple6 = 0;  // atm_counts' bounds (largest T: none)
+
+  AtmEvaluator() = default;
+  explicit AtmEvaluator(const AtmParams& p) {
+    nu = static_cast<T>(p.nu);
+    k = static_cast<T>(3.0 / 8.0 * p.nu);
+    const T none = std::numeric_limits<T>::max();
+    const double c = p.cutoff, t = p.cutoff_triple;
+    cutoff2 = c > 0 ? static_cast<T>(c * c) : none;
+    triple6 = t > 0 ? static_cast<T>(t * t * t * t * t * t) : none;
+    if (!(triple6 <= none)) triple6 = none;  // overflowed T: no bound
+    if (!(cutoff2 <= none)) cutoff2 = none;
+  }
+
+  bool has_cutoff() const {
+    return cutoff2 < std::numeric_limits<T>::max() || triple6 < std::numeric_limits<T>::max();
+  }
+  TDS_HD bool counts(T a, T b, T c) const { return atm_counts(a, b, c, cutoff2, triple6); }
+  // Without cutoffs (triple6 is then the largest T): only an overflowing
+  // product is dropped.
+  TDS_HD bool counts_uncut(T a, T b, T c) const { return a * b * c <= triple6; }
+  template <bool kScaled = true>
+  TDS_HD TripletTerms<T> evaluate(T a, T b, T c, T ia, T ib, T ic) const {
+    return atm_terms_fast<T, kScaled>(a, b, c, ia, ib, ic, nu, k);
+  }
+};
 
 }  // namespace tdsolve
