@@ -74,7 +74,8 @@ EXPECTED = [
     # Core v2 (after 68463c1): selections cut their chunks by pairs tested,
     # unless --chunk-mb is given (then as before); their pairs, distances and
     # counts are compared byte for byte like everything else.
-    (r"^(collide|knn\.radius)(?!.*chunks)", r"^/progress/(offsets|done): shape",
+    (r"^(collide|knn\.radius)(?!.*chunks)",
+     r"^/progress(/(offsets|done|chunk|chunk_edge): shape|/(chunk|chunk_edge) attribute NAME: | attribute chunks: )",
      "selections (collide, knn --radius) cut their chunks by the pairs tested (core v2): another plan"),
     # collide's --chunk-mb now defaults to 0 (automatic), which the file's
     # record of the effective options says.

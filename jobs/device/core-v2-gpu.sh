@@ -30,6 +30,7 @@ run() { bash .devrun/on-device.sh "$@"; }
 step() {  # step NAME SECONDS COMMAND...: run with a time limit, log, record the status
   local name=$1 limit=$2; shift 2
   local t0=$SECONDS
+  [ "$1" = run ] && { shift; set -- bash .devrun/on-device.sh "$@"; }  # timeout runs no shell function
   timeout "$limit" "$@" >"$out/$name-$gpu.log" 2>&1
   local rc=$?
   printf '%-34s rc=%-3d %4ds\n' "$name" "$rc" $((SECONDS - t0)) | tee -a "$summary"
