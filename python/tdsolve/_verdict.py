@@ -486,8 +486,9 @@ class _Checker:
         """/progress/done (and /progress/offsets, unless the kind has none),
         each read whole into a 1-D buffer: a scalar cannot be read so (exit
         1), more values than the first dimension (K x 2, 2 x K) make the file
-        inconsistent (K x 1 reads as K). Binds chunks, finished, complete and
-        covered. False when the checks end here."""
+        inconsistent (K x 1 reads as K). Binds chunks, finished (flags that are
+        1), complete and covered (the elements of the chunks flagged anything but
+        0). False when the checks end here."""
         names = ["progress/done"]
         if self.spec["progress"].get("offsets", True):
             names.append("progress/offsets")
@@ -505,11 +506,10 @@ class _Checker:
             self.offsets = _read_all(ds[1], h5t.NATIVE_UINT64, np.uint64).reshape(-1)
         off = [int(x) for x in self.offsets] if self.offsets is not None else []
         finished = covered = 0
-        for c, flag in enumerate(self.done):
-            if flag == 1:
-                finished += 1
-                if c + 1 < len(off):
-                    covered = (covered + off[c + 1] - off[c]) % _M64
+        for c, flag in enumerate(self.done):  # covered: chunks flagged anything but 0, as always
+            finished += int(flag == 1)
+            if flag and c + 1 < len(off):
+                covered = (covered + off[c + 1] - off[c]) % _M64
         self.vars.update(chunks=len(self.done), finished=finished, complete=int(finished == len(self.done)),
                          covered=covered)
         return True
