@@ -402,9 +402,8 @@ class Checker {
   }
 
   // An attribute as the schema types it: one uint64 or float64 (HDF5
-  // converting), or one string.
-  void read_typed(hid_t obj, const std::string& object, const std::string& name) {
-    const std::string t = schema_attr_type(kind_, object, name);
+  // converting), or one string. t: its type.
+  void read_typed(hid_t obj, const std::string& t, const std::string& name) {
     if (t == "uint64")
       read_attr_u64(obj, name.c_str());
     else if (t == "float64")
@@ -422,8 +421,18 @@ class Checker {
     }
     if (const Json* r = st.find("read")) {
       Hid obj = open(r->str());
-      for (const Json& a : st.at("attrs").items())
-        if (has_attr(obj, a.str().c_str())) read_typed(obj, r->str(), a.str());
+      // A dataset of variants: its picking attribute says which (an
+      // attribute of another variant is not read).
+      const std::string by = schema_variant_by(kind_, r->str());
+      const std::string variant =
+          by.empty() ? ""
+                     : schema_variant(kind_, r->str(),
+                                      has_attr(obj, by.c_str()) ? read_attr_text(obj, by.c_str())
+                                                                : std::string());
+      for (const Json& a : st.at("attrs").items()) {
+        const std::string t = schema_attr_type(kind_, r->str(), a.str(), variant);
+        if (!t.empty() && has_attr(obj, a.str().c_str())) read_typed(obj, t, a.str());
+      }
       return;
     }
     if (const Json* let = st.find("let")) {
@@ -641,17 +650,18 @@ void show(hid_t file, const std::string& kind, const std::map<std::string, std::
       const double x = read_attr_f64(energy, a);
       return std::isinf(x) ? std::string("none") : number(x);
     };
-    const auto value = [&](const char* a) {
-      return has_attr(energy, a) ? number(read_attr_f64(energy, a)) : std::string("(not recorded)");
-    };
+    // The potential's parameters, those the schema gives its variant of
+    // /energy (atm's nu and cutoffs, inf when not given; sw's, the columns of
+    // a LAMMPS .sw file), in its order.
     const std::string potential = text_attr(energy, "potential");
-    std::string parameters;  // atm's, or (potential sw) the columns of a LAMMPS .sw file
-    if (potential == "sw") {
-      for (const char* a : {"epsilon", "sigma", "a", "lambda", "gamma", "costheta0"})
-        parameters += std::string(parameters.empty() ? "" : ", ") + a + " " + value(a);
-    } else {
-      parameters = "nu " + value("nu") + ", cutoff " + length("cutoff") + ", cutoff_triple " +
-                   length("cutoff_triple");
+    std::string parameters;
+    for (const auto& [a, type] :
+         schema_variant_attrs(kind, "energy", schema_variant(kind, "energy", potential))) {
+      const bool cutoff = a.rfind("cutoff", 0) == 0;
+      const std::string v = cutoff                        ? length(a.c_str())
+                            : has_attr(energy, a.c_str()) ? number(read_attr_f64(energy, a.c_str()))
+                                                          : std::string("(not recorded)");
+      parameters += (parameters.empty() ? "" : ", ") + a + " " + v;
     }
     out << "potential: " << potential << " (" << parameters << "), precision "
         << text_attr(energy, "precision") << ", block "

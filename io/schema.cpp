@@ -73,8 +73,19 @@ std::vector<std::string> schema_dims(const std::string& kind, const std::string&
   return v;
 }
 
+namespace {
+
+// The "variants" of dataset `name` of `kind`, or nullptr.
+const Json* variants_of(const std::string& kind, const std::string& name) {
+  const Json* k = schema_kind(kind);
+  const Json* d = k ? dataset_of(schema(), *k, name) : nullptr;
+  return d ? d->find("variants") : nullptr;
+}
+
+}  // namespace
+
 std::string schema_attr_type(const std::string& kind, const std::string& object,
-                             const std::string& attr) {
+                             const std::string& attr, const std::string& variant) {
   const Json* k = schema_kind(kind);
   if (!k) return "";
   const Json* t = nullptr;
@@ -83,11 +94,38 @@ std::string schema_attr_type(const std::string& kind, const std::string& object,
     if (!t && k->find("root")) t = k->at("root").find(attr);
   } else if (const Json* d = dataset_of(schema(), *k, object)) {
     if (const Json* a = d->find("attrs")) t = a->find(attr);
+    const Json* v = d->find("variants");
+    if (!t && v && !variant.empty())
+      if (const Json* own = v->at("attrs").find(variant)) t = own->find(attr);
   }
   if (!t || !t->is_string()) return "";
   std::string s = t->str();
   if (!s.empty() && s.back() == '?') s.pop_back();
   return s;
+}
+
+std::string schema_variant_by(const std::string& kind, const std::string& dataset) {
+  const Json* v = variants_of(kind, dataset);
+  return v ? v->at("by").str() : std::string();
+}
+
+std::string schema_variant(const std::string& kind, const std::string& dataset,
+                           const std::string& value) {
+  const Json* v = variants_of(kind, dataset);
+  if (!v) return "";
+  return v->at("attrs").find(value) ? value : v->at("default").str();
+}
+
+std::vector<std::pair<std::string, std::string>> schema_variant_attrs(const std::string& kind,
+                                                                      const std::string& dataset,
+                                                                      const std::string& variant) {
+  std::vector<std::pair<std::string, std::string>> out;
+  const Json* v = variants_of(kind, dataset);
+  const Json* own = v ? v->at("attrs").find(variant) : nullptr;
+  if (own)
+    for (const auto& [name, t] : own->members())
+      out.emplace_back(name, t.str());
+  return out;
 }
 
 // --- expressions ----------------------------------------------------------
@@ -325,11 +363,40 @@ struct Lint {
       if (!kAttrTypes.count(x)) say(where + "@" + name, "type must be uint64, float64 or string");
     }
   }
+  // "variants": {"by": a string attribute of the dataset, "default": one of
+  // them, "attrs": {variant: its own attributes}}, none also common.
+  void variants(const std::string& where, const Json& d, const Json& v) {
+    const std::string w = where + " variants";
+    if (!v.is_object()) return say(w, "must be an object");
+    for (const auto& m : v.members())
+      if (m.first != "by" && m.first != "default" && m.first != "attrs")
+        say(w, "unknown member \"" + m.first + "\"");
+    const Json* common = d.find("attrs");
+    const Json* by = v.find("by");
+    const Json* decl =
+        by && by->is_string() && common && common->is_object() ? common->find(by->str()) : nullptr;
+    if (!decl || !decl->is_string() || decl->str() != "string")
+      say(w, "\"by\" must name a string attribute the dataset declares");
+    const Json* attrs = v.find("attrs");
+    if (!attrs || !attrs->is_object() || attrs->members().empty())
+      return say(w, "\"attrs\" (an object of the variants' attributes) expected");
+    for (const auto& [name, own] : attrs->members()) {
+      types(w + " " + name, own);
+      if (own.is_object() && common && common->is_object())
+        for (const auto& m : own.members())
+          if (common->find(m.first)) say(w + " " + name, m.first + " is also a common attribute");
+    }
+    const Json* def = v.find("default");
+    if (!def || !def->is_string() || !attrs->find(def->str()))
+      say(w, "\"default\" must name one of the variants");
+  }
+
   void dataset(const std::string& where, const Json& d) {
     const Json* name = d.find("name");
     if (!name || !name->is_string()) return say(where, "a dataset without a name");
     const std::string w = where + " /" + name->str();
     if (const Json* a = d.find("attrs")) types(w, *a);
+    if (const Json* v = d.find("variants")) variants(w, d, *v);
     const Json* group = d.find("group");
     if (group && group->is_bool() && group->boolean()) return;
     const Json* dt = d.find("dtype");
@@ -430,6 +497,11 @@ struct Lint {
       for (const Json& a : attrs->items()) {
         const Json* decl =
             d && d->find("attrs") && a.is_string() ? d->at("attrs").find(a.str()) : nullptr;
+        // or one a variant declares (read in files of that variant)
+        const Json* v = d && a.is_string() ? d->find("variants") : nullptr;
+        if (!decl && v && v->is_object() && v->find("attrs") && v->at("attrs").is_object())
+          for (const auto& m : v->at("attrs").members())
+            if (!decl && m.second.is_object()) decl = m.second.find(a.str());
         if (!decl)
           say(where,
               "attribute " + (a.is_string() ? a.str() : "?") + " of /" + ds + " is not declared");

@@ -24,6 +24,7 @@
 #include <functional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "io/json.hpp"
@@ -51,9 +52,25 @@ std::vector<const Json*> schema_datasets(const std::string& kind);
 // paths from the root), or none.
 std::vector<std::string> schema_dims(const std::string& kind, const std::string& name);
 // The declared type of attribute `attr` of `object` ("" the root) of
-// `kind`: "uint64", "float64" or "string"; "" when undeclared.
+// `kind`: "uint64", "float64" or "string"; "" when undeclared. With a
+// `variant` of the object (below), its attributes count too.
 std::string schema_attr_type(const std::string& kind, const std::string& object,
-                             const std::string& attr);
+                             const std::string& attr, const std::string& variant = "");
+
+// A dataset whose attributes differ by one of them (schema.json "variants":
+// the triplet kind's /energy, by its `potential`) declares the attributes
+// common to all and those of each variant.
+// The attribute that picks the variant ("" when the dataset has none).
+std::string schema_variant_by(const std::string& kind, const std::string& dataset);
+// The variant of a dataset whose picking attribute reads `value`: the
+// variant of that name, or the default one when none is (the attribute
+// missing, or not one of them); "" when the dataset has no variants.
+std::string schema_variant(const std::string& kind, const std::string& dataset,
+                           const std::string& value);
+// The attributes `variant` adds to the dataset's, in order: name and type.
+std::vector<std::pair<std::string, std::string>> schema_variant_attrs(const std::string& kind,
+                                                                      const std::string& dataset,
+                                                                      const std::string& variant);
 
 // A named size: false when `name` is not bound.
 using ExprVar = std::function<bool(const std::string& name, std::uint64_t* value)>;

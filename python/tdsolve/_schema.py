@@ -62,18 +62,48 @@ def dims(kind, name):
     return list(d.get("dims", ())) if d else []
 
 
-def attr_type(kind, obj, name):
+def attr_type(kind, obj, name, variant=None):
     """The declared type ("uint64", "float64", "string") of attribute `name`
-    of `obj` ("" the root), and whether it is optional; (None, True) when undeclared."""
+    of `obj` ("" the root), and whether it is optional; (None, True) when
+    undeclared. With a `variant` of the object (below), its attributes count too."""
     spec = SCHEMA["kinds"][kind]
     if obj == "":
         t = SCHEMA["root"].get(name) or spec.get("root", {}).get(name)
     else:
         d = dataset(kind, obj)
         t = d.get("attrs", {}).get(name) if d else None
+        if t is None and d and variant is not None:
+            t = variant_attrs(kind, obj, variant).get(name)
     if t is None:
         return None, True
     return t.rstrip("?"), t.endswith("?")
+
+
+# A dataset whose attributes differ by one of them ("variants": the triplet
+# kind's /energy, by its `potential`) declares those common to all and those
+# of each variant.
+
+def variant_by(kind, name):
+    """The attribute that picks the variant of dataset `name` (None when it has no variants)."""
+    d = dataset(kind, name)
+    return d["variants"]["by"] if d and "variants" in d else None
+
+
+def variant(kind, name, value):
+    """The variant of dataset `name` whose picking attribute reads `value`: the
+    variant of that name, or the default one when none is (the attribute
+    missing: None, or not one of them); None when it has no variants."""
+    d = dataset(kind, name)
+    if not d or "variants" not in d:
+        return None
+    v = d["variants"]
+    return value if isinstance(value, str) and value in v["attrs"] else v["default"]
+
+
+def variant_attrs(kind, name, var):
+    """The attributes variant `var` adds to dataset `name`'s, in order: {name: type}."""
+    d = dataset(kind, name)
+    return dict(d["variants"]["attrs"].get(var, {})) if d and "variants" in d else {}
 
 
 # --- expressions ------------------------------------------------------------
@@ -294,12 +324,37 @@ def problems(schema=SCHEMA):
             if not isinstance(t, str) or t.rstrip("?") not in _ATTR_TYPES or t.count("?") > 1:
                 say(f"{where}@{name}", "type must be uint64, float64 or string")
 
+    def variants(where, d, v):
+        """{"by": a string attribute of the dataset, "default": one of them,
+        "attrs": {variant: its own attributes}}, none also common."""
+        w = where + " variants"
+        if not isinstance(v, dict):
+            return say(w, "must be an object")
+        for m in v:
+            if m not in ("by", "default", "attrs"):
+                say(w, f'unknown member "{m}"')
+        common = d.get("attrs") if isinstance(d.get("attrs"), dict) else {}
+        if not isinstance(v.get("by"), str) or common.get(v["by"]) != "string":
+            say(w, '"by" must name a string attribute the dataset declares')
+        attrs = v.get("attrs")
+        if not isinstance(attrs, dict) or not attrs:
+            return say(w, '"attrs" (an object of the variants\' attributes) expected')
+        for name, own in attrs.items():
+            types(f"{w} {name}", own)
+            for a in own if isinstance(own, dict) else ():
+                if a in common:
+                    say(f"{w} {name}", f"{a} is also a common attribute")
+        if not isinstance(v.get("default"), str) or v["default"] not in attrs:
+            say(w, '"default" must name one of the variants')
+
     def dset(where, d):
         if not isinstance(d.get("name"), str):
             return say(where, "a dataset without a name")
         w = f"{where} /{d['name']}"
         if "attrs" in d:
             types(w, d["attrs"])
+        if "variants" in d:
+            variants(w, d, d["variants"])
         if d.get("group") is True:
             return
         if not d.get("dtype") or any(t not in _DTYPES for t in d["dtype"]):
@@ -379,8 +434,9 @@ def problems(schema=SCHEMA):
             allowed |= {"read", "attrs"}
             declared(st["read"])
             d = dataset(kind, st["read"], schema) or {}
-            for a in st.get("attrs", ()):
-                if a not in d.get("attrs", {}):
+            v = d.get("variants", {}).get("attrs", {}) if isinstance(d.get("variants"), dict) else {}
+            for a in st.get("attrs", ()):  # common, or a variant's (read in files of that variant)
+                if a not in d.get("attrs", {}) and not any(isinstance(o, dict) and a in o for o in v.values()):
                     say(where, f"attribute {a} of /{st['read']} is not declared")
         elif "open" in st:
             allowed.add("open")

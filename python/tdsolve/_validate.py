@@ -101,6 +101,8 @@ def _check(f, path, out):
         else:
             out += [f"/{name} {p}" for p in _dataset_problems(obj, d, sizes)]
         attrs = d.get("attrs", {})
+        if "variants" in d:  # the common attributes and those of the variant the file is of
+            attrs = dict(attrs, **_variant_attrs(kind, obj, d, out))
         for a, decl in attrs.items():
             p = _attr_problem(obj, a, decl)
             if p:
@@ -113,6 +115,20 @@ def _check(f, path, out):
         if name not in declared and not scale:
             out.append(f"/{name} is not declared")
     f.visititems(visit)
+
+
+def _variant_attrs(kind, obj, d, out):
+    """The attributes of the variant dataset obj is of (its picking attribute
+    names it; otherwise the default, and out says so when it names none)."""
+    v, name = d["variants"], d["name"]
+    try:
+        value = obj.attrs.get(v["by"]) if h5a.exists(obj.id, v["by"].encode()) else None
+    except (OSError, TypeError, ValueError):  # h5py cannot read it: `by`'s own line says what is wrong
+        value = None
+    value = value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+    if isinstance(value, str) and value not in v["attrs"]:
+        out.append(f"attribute `{v['by']}` of /{name} is {value!r}, not " + " or ".join(map(repr, v["attrs"])))
+    return _schema.variant_attrs(kind, name, _schema.variant(kind, name, value if isinstance(value, str) else None))
 
 
 def _dataset_problems(ds, d, sizes):

@@ -239,10 +239,6 @@ def _scalar_i64(f, name):
     return int(_read_all(ds, h5t.NATIVE_INT64, np.int64)[()])
 
 
-# `tdsolve triplet --potential sw`: its parameters, as /energy's attributes name them
-SW_PARAMETERS = ("epsilon", "sigma", "a", "lambda", "gamma", "costheta0")
-
-
 def _strip(name):
     return name[1:] if name.startswith("/") else name
 
@@ -396,8 +392,7 @@ class _Checker:
         decl = _schema.dataset(self.kind, name)
         return _group(self.f, name) if decl and decl.get("group") else _dataset(self.f, name)
 
-    def read_typed(self, obj, objname, name):
-        t, _ = _schema.attr_type(self.kind, objname, name)
+    def read_typed(self, obj, t, name):
         if t == "uint64":
             _attr_u64(obj, name)
         elif t == "float64":
@@ -417,9 +412,14 @@ class _Checker:
             return
         if "read" in st:
             obj = self.open(st["read"])
+            # A dataset of variants: its picking attribute says which (an attribute of another variant is not read).
+            by, variant = _schema.variant_by(self.kind, st["read"]), None
+            if by is not None:
+                variant = _schema.variant(self.kind, st["read"], _attr_string(obj, by) if _has_attr(obj, by) else None)
             for a in st["attrs"]:
-                if _has_attr(obj, a):
-                    self.read_typed(obj, st["read"], a)
+                t, _ = _schema.attr_type(self.kind, st["read"], a, variant)
+                if t is not None and _has_attr(obj, a):
+                    self.read_typed(obj, t, a)
             return
         if "let" in st:
             if "expr" in st:

@@ -170,11 +170,39 @@ TEST(Schema, TheEmbeddedSchemaIsWellFormed) {
   EXPECT_EQ(schema_dims("knn", "distances"), (std::vector<std::string>{"point", "neighbor"}));
   EXPECT_EQ(schema_dims("edm", "progress/done"), std::vector<std::string>{"progress/chunk"});
   EXPECT_EQ(schema_dims("edm", "weights"), std::vector<std::string>{});
-  EXPECT_EQ(schema_attr_type("triplet", "energy", "nu"), "float64");
+  EXPECT_EQ(schema_attr_type("triplet", "energy", "potential"), "string");
+  EXPECT_EQ(schema_attr_type("triplet", "energy", "nu"), "");  // atm's, not common
+  EXPECT_EQ(schema_attr_type("triplet", "energy", "nu", "atm"), "float64");
+  EXPECT_EQ(schema_attr_type("triplet", "energy", "nu", "sw"), "");
+  EXPECT_EQ(schema_attr_type("triplet", "energy", "costheta0", "sw"), "float64");
   EXPECT_EQ(schema_attr_type("hist", "counts", "box"), "string");  // optional: "string?"
   EXPECT_EQ(schema_attr_type("cross", "", "with"), "string");
   EXPECT_EQ(schema_attr_type("edm", "", "schema_version"), "uint64");
   EXPECT_EQ(schema_attr_type("edm", "distances", "nope"), "");
+}
+
+TEST(Schema, TheTripletEnergysAttributesDependOnItsPotential) {
+  using Attrs = std::vector<std::pair<std::string, std::string>>;
+  EXPECT_EQ(schema_variant_by("triplet", "energy"), "potential");
+  EXPECT_EQ(schema_variant_by("triplet", "forces"), "");
+  EXPECT_EQ(schema_variant_by("edm", "distances"), "");
+  EXPECT_EQ(schema_variant("triplet", "energy", "sw"), "sw");
+  EXPECT_EQ(schema_variant("triplet", "energy", "atm"), "atm");
+  // Anything else (no potential, one this build does not know): atm's, as
+  // readers always took it.
+  EXPECT_EQ(schema_variant("triplet", "energy", ""), "atm");
+  EXPECT_EQ(schema_variant("triplet", "energy", "(not a string)"), "atm");
+  EXPECT_EQ(schema_variant("edm", "distances", "sw"), "");
+  EXPECT_EQ(schema_variant_attrs("triplet", "energy", "atm"),
+            (Attrs{{"nu", "float64"}, {"cutoff", "float64"}, {"cutoff_triple", "float64"}}));
+  // The columns of a LAMMPS .sw file, in their order (tdsolve info shows them so).
+  EXPECT_EQ(schema_variant_attrs("triplet", "energy", "sw"), (Attrs{{"epsilon", "float64"},
+                                                                    {"sigma", "float64"},
+                                                                    {"a", "float64"},
+                                                                    {"lambda", "float64"},
+                                                                    {"gamma", "float64"},
+                                                                    {"costheta0", "float64"}}));
+  EXPECT_EQ(schema_variant_attrs("triplet", "energy", "lj"), Attrs{});
 }
 
 TEST(Schema, TripletSumsHaveTheSolversLimbs) {
@@ -199,10 +227,12 @@ TEST(Schema, TheLintFindsWhatIsWrong) {
   };
   const std::string good =
       "{\"result\": \"v\", \"datasets\": [{\"name\": \"v\", \"dtype\": [\"float64\"], \"shape\": "
-      "[\"n\"], \"attrs\": {\"n\": \"uint64\"}}, {\"name\": \"progress\", \"group\": true}],"
+      "[\"n\"], \"attrs\": {\"n\": \"uint64\", \"s\": \"string\"}, \"variants\": {\"by\": "
+      "\"s\", \"default\": \"x\", \"attrs\": {\"x\": {\"p\": \"float64\"}, \"y\": {}}}},"
+      " {\"name\": \"progress\", \"group\": true}],"
       " \"progress\": {\"dataset\": [\"/v\"], \"chunk\": \"chunk\", \"unit\": \"values\"},"
-      " \"checks\": [{\"let\": \"n\", \"attr\": \"v@n\", \"message\": \"no n\"}, {\"progress\": "
-      "\"read\"},"
+      " \"checks\": [{\"let\": \"n\", \"attr\": \"v@n\", \"message\": \"no n\"}, {\"read\": "
+      "\"v\", \"attrs\": [\"s\", \"p\"]}, {\"progress\": \"read\"},"
       " {\"check\": \"offsets\", \"to\": \"n\", \"message\": \"m\"}]}";
   EXPECT_EQ(lint(good), std::vector<std::string>{});
   const auto broken = [&](const std::string& from, const std::string& to) {
@@ -216,11 +246,19 @@ TEST(Schema, TheLintFindsWhatIsWrong) {
   EXPECT_GT(broken("\"to\": \"n\"", "\"to\": \"n +\""), 0u);                 // bad expression
   EXPECT_GT(broken("\"v@n\"", "\"w@n\""), 0u);                               // undeclared dataset
   EXPECT_GT(broken("\"float64\"]", "\"float16\"]"), 0u);                     // unknown dtype
-  EXPECT_GT(broken("\"uint64\"}", "\"int\"}"), 0u);        // unknown attribute type
+  EXPECT_GT(broken("\"uint64\",", "\"int\","), 0u);        // unknown attribute type
   EXPECT_GT(broken("{\"progress\": \"read\"},", ""), 0u);  // never reads /progress
   EXPECT_GT(broken("\"message\": \"m\"", "\"message\": \"m\", \"extra\": 1"),
             0u);  // unknown member
   EXPECT_GT(broken("\"result\": \"v\"", "\"result\": \"w\""), 0u);
+  // Variants: picked by a declared string attribute, a default among them,
+  // no attribute both common and a variant's, reads of declared ones only.
+  EXPECT_GT(broken("\"by\": \"s\"", "\"by\": \"n\""), 0u);                // not a string
+  EXPECT_GT(broken("\"by\": \"s\"", "\"by\": \"t\""), 0u);                // undeclared
+  EXPECT_GT(broken("\"default\": \"x\"", "\"default\": \"z\""), 0u);      // no such variant
+  EXPECT_GT(broken("{\"p\": \"float64\"}", "{\"n\": \"float64\"}"), 0u);  // also common
+  EXPECT_GT(broken("{\"p\": \"float64\"}", "{\"p\": \"float\"}"), 0u);    // unknown type
+  EXPECT_GT(broken("\"attrs\": [\"s\", \"p\"]", "\"attrs\": [\"s\", \"q\"]"), 0u);
 }
 
 }  // namespace
