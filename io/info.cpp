@@ -9,13 +9,15 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <sstream>
 #include <vector>
 
 #include "core/error.hpp"
 #include "io/h5.hpp"
+#include "io/json.hpp"
 #include "io/output_files.hpp"
-#include "mapping/simplex.hpp"
+#include "io/schema.hpp"
 
 namespace tdsolve::io {
 
@@ -140,19 +142,6 @@ bool exists(hid_t file, const char* name) {
   return yes;
 }
 
-// A whole 1-D dataset of `want` values (/edges, /counts: at most a million),
-// or nothing when it is not one.
-template <typename T>
-std::vector<T> read_small(hid_t file, const char* name, hid_t mem_type, hsize_t want) {
-  Hid ds = dataset_handle(H5Dopen2(file, name, H5P_DEFAULT), std::string("H5Dopen /") + name);
-  const auto dims = dataset_shape(ds);
-  if (dims.size() != 1 || dims[0] != want) return {};
-  std::vector<T> v(want);
-  check_status(H5Dread(ds, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()),
-               std::string("reading /") + name);
-  return v;
-}
-
 // The value of a scalar int64 dataset (/underflow, /overflow, /count); false if it is not one.
 bool read_scalar_i64(hid_t file, const char* name, std::int64_t* v) {
   if (!exists(file, name)) return false;
@@ -161,297 +150,6 @@ bool read_scalar_i64(hid_t file, const char* name, std::int64_t* v) {
   check_status(H5Dread(ds, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, v),
                std::string("reading /") + name);
   return true;
-}
-
-enum class Kind { edm, hist, cross, triplet, knn, radius };
-
-// What a hist file says beyond its /counts line; sets *problem when its
-// records disagree. *total is the number of pairs the chunks cover.
-void describe_hist(hid_t file, hid_t counts, std::ostream& out, std::string* problem,
-                   std::uint64_t* total, std::uint64_t* binned) {
-  const auto dims = dataset_shape(counts);
-  const std::uint64_t n = has_attr(counts, "n") ? read_attr_u64(counts, "n") : 0;
-  *total = mapping::pair_count(n);
-  const hsize_t bins = dims.size() == 1 ? dims[0] : 0;
-  if (dims.size() != 1) {
-    *problem = "/counts is not 1-D";
-    return;
-  }
-  if (has_attr(counts, "bins") && read_attr_u64(counts, "bins") != bins) {
-    *problem = "/counts does not have `bins` values";
-    return;
-  }
-  if (has_attr(counts, "pairs") && read_attr_u64(counts, "pairs") != *total) {
-    *problem = "the `pairs` attribute is not C(n,2)";
-    return;
-  }
-  out << "histogram: " << bins << " bins";
-  if (has_attr(counts, "range_lo") && has_attr(counts, "range_hi"))
-    out << " over [" << number(read_attr_f64(counts, "range_lo")) << ", "
-        << number(read_attr_f64(counts, "range_hi")) << "]";
-  out << (has_attr(counts, "box") ? " (periodic box " + read_attr_string(counts, "box") + ")" : "")
-      << "\n";
-
-  std::int64_t under = 0, over = 0;
-  const std::vector<double> edges =
-      exists(file, "edges") ? read_small<double>(file, "edges", H5T_NATIVE_DOUBLE, bins + 1)
-                            : std::vector<double>{};
-  if (edges.empty()) {
-    *problem = "/edges does not hold bins+1 values";
-    return;
-  }
-  if (!read_scalar_i64(file, "underflow", &under) || !read_scalar_i64(file, "overflow", &over)) {
-    *problem = "no scalar /underflow and /overflow";
-    return;
-  }
-  const auto values = read_small<std::int64_t>(file, "counts", H5T_NATIVE_INT64, bins);
-  std::uint64_t sum = 0;
-  for (const std::int64_t c : values)
-    sum += static_cast<std::uint64_t>(c);
-  *binned = sum + static_cast<std::uint64_t>(under) + static_cast<std::uint64_t>(over);
-  out << "counts:    " << sum << " in range, underflow " << under << ", overflow " << over
-      << " (of " << *total << " pairs)\n";
-  if (exists(file, "rdf")) {
-    Hid rdf = dataset_handle(H5Dopen2(file, "rdf", H5P_DEFAULT), "H5Dopen /rdf");
-    out << "rdf:       /rdf " << type_name(rdf) << shape_of(rdf) << attributes(rdf) << "\n";
-  } else {
-    out << "rdf:       none (written only with --box)\n";
-  }
-}
-
-// What a triplet file says (/energy's attributes, the datasets beside it);
-// sets *problem when their shapes disagree with n. *total is C(n,3), the
-// triplets the chunks cover. name: the dataset /progress names ("" or
-// "triplet_energy").
-void describe_triplet(hid_t file, const std::string& name, std::ostream& out, std::string* problem,
-                      std::uint64_t* total) {
-  Hid energy = dataset_handle(H5Dopen2(file, "energy", H5P_DEFAULT), "H5Dopen /energy");
-  if (!has_attr(energy, "n")) {
-    *problem = "/energy has no `n` attribute";
-    return;
-  }
-  const std::uint64_t n = read_attr_u64(energy, "n");
-  *total = mapping::triplet_count(n);
-  if (!dataset_shape(energy).empty()) {
-    *problem = "/energy is not a scalar";
-    return;
-  }
-  if (has_attr(energy, "k") && read_attr_u64(energy, "k") != 3) {
-    *problem = "the `k` attribute of /energy is not 3";
-    return;
-  }
-  if (has_attr(energy, "triplets") && read_attr_u64(energy, "triplets") != *total) {
-    *problem = "the `triplets` attribute is not C(n,3)";
-    return;
-  }
-  out << "triplets:  " << n << " points in 3-D, " << *total << " triplets i<j<k (C(n,3))\n";
-  // The potential as recorded, read in this order (the Python package's too).
-  const auto text = [&](const char* a) {
-    return has_attr(energy, a) ? read_attr_text(energy, a) : std::string("(not recorded)");
-  };
-  const auto length = [&](const char* a) {
-    if (!has_attr(energy, a)) return std::string("(not recorded)");
-    const double v = read_attr_f64(energy, a);
-    return std::isinf(v) ? std::string("none") : number(v);
-  };
-  const auto value = [&](const char* a) {
-    return has_attr(energy, a) ? number(read_attr_f64(energy, a)) : std::string("(not recorded)");
-  };
-  const std::string potential = text("potential");
-  std::string parameters;  // atm's, or (potential sw) the columns of a LAMMPS .sw file
-  if (potential == "sw") {
-    for (const char* a : {"epsilon", "sigma", "a", "lambda", "gamma", "costheta0"})
-      parameters += std::string(parameters.empty() ? "" : ", ") + a + " " + value(a);
-  } else {
-    const std::string nu = value("nu");
-    const std::string cutoff = length("cutoff");
-    const std::string cutoff_triple = length("cutoff_triple");
-    parameters = "nu " + nu + ", cutoff " + cutoff + ", cutoff_triple " + cutoff_triple;
-  }
-  const std::string precision = text("precision");
-  const std::string block =
-      has_attr(energy, "block") ? std::to_string(read_attr_u64(energy, "block")) : "(not recorded)";
-  out << "potential: " << potential << " (" << parameters << "), precision " << precision
-      << ", block " << block << "\n";
-  if (has_attr(energy, "formula"))
-    out << "formula:   " << read_attr_text(energy, "formula") << "\n";
-
-  // The datasets beside /energy: listed first, then checked in this order.
-  struct Beside {
-    const char* name;
-    std::vector<hsize_t> dims;
-    const char* wrong;
-  };
-  const Beside beside[] = {
-      {"energy_per_point", {n}, "/energy_per_point does not hold n values"},
-      {"forces", {n, 3}, "/forces is not n x 3"},
-      {"progress/sums", {4 * n + 1, kTripletSumLimbs}, "/progress/sums is not (4n+1) x 69"}};
-  std::vector<hsize_t> shapes[3];
-  bool found[3] = {};
-  out << "datasets:  /energy " << type_name(energy) << shape_of(energy);
-  for (int i = 0; i < 3; ++i) {
-    found[i] = exists(file, beside[i].name);
-    out << ", /" << beside[i].name;
-    if (!found[i]) {
-      out << " (missing)";
-      continue;
-    }
-    Hid d = dataset_handle(H5Dopen2(file, beside[i].name, H5P_DEFAULT),
-                           std::string("H5Dopen /") + beside[i].name);
-    shapes[i] = dataset_shape(d);
-    out << " " << type_name(d) << shape_of(d);
-  }
-  out << "\n";
-  for (int i = 0; i < 3; ++i) {
-    if (!found[i] || shapes[i] != beside[i].dims) {
-      *problem = found[i] ? beside[i].wrong : std::string("no /") + beside[i].name;
-      return;
-    }
-  }
-
-  // The triplet energies themselves, with --store-triplets.
-  const bool stored = exists(file, "triplet_energy");
-  if (name.empty()) {
-    if (stored) {
-      *problem = "/triplet_energy is there, but /progress does not name it";
-      return;
-    }
-    out << "stored:    no triplet energies (tdsolve triplet --store-triplets writes "
-           "/triplet_energy)\n";
-    return;
-  }
-  if (!stored) {
-    *problem = "/progress names /triplet_energy, which is missing";
-    return;
-  }
-  Hid values =
-      dataset_handle(H5Dopen2(file, "triplet_energy", H5P_DEFAULT), "H5Dopen /triplet_energy");
-  out << "stored:    /triplet_energy " << type_name(values) << shape_of(values)
-      << attributes(values) << "\n";
-  const auto dims = dataset_shape(values);
-  if (dims.size() != 1 || dims[0] != *total)
-    *problem = "/triplet_energy length is not C(n,3)";
-  else if (has_attr(values, "n") && read_attr_u64(values, "n") != n)
-    *problem = "the `n` attribute of /triplet_energy is not /energy's";
-}
-
-// Whether /distances is a kNN result: /indices beside it, or `layout` = "knn"
-// (read only when it is one string; the Python package decides alike).
-bool is_knn(hid_t file, hid_t values) {
-  if (exists(file, "indices")) return true;
-  if (!has_attr(values, "layout")) return false;
-  Hid attr(H5Aopen(values, "layout", H5P_DEFAULT), H5Aclose);
-  Hid type(attr.valid() ? H5Aget_type(attr) : H5I_INVALID_HID, H5Tclose);
-  H5Eclear2(H5E_DEFAULT);
-  if (!type.valid() || H5Tget_class(type) != H5T_STRING || attr_values(attr) != 1) return false;
-  return read_attr_string(values, "layout") == "knn";
-}
-
-// What a `tdsolve knn --k K` file says (/distances and /indices, n x K);
-// sets *problem when its records disagree. *total: n·K, the values the
-// chunks cover; *row: K (every offset is a whole row).
-void describe_knn(hid_t file, hid_t values, std::ostream& out, std::string* problem,
-                  std::uint64_t* total, std::uint64_t* row) {
-  const auto dims = dataset_shape(values);
-  if (dims.size() != 2) {
-    *problem = "/distances is not 2-D";
-    return;
-  }
-  for (const char* a : {"n", "neighbors"}) {
-    if (!has_attr(values, a)) {
-      *problem = std::string("/distances has no `") + a + "` attribute";
-      return;
-    }
-  }
-  const std::uint64_t n = read_attr_u64(values, "n"), k = read_attr_u64(values, "neighbors");
-  *total = n * k;
-  *row = k;
-  const auto text = [&](const char* a) {
-    return has_attr(values, a) ? read_attr_text(values, a) : std::string("(not recorded)");
-  };
-  const std::string metric = text("metric"), precision = text("precision");
-  out << "knn:       " << n << " points, the " << k << " nearest of each (metric " << metric
-      << ", precision " << precision << ")\n";
-  if (dims[0] != n || dims[1] != k) {
-    *problem = "/distances is not n x K";
-    return;
-  }
-  if (k < 1 || k >= n) {
-    *problem = "the `neighbors` attribute is not in 1..n-1";
-    return;
-  }
-  if (!exists(file, "indices")) {
-    *problem = "no /indices";
-    return;
-  }
-  Hid indices = dataset_handle(H5Dopen2(file, "indices", H5P_DEFAULT), "H5Dopen /indices");
-  out << "indices:   /indices " << type_name(indices) << shape_of(indices) << "\n";
-  if (dataset_shape(indices) != dims) {
-    *problem = "/indices is not n x K";
-    return;
-  }
-  if ((has_attr(indices, "n") && read_attr_u64(indices, "n") != n) ||
-      (has_attr(indices, "neighbors") && read_attr_u64(indices, "neighbors") != k))
-    *problem = "the `n` or `neighbors` attribute of /indices is not that of /distances";
-}
-
-// What a `tdsolve knn --radius R` file says (/pairs m x 2, /distances m),
-// or a `tdsolve collide` file (/pairs with a `criterion`, and /count = m);
-// sets *problem when its records disagree. *total: C(n,2), the pairs the
-// chunks cover.
-void describe_radius(hid_t file, hid_t pairs, std::ostream& out, std::string* problem,
-                     std::uint64_t* total) {
-  const auto dims = dataset_shape(pairs);
-  if (!has_attr(pairs, "n")) {
-    *problem = "/pairs has no `n` attribute";
-    return;
-  }
-  const std::uint64_t n = read_attr_u64(pairs, "n");
-  *total = mapping::pair_count(n);
-  const std::string radius =
-      has_attr(pairs, "radius") ? number(read_attr_f64(pairs, "radius")) : "(not recorded)";
-  const auto text = [&](const char* a) {
-    return has_attr(pairs, a) ? read_attr_text(pairs, a) : std::string("(not recorded)");
-  };
-  const std::string metric = text("metric"), precision = text("precision");
-  if (dims.size() != 2 || dims[1] != 2) {
-    *problem = "/pairs is not m x 2";
-    return;
-  }
-  const std::uint64_t m = dims[0];
-  const bool collide = has_attr(pairs, "criterion");
-  if (collide)
-    out << "collide:   " << m << " overlapping pairs (" << text("criterion") << ") of " << n
-        << " spheres in "
-        << (has_attr(pairs, "dim") ? std::to_string(read_attr_u64(pairs, "dim")) : std::string("?"))
-        << "-D (of " << *total << " pairs; precision " << precision << ")\n";
-  else
-    out << "radius:    " << m << " pairs within " << radius << " of " << n << " points (of "
-        << *total << " pairs; metric " << metric << ", precision " << precision << ")\n";
-  if (m > *total) {
-    *problem = "/pairs holds more than C(n,2) pairs";
-    return;
-  }
-  if (!exists(file, "distances")) {
-    *problem = "no /distances";
-    return;
-  }
-  Hid distances = dataset_handle(H5Dopen2(file, "distances", H5P_DEFAULT), "H5Dopen /distances");
-  out << "distances: /distances " << type_name(distances) << shape_of(distances) << "\n";
-  if (dataset_shape(distances) != std::vector<hsize_t>{m}) {
-    *problem = "/distances does not hold one value per row of /pairs";
-    return;
-  }
-  if (!collide) return;
-  // /count is written with the pairs (0 until then, as /pairs is empty).
-  std::int64_t count = 0;
-  if (!read_scalar_i64(file, "count", &count)) {
-    *problem = "no scalar /count";
-    return;
-  }
-  out << "count:     /count = " << count << "\n";
-  if (count < 0 || static_cast<std::uint64_t>(count) != m)
-    *problem = "/count is not the number of rows of /pairs";
 }
 
 // The total energy of a complete triplet file, for show only: a value that
@@ -466,123 +164,559 @@ void print_energy(hid_t file, std::ostream& out) {
   H5Eclear2(H5E_DEFAULT);
 }
 
-// What a `tdsolve fractal` file says (/states and its attributes, /steps,
-// /live, /replicas, /progress/done); the verdict. Its checks stop at the
-// first record that disagrees, in this order (the Python package's too).
-int describe_fractal(hid_t file, std::ostream& out) {
-  if (!exists(file, "progress") || !exists(file, "progress/done")) {
-    out << "status:    not a tdsolve result (/states without /progress/done)\n";
-    return kInfoIncomplete;
-  }
-  Hid states = dataset_handle(H5Dopen2(file, "states", H5P_DEFAULT), "H5Dopen /states");
-  Hid progress = group_handle(H5Gopen2(file, "progress", H5P_DEFAULT), "H5Gopen /progress");
-  const auto dims = dataset_shape(states);
-  out << "dataset:   /states " << type_name(states) << shape_of(states) << attributes(states)
-      << "\n";
+// --- what the file says it is ----------------------------------------------
 
+// The root's `kind` and `schema_version` (files of older versions have
+// neither). problem: the two disagree with each other or have the wrong
+// type (INCONSISTENT). A newer schema_version, or a kind this build does not
+// know, is a file it cannot read: InputError (exit 1).
+struct Recorded {
+  bool has = false;
+  std::string kind;
+  std::uint64_t version = 0;
   std::string problem;
-  std::uint64_t rows = 0;  // snapshots: rows of /states
-  try {
-    const auto records = [&]() -> std::string {
-      if (has_attr(progress, "dataset")) {
-        std::string name = read_attr_text(progress, "dataset");
-        if (!name.empty() && name[0] == '/') name.erase(0, 1);
-        if (name != "states") return "the `dataset` attribute of /progress does not name /states";
-      }
-      for (const char* a : {"k", "s", "level", "steps"})
-        if (!has_attr(states, a)) return std::string("/states has no `") + a + "` attribute";
-      const std::uint64_t k = read_attr_u64(states, "k"), s = read_attr_u64(states, "s");
-      const std::uint64_t level = read_attr_u64(states, "level");
-      const std::uint64_t steps = read_attr_u64(states, "steps");
-      if (s < 2 || s > 16) return "the `s` attribute of /states is not in 2..16";
-      if (k < 1 || k > s * s) return "the `k` attribute of /states is not in 1..s^2";
-      // n = s^level up to 2^31 (64-bit cell indices); then k^level <= n^2 fits.
-      std::uint64_t n = 1, cells = 1;
-      for (std::uint64_t l = 0; l < level; ++l) {
-        n *= s;
-        cells *= k;
-        if (n > (std::uint64_t(1) << 31)) return "the embedding s^level is larger than 2^31";
-      }
-      if (has_attr(states, "n") && read_attr_u64(states, "n") != n)
-        return "the `n` attribute of /states is not s^level";
-      if (has_attr(states, "cells") && read_attr_u64(states, "cells") != cells)
-        return "the `cells` attribute of /states is not k^level";
-      // The run's parameters as recorded, read in this order.
-      const auto text = [&](const char* a) {
-        return has_attr(states, a) ? read_attr_text(states, a) : std::string("(not recorded)");
-      };
-      const std::string shape = text("shape"), table = text("table"), rule = text("rule");
-      const std::string init = text("init"), layout = text("layout"), map = text("map");
-      const std::string rho =
-          has_attr(states, "rho") ? std::to_string(read_attr_u64(states, "rho")) : "(not recorded)";
-      out << "fractal:   " << shape << " (table " << table << "): s = " << s << ", k = " << k
-          << " replicas, level " << level << ": " << n << " x " << n << " embedding, " << cells
-          << " cells\n";
-      out << "rule:      " << rule << ", init " << init << "\n";
-      out << "strategy:  layout " << layout << ", map " << map << ", rho " << rho << "\n";
-      if (dims.size() != 2) return "/states is not 2-D";
-      if (dims[1] != cells) return "/states does not hold k^level cells per row";
-      rows = dims[0];
-      if (rows == 0) return "/states has no rows";
-      if (!exists(file, "steps")) return "no /steps";
-      Hid steps_ds = dataset_handle(H5Dopen2(file, "steps", H5P_DEFAULT), "H5Dopen /steps");
-      if (dataset_shape(steps_ds) != std::vector<hsize_t>{rows})
-        return "/steps does not hold one value per row of /states";
-      std::vector<std::int64_t> at(rows);
-      check_status(H5Dread(steps_ds, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, at.data()),
-                   "reading /steps");
-      bool rising = at[0] == 0;
-      for (size_t i = 1; i < at.size(); ++i)
-        rising = rising && at[i] > at[i - 1];
-      if (!rising || static_cast<std::uint64_t>(at.back()) != steps)
-        return "/steps does not run from 0 to the `steps` attribute, increasing";
-      out << "steps:     " << steps << ", " << rows << " snapshots (steps " << at[0];
-      for (size_t i = 1; i < at.size() && i < 6; ++i)
-        out << ", " << at[i];
-      out << (at.size() > 6 ? ", ..., " + std::to_string(at.back()) : std::string()) << ")\n";
-      if (!exists(file, "live")) return "no /live";
-      Hid live = dataset_handle(H5Dopen2(file, "live", H5P_DEFAULT), "H5Dopen /live");
-      if (dataset_shape(live) != std::vector<hsize_t>{steps + 1})
-        return "/live does not hold steps+1 values";
-      if (!exists(file, "replicas")) return "no /replicas";
-      Hid replicas = dataset_handle(H5Dopen2(file, "replicas", H5P_DEFAULT), "H5Dopen /replicas");
-      if (dataset_shape(replicas) != std::vector<hsize_t>{k, 2}) return "/replicas is not k x 2";
-      if (has_attr(progress, "chunks") && read_attr_u64(progress, "chunks") != rows)
-        return "the `chunks` attribute of /progress is not the rows of /states";
-      if (has_attr(progress, "elements") && read_attr_u64(progress, "elements") != rows)
-        return "the `elements` attribute of /progress is not the rows of /states";
-      return "";
-    };
-    problem = records();
-  } catch (const AttrShapeError& e) {
-    out << "progress:  INCONSISTENT: " << one_line(e.what()) << "\n";
-    return kInfoIncomplete;
+};
+
+// Whether attribute `name` of obj holds one value of HDF5 class `cls`.
+bool one_of_class(hid_t obj, const char* name, H5T_class_t cls) {
+  Hid attr(H5Aopen(obj, name, H5P_DEFAULT), H5Aclose);
+  Hid type(attr.valid() ? H5Aget_type(attr) : H5I_INVALID_HID, H5Tclose);
+  H5Eclear2(H5E_DEFAULT);
+  return type.valid() && H5Tget_class(type) == cls && attr_values(attr) == 1;
+}
+
+Recorded read_recorded(hid_t file, const std::string& path) {
+  Recorded r;
+  const bool has_kind = has_attr(file, "kind"), has_version = has_attr(file, "schema_version");
+  H5Eclear2(H5E_DEFAULT);
+  if (!has_kind && !has_version) return r;
+  r.has = true;
+  if (!has_version) {
+    r.problem = "the root has a `kind` attribute but no `schema_version`";
+    return r;
+  }
+  if (!one_of_class(file, "schema_version", H5T_INTEGER)) {
+    r.problem = "the root's `schema_version` attribute is not one integer";
+    return r;
+  }
+  r.version = read_attr_u64(file, "schema_version");
+  if (r.version == 0) {
+    r.problem = "the root's `schema_version` attribute is 0 (versions start at 1)";
+    return r;
+  }
+  if (r.version > schema_version())
+    throw InputError("'" + path + "' was written by a newer tdsolve: its schema_version is " +
+                     std::to_string(r.version) + ", this tdsolve reads files up to " +
+                     std::to_string(schema_version()));
+  if (!has_kind) {
+    r.problem = "the root has a `schema_version` attribute but no `kind`";
+    return r;
+  }
+  if (!one_of_class(file, "kind", H5T_STRING)) {
+    r.problem = "the root's `kind` attribute is not one string";
+    return r;
+  }
+  r.kind = read_attr_text(file, "kind");
+  if (!schema_kind(r.kind))
+    throw InputError("'" + path + "' says it is of kind '" + r.kind +
+                     "', which this tdsolve (schema_version " + std::to_string(schema_version()) +
+                     ") does not know: written by a newer tdsolve?");
+  return r;
+}
+
+// Whether /distances is a kNN result: /indices beside it, or `layout` = "knn"
+// (read only when it is one string; the Python package decides alike).
+bool is_knn(hid_t file, hid_t values) {
+  if (exists(file, "indices")) return true;
+  if (!has_attr(values, "layout")) return false;
+  if (!one_of_class(values, "layout", H5T_STRING)) return false;
+  return read_attr_string(values, "layout") == "knn";
+}
+
+// The kind of a file that does not record one (written before files did),
+// told by its datasets as readers always did; "" when it is no tdsolve
+// result (*why says so).
+std::string guess_kind(hid_t file, std::string* why) {
+  if (exists(file, "states")) {  // tdsolve fractal: its own records (no /progress/offsets)
+    if (exists(file, "progress") && exists(file, "progress/done")) return "fractal";
+    *why = "not a tdsolve result (/states without /progress/done)";
+    return "";
+  }
+  const bool has_progress =
+      exists(file, "progress") && exists(file, "progress/done") && exists(file, "progress/offsets");
+  // The result dataset is the one /progress names: /distances (edm, cross,
+  // knn), /counts (hist), /triplet_energy or "" (triplet), "" (radius, collide).
+  std::string name = "distances";
+  if (has_progress) {
+    Hid progress = group_handle(H5Gopen2(file, "progress", H5P_DEFAULT), "H5Gopen /progress");
+    if (has_attr(progress, "dataset")) name = read_attr_text(progress, "dataset");
+    if (!name.empty() && name[0] == '/') name.erase(0, 1);
+  }
+  H5Eclear2(H5E_DEFAULT);
+  const bool radius =
+      has_progress && name.empty() && exists(file, "pairs") && !exists(file, "energy");
+  const bool triplet = has_progress && !radius && (name.empty() || name == "triplet_energy");
+  if (!has_progress ||
+      (radius    ? false
+       : triplet ? !exists(file, "energy")
+                 : (name != "distances" && name != "counts") || !exists(file, name.c_str()))) {
+    *why = "not a tdsolve result (no /distances, /counts, /pairs or /energy with /progress)";
+    return "";
+  }
+  if (triplet) return "triplet";
+  if (radius) name = "pairs";
+  Hid values = dataset_handle(H5Dopen2(file, name.c_str(), H5P_DEFAULT), "H5Dopen /" + name);
+  if (radius) return has_attr(values, "criterion") ? "collide" : "radius";
+  if (name == "counts") return "hist";
+  if (is_knn(file, values)) return "knn";
+  return dataset_shape(values).size() == 2 ? "cross" : "edm";
+}
+
+std::string strip_slash(std::string s) {
+  if (!s.empty() && s[0] == '/') s.erase(0, 1);
+  return s;
+}
+
+// Why a file that records `kind` is not one (its datasets say `guessed`,
+// "" for none): a dataset the kind needs is missing, /progress names
+// another dataset, or the datasets are another kind's.
+std::string contradiction(hid_t file, const std::string& kind, const std::string& guessed) {
+  for (const Json* d : schema_datasets(kind)) {
+    const Json* required = d->find("required");
+    const std::string& name = d->at("name").str();
+    if (required && required->boolean() && !exists(file, name.c_str())) return "no /" + name;
+  }
+  const Json& allowed = schema_kind(kind)->at("progress").at("dataset");
+  Hid progress = group_handle(H5Gopen2(file, "progress", H5P_DEFAULT), "H5Gopen /progress");
+  if (has_attr(progress, "dataset")) {
+    const std::string named = read_attr_text(progress, "dataset");
+    bool ok = false;
+    std::string list;
+    for (const Json& a : allowed.items()) {
+      ok = ok || strip_slash(a.str()) == strip_slash(named);
+      list += (list.empty() ? "\"" : " or \"") + a.str() + "\"";
+    }
+    if (!ok) return "the `dataset` attribute of /progress is \"" + named + "\", not " + list;
+  }
+  return "the file says it is of kind " + kind + ", but its datasets are " +
+         (guessed.empty() ? "not those of kind " + kind : "those of kind " + guessed);
+}
+
+// --- the checks (schema.json "checks"; python/tdsolve/_schema.py is their twin) ---
+
+// What the checks of a file found: the first record that disagrees (""
+// none), the sizes they named, and /progress's flags and offsets.
+struct Outcome {
+  std::string problem;
+  std::map<std::string, std::uint64_t> vars;
+  std::vector<unsigned char> done;
+  std::vector<std::uint64_t> offsets;
+};
+
+// Runs a kind's checks in their order: each step binds a size or checks a
+// record, and the first record that disagrees ends them (only the reading
+// of /progress still happens, as it always did). HDF5 errors (a value that
+// cannot be read or converted, a group where a dataset belongs) throw
+// H5Error or InputError; an attribute of several values where one belongs
+// throws AttrShapeError.
+class Checker {
+ public:
+  Checker(hid_t file, const std::string& path, const std::string& kind)
+      : file_(file), path_(path), kind_(kind), spec_(*schema_kind(kind)) {}
+
+  Outcome run() {
+    for (const Json& st : spec_.at("checks").items()) {
+      const bool progress = st.find("progress") != nullptr;
+      if (!o_.problem.empty() && !progress) continue;
+      if (const Json* when = st.find("when"))
+        if (!o_.problem.empty() || eval(when->str()) == 0) continue;
+      if (!progress)
+        step(st);
+      else if (!read_progress())
+        break;
+    }
+    return std::move(o_);
   }
 
-  Hid done_ds =
-      dataset_handle(H5Dopen2(file, "progress/done", H5P_DEFAULT), "H5Dopen /progress/done");
-  const auto chunks = dataset_shape(done_ds);
-  if (chunks.empty()) throw InputError("/progress/done is a scalar");
-  hsize_t values = 1;
-  for (const hsize_t x : chunks)
-    values *= x;
-  if (values != chunks[0]) {  // K × 2, 2 × K: not what tdsolve writes (K × 1 reads as K)
-    out << "progress:  INCONSISTENT: /progress/done is not 1-D\n";
-    return kInfoIncomplete;
+ private:
+  std::uint64_t eval(const std::string& e) {
+    const ExprVar var = [&](const std::string& name, std::uint64_t* v) {
+      const auto it = o_.vars.find(name);
+      if (it == o_.vars.end()) return false;
+      *v = it->second;
+      return true;
+    };
+    const ExprFile fn = [&](const std::string& f, const std::vector<std::string>& a) {
+      return call(f, a);
+    };
+    return eval_expr(e, var, fn);
   }
-  std::vector<unsigned char> done(chunks[0]);
-  check_status(H5Dread(done_ds, H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, done.data()),
-               "reading /progress/done");
-  if (problem.empty() && done.size() != rows)
-    problem = "/progress/done does not hold one flag per row of /states";
-  if (!problem.empty()) {
-    out << "progress:  INCONSISTENT: " << problem << "\n";
-    return kInfoIncomplete;
+
+  std::uint64_t call(const std::string& f, const std::vector<std::string>& a) {
+    if (f == "exists") return exists(file_, a[0].c_str());
+    if (f == "named") return named(a[0]);
+    if (f == "attr") {
+      Hid obj = open(a[0]);
+      return read_attr_u64(obj, a[1].c_str());
+    }
+    Hid d = dataset(a[0]);
+    if (f == "dim") {
+      const auto dims = dataset_shape(d);
+      const std::uint64_t axis = std::strtoull(a[1].c_str(), nullptr, 10);
+      return axis < dims.size() ? dims[axis] : 0;
+    }
+    // sum: every value as int64, added modulo 2^64.
+    hsize_t count = 1;
+    for (const hsize_t x : dataset_shape(d))
+      count *= x;
+    std::vector<std::int64_t> v(count);
+    if (count)
+      check_status(H5Dread(d, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()),
+                   "reading /" + a[0]);
+    std::uint64_t s = 0;
+    for (const std::int64_t x : v)
+      s += static_cast<std::uint64_t>(x);
+    return s;
   }
-  const size_t complete = static_cast<size_t>(std::count(done.begin(), done.end(), 1));
-  if (complete == done.size()) {
-    // The live cells at the last step, for show only: a value that cannot be
-    // read changes no verdict.
+
+  // Whether /progress's `dataset` attribute names D (without it: the kind's
+  // first, as a file of this kind writes it).
+  bool named(const std::string& d) {
+    Hid progress = group_handle(H5Gopen2(file_, "progress", H5P_DEFAULT), "H5Gopen /progress");
+    const std::string name = has_attr(progress, "dataset")
+                                 ? read_attr_text(progress, "dataset")
+                                 : spec_.at("progress").at("dataset").items().at(0).str();
+    return strip_slash(name) == strip_slash(d);
+  }
+
+  Hid dataset(const std::string& name) {
+    return dataset_handle(H5Dopen2(file_, name.c_str(), H5P_DEFAULT), "H5Dopen /" + name);
+  }
+  // A dataset, a group (the schema says which) or "" the root.
+  Hid open(const std::string& name) {
+    if (name.empty()) return Hid(H5Gopen2(file_, "/", H5P_DEFAULT), H5Gclose);
+    for (const Json* d : schema_datasets(kind_))
+      if (d->at("name").str() == name && d->find("group") && d->at("group").boolean())
+        return group_handle(H5Gopen2(file_, name.c_str(), H5P_DEFAULT), "H5Gopen /" + name);
+    return dataset(name);
+  }
+
+  // An attribute as the schema types it: one uint64 or float64 (HDF5
+  // converting), or one string. t: its type.
+  void read_typed(hid_t obj, const std::string& t, const std::string& name) {
+    if (t == "uint64")
+      read_attr_u64(obj, name.c_str());
+    else if (t == "float64")
+      read_attr_f64(obj, name.c_str());
+    else
+      read_attr_text(obj, name.c_str());
+  }
+
+  void step(const Json& st) {
+    const auto message = [&] { o_.problem = st.at("message").str(); };
+    if (const Json* names = st.find("open")) {
+      for (const Json& n : names->items())
+        if (exists(file_, n.str().c_str())) dataset(n.str());
+      return;
+    }
+    if (const Json* r = st.find("read")) {
+      Hid obj = open(r->str());
+      // A dataset of variants: its picking attribute says which (an
+      // attribute of another variant is not read).
+      const std::string by = schema_variant_by(kind_, r->str());
+      const std::string variant =
+          by.empty() ? ""
+                     : schema_variant(kind_, r->str(),
+                                      has_attr(obj, by.c_str()) ? read_attr_text(obj, by.c_str())
+                                                                : std::string());
+      for (const Json& a : st.at("attrs").items()) {
+        const std::string t = schema_attr_type(kind_, r->str(), a.str(), variant);
+        if (!t.empty() && has_attr(obj, a.str().c_str())) read_typed(obj, t, a.str());
+      }
+      return;
+    }
+    if (const Json* let = st.find("let")) {
+      std::uint64_t v = 0;
+      if (const Json* e = st.find("expr")) {
+        v = eval(e->str());
+      } else if (const Json* ref = st.find("attr")) {
+        const std::string& s = ref->str();
+        const size_t at = s.find('@');
+        Hid obj = open(s.substr(0, at));
+        const std::string name = s.substr(at + 1);
+        if (has_attr(obj, name.c_str()))
+          v = read_attr_u64(obj, name.c_str());
+        else if (const Json* d = st.find("default"))
+          v = eval(d->str());
+        else
+          return message();
+      } else {
+        std::int64_t x = 0;
+        if (!read_scalar_i64(file_, st.at("scalar").str().c_str(), &x)) return message();
+        v = static_cast<std::uint64_t>(x);
+      }
+      o_.vars[let->str()] = v;
+      return;
+    }
+    const std::string check = st.at("check").str();
+    if (check == "true") {
+      if (eval(st.at("expr").str()) == 0) message();
+    } else if (check == "exists") {
+      if (!exists(file_, st.at("of").str().c_str())) message();
+    } else if (check == "rank") {
+      Hid d = dataset(st.at("of").str());
+      if (dataset_shape(d).size() != static_cast<size_t>(st.at("rank").number())) message();
+    } else if (check == "shape") {
+      const std::string& name = st.at("of").str();
+      if (!exists(file_, name.c_str())) {
+        const Json* missing = st.find("missing");
+        o_.problem = missing ? missing->str() : st.at("message").str();
+        return;
+      }
+      Hid d = dataset(name);
+      const auto dims = dataset_shape(d);
+      const auto& want = st.at("shape").items();
+      bool ok = dims.size() == want.size();
+      for (size_t i = 0; ok && i < want.size(); ++i)
+        ok = want[i].str() == "*" || dims[i] == eval(want[i].str());
+      if (!ok) return message();
+      if (st.find("values")) {  // the values must read as float64
+        hsize_t count = 1;
+        for (const hsize_t x : dims)
+          count *= x;
+        std::vector<double> v(count);
+        if (count)
+          check_status(H5Dread(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()),
+                       "reading /" + name);
+      }
+    } else if (check == "attr") {
+      const std::string& s = st.at("attr").str();
+      const size_t at = s.find('@');
+      Hid obj = open(s.substr(0, at));
+      const std::string name = s.substr(at + 1);
+      if (has_attr(obj, name.c_str()) &&
+          read_attr_u64(obj, name.c_str()) != eval(st.at("equals").str()))
+        message();
+    } else if (check == "rising") {  // 0, strictly increasing, up to `to`
+      const std::string& name = st.at("of").str();
+      Hid d = dataset(name);
+      hsize_t count = 1;
+      for (const hsize_t x : dataset_shape(d))
+        count *= x;
+      std::vector<std::int64_t> at(count);
+      if (count)
+        check_status(H5Dread(d, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, at.data()),
+                     "reading /" + name);
+      bool rising = !at.empty() && at[0] == 0;
+      for (size_t i = 1; rising && i < at.size(); ++i)
+        rising = at[i] > at[i - 1];
+      if (!rising || static_cast<std::uint64_t>(at.back()) != eval(st.at("to").str())) message();
+    } else if (check == "offsets") {  // one more than the flags, up to `to`, non-decreasing
+      const auto& off = o_.offsets;
+      if (off.size() != o_.done.size() + 1 || off.back() != eval(st.at("to").str()) ||
+          !std::is_sorted(off.begin(), off.end()))
+        message();
+    } else if (check == "offsets_multiple") {
+      const std::uint64_t k = eval(st.at("of").str());
+      if (k == 0 || std::any_of(o_.offsets.begin(), o_.offsets.end(),
+                                [&](std::uint64_t x) { return x % k != 0; }))
+        message();
+    } else {
+      throw SchemaError("schema.json: unknown check \"" + check + "\"");
+    }
+  }
+
+  // /progress/done (and /progress/offsets, unless the kind has none), each
+  // read whole into a 1-D buffer: a scalar cannot be read so (exit 1), a
+  // shape with more values than its first dimension (K x 2, 2 x K) is not
+  // what tdsolve writes (INCONSISTENT; K x 1 reads as K). Binds chunks,
+  // finished (flags that are 1), complete (all are) and covered (the
+  // elements of the chunks flagged anything but 0, as readers always counted
+  // them). False when the checks end here.
+  bool read_progress() {
+    const Json* offsets = spec_.at("progress").find("offsets");
+    const bool with_offsets = !offsets || offsets->boolean();
+    std::vector<std::string> names = {"progress/done"};
+    if (with_offsets) names.push_back("progress/offsets");
+    std::vector<Hid> ds;
+    std::vector<std::vector<hsize_t>> shapes;
+    for (const std::string& n : names) {
+      ds.push_back(dataset(n));
+      shapes.push_back(dataset_shape(ds.back()));
+      if (shapes.back().empty()) throw InputError("'" + path_ + "': /" + n + " is a scalar");
+    }
+    for (size_t i = 0; i < names.size(); ++i) {
+      hsize_t values = 1;
+      for (const hsize_t x : shapes[i])
+        values *= x;
+      if (values != shapes[i][0]) {
+        if (o_.problem.empty()) o_.problem = "/" + names[i] + " is not 1-D";
+        return false;
+      }
+    }
+    o_.done.resize(shapes[0][0]);
+    check_status(H5Dread(ds[0], H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, o_.done.data()),
+                 "reading /progress/done");
+    if (with_offsets) {
+      o_.offsets.resize(shapes[1][0]);
+      check_status(
+          H5Dread(ds[1], H5T_NATIVE_UINT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, o_.offsets.data()),
+          "reading /progress/offsets");
+    }
+    std::uint64_t finished = 0, covered = 0;
+    for (size_t c = 0; c < o_.done.size(); ++c) {
+      finished += o_.done[c] == 1;
+      if (o_.done[c] && c + 1 < o_.offsets.size()) covered += o_.offsets[c + 1] - o_.offsets[c];
+    }
+    o_.vars["chunks"] = o_.done.size();
+    o_.vars["finished"] = finished;
+    o_.vars["complete"] = finished == o_.done.size();
+    o_.vars["covered"] = covered;
+    return true;
+  }
+
+  hid_t file_;
+  const std::string& path_;
+  std::string kind_;
+  const Json& spec_;
+  Outcome o_;
+};
+
+// --- what info shows of each kind (for show only: it changes no verdict) ---
+
+std::string text_attr(hid_t obj, const char* a) {
+  return has_attr(obj, a) ? read_attr_text(obj, a) : std::string("(not recorded)");
+}
+
+std::string dataset_line(hid_t file, const char* name) {
+  Hid d = dataset_handle(H5Dopen2(file, name, H5P_DEFAULT), std::string("H5Dopen /") + name);
+  return std::string("/") + name + " " + type_name(d) + shape_of(d);
+}
+
+// The lines of a consistent file of `kind` between its dataset and its
+// progress, from its records and the sizes its checks named.
+void show(hid_t file, const std::string& kind, const std::map<std::string, std::uint64_t>& v,
+          std::ostream& out) {
+  const auto at = [&](const char* name) {
+    const auto it = v.find(name);
+    return it == v.end() ? std::uint64_t(0) : it->second;
+  };
+  if (kind == "cross") {
+    out << "matrix:    " << at("rows") << " rows x " << at("cols") << " cols\n";
+  } else if (kind == "hist") {
+    Hid counts = dataset_handle(H5Dopen2(file, "counts", H5P_DEFAULT), "H5Dopen /counts");
+    out << "histogram: " << at("bins") << " bins";
+    if (has_attr(counts, "range_lo") && has_attr(counts, "range_hi"))
+      out << " over [" << number(read_attr_f64(counts, "range_lo")) << ", "
+          << number(read_attr_f64(counts, "range_hi")) << "]";
+    out << (has_attr(counts, "box") ? " (periodic box " + read_attr_text(counts, "box") + ")" : "")
+        << "\n";
+    const auto under = static_cast<std::int64_t>(at("under"));
+    const auto over = static_cast<std::int64_t>(at("over"));
+    out << "counts:    " << at("binned") - at("under") - at("over") << " in range, underflow "
+        << under << ", overflow " << over << " (of " << at("total") << " pairs)\n";
+    if (exists(file, "rdf")) {
+      Hid rdf = dataset_handle(H5Dopen2(file, "rdf", H5P_DEFAULT), "H5Dopen /rdf");
+      out << "rdf:       /rdf " << type_name(rdf) << shape_of(rdf) << attributes(rdf) << "\n";
+    } else {
+      out << "rdf:       none (written only with --box)\n";
+    }
+  } else if (kind == "knn") {
+    Hid d = dataset_handle(H5Dopen2(file, "distances", H5P_DEFAULT), "H5Dopen /distances");
+    out << "knn:       " << at("n") << " points, the " << at("K") << " nearest of each (metric "
+        << text_attr(d, "metric") << ", precision " << text_attr(d, "precision") << ")\n";
+    out << "indices:   " << dataset_line(file, "indices") << "\n";
+  } else if (kind == "radius" || kind == "collide") {
+    Hid pairs = dataset_handle(H5Dopen2(file, "pairs", H5P_DEFAULT), "H5Dopen /pairs");
+    if (kind == "collide")
+      out << "collide:   " << at("m") << " overlapping pairs (" << text_attr(pairs, "criterion")
+          << ") of " << at("n") << " spheres in "
+          << (has_attr(pairs, "dim") ? std::to_string(read_attr_u64(pairs, "dim")) : "?")
+          << "-D (of " << at("total") << " pairs; precision " << text_attr(pairs, "precision")
+          << ")\n";
+    else
+      out << "radius:    " << at("m") << " pairs within "
+          << (has_attr(pairs, "radius") ? number(read_attr_f64(pairs, "radius")) : "(not recorded)")
+          << " of " << at("n") << " points (of " << at("total") << " pairs; metric "
+          << text_attr(pairs, "metric") << ", precision " << text_attr(pairs, "precision") << ")\n";
+    out << "distances: " << dataset_line(file, "distances") << "\n";
+    if (kind == "collide") out << "count:     /count = " << std::int64_t(at("count")) << "\n";
+  } else if (kind == "triplet") {
+    Hid energy = dataset_handle(H5Dopen2(file, "energy", H5P_DEFAULT), "H5Dopen /energy");
+    out << "triplets:  " << at("n") << " points in 3-D, " << at("total")
+        << " triplets i<j<k (C(n,3))\n";
+    const auto length = [&](const char* a) {
+      if (!has_attr(energy, a)) return std::string("(not recorded)");
+      const double x = read_attr_f64(energy, a);
+      return std::isinf(x) ? std::string("none") : number(x);
+    };
+    // The potential's parameters, those the schema gives its variant of
+    // /energy (atm's nu and cutoffs, inf when not given; sw's, the columns of
+    // a LAMMPS .sw file), in its order.
+    const std::string potential = text_attr(energy, "potential");
+    std::string parameters;
+    for (const auto& [a, type] :
+         schema_variant_attrs(kind, "energy", schema_variant(kind, "energy", potential))) {
+      const bool cutoff = a.rfind("cutoff", 0) == 0;
+      const std::string v = cutoff                        ? length(a.c_str())
+                            : has_attr(energy, a.c_str()) ? number(read_attr_f64(energy, a.c_str()))
+                                                          : std::string("(not recorded)");
+      parameters += (parameters.empty() ? "" : ", ") + a + " " + v;
+    }
+    out << "potential: " << potential << " (" << parameters << "), precision "
+        << text_attr(energy, "precision") << ", block "
+        << (has_attr(energy, "block") ? std::to_string(read_attr_u64(energy, "block"))
+                                      : "(not recorded)")
+        << "\n";
+    if (has_attr(energy, "formula"))
+      out << "formula:   " << read_attr_text(energy, "formula") << "\n";
+    out << "datasets:  /energy " << type_name(energy) << shape_of(energy);
+    for (const char* b : {"energy_per_point", "forces", "progress/sums"})
+      out << ", " << dataset_line(file, b);
+    out << "\n";
+    if (exists(file, "triplet_energy")) {
+      Hid values =
+          dataset_handle(H5Dopen2(file, "triplet_energy", H5P_DEFAULT), "H5Dopen /triplet_energy");
+      out << "stored:    /triplet_energy " << type_name(values) << shape_of(values)
+          << attributes(values) << "\n";
+    } else {
+      out << "stored:    no triplet energies (tdsolve triplet --store-triplets writes "
+             "/triplet_energy)\n";
+    }
+  } else if (kind == "fractal") {
+    Hid states = dataset_handle(H5Dopen2(file, "states", H5P_DEFAULT), "H5Dopen /states");
+    out << "fractal:   " << text_attr(states, "shape") << " (table " << text_attr(states, "table")
+        << "): s = " << at("s") << ", k = " << at("k") << " replicas, level " << at("level") << ": "
+        << at("side") << " x " << at("side") << " embedding, " << at("cells") << " cells\n";
+    out << "rule:      " << text_attr(states, "rule") << ", init " << text_attr(states, "init")
+        << "\n";
+    out << "strategy:  layout " << text_attr(states, "layout") << ", map "
+        << text_attr(states, "map") << ", rho "
+        << (has_attr(states, "rho") ? std::to_string(read_attr_u64(states, "rho"))
+                                    : "(not recorded)")
+        << "\n";
+    const std::uint64_t rows = at("rows");
+    Hid steps = dataset_handle(H5Dopen2(file, "steps", H5P_DEFAULT), "H5Dopen /steps");
+    std::vector<std::int64_t> s(rows);
+    check_status(H5Dread(steps, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, s.data()),
+                 "reading /steps");
+    out << "steps:     " << at("steps") << ", " << rows << " snapshots (steps " << s[0];
+    for (size_t i = 1; i < s.size() && i < 6; ++i)
+      out << ", " << s[i];
+    out << (s.size() > 6 ? ", ..., " + std::to_string(s.back()) : std::string()) << ")\n";
+  }
+}
+
+// The last line before "complete" or "INCOMPLETE", where a kind has one.
+void show_end(hid_t file, const std::string& kind, bool complete, std::ostream& out) {
+  if (kind == "triplet") {
+    if (complete)
+      print_energy(file, out);
+    else
+      out << "energy:    not yet: /energy, /energy_per_point and /forces are written when every "
+             "chunk is done\n";
+  } else if (kind == "fractal" && complete) {
+    // The live cells at the last step: a value that cannot be read changes no verdict.
     std::int64_t last = 0;
     Hid live(H5Dopen2(file, "live", H5P_DEFAULT), H5Dclose);
     Hid space(live.valid() ? H5Dget_space(live) : H5I_INVALID_HID, H5Sclose);
@@ -593,12 +727,7 @@ int describe_fractal(hid_t file, std::ostream& out) {
         H5Dread(live, H5T_NATIVE_INT64, mem, space, H5P_DEFAULT, &last) >= 0)
       out << "live:      " << last << " cells at the last step\n";
     H5Eclear2(H5E_DEFAULT);
-    out << "progress:  complete (" << complete << " of " << done.size() << " snapshots)\n";
-    return kInfoComplete;
   }
-  out << "progress:  INCOMPLETE: " << complete << " of " << done.size()
-      << " snapshots written; missing snapshots " << missing_ranges(done) << "\n";
-  return kInfoIncomplete;
 }
 
 // One file: what it holds and whether it is complete. *command: the
@@ -627,171 +756,74 @@ int describe_file(const std::string& path, std::ostream& out, std::string* comma
   }
   out << "input:     " << root_attr(file, "input") << "\n";
   if (has_attr(file, "with")) out << "with:      " << read_attr_string(file, "with") << "\n";
-  // tdsolve fractal: its own records (no /progress/offsets).
-  if (exists(file, "states")) return describe_fractal(file, out);
 
-  const bool has_progress =
-      exists(file, "progress") && exists(file, "progress/done") && exists(file, "progress/offsets");
-  // The result dataset is the one /progress names: /distances (edm, cross),
-  // /counts (hist), /triplet_energy or "" (triplet: /energy and its kin).
-  std::string name = "distances";
-  if (has_progress) {
-    Hid progress = group_handle(H5Gopen2(file, "progress", H5P_DEFAULT), "H5Gopen /progress");
-    try {
-      if (has_attr(progress, "dataset")) name = read_attr_text(progress, "dataset");
-    } catch (const AttrShapeError& e) {
-      out << "progress:  INCONSISTENT: " << one_line(e.what()) << "\n";
-      return kInfoIncomplete;
-    }
-    if (!name.empty() && name[0] == '/') name.erase(0, 1);
-  }
-  H5Eclear2(H5E_DEFAULT);
-  // `tdsolve knn --radius` and `collide`: /pairs, and /progress names
-  // nothing (no /energy).
-  const bool radius =
-      has_progress && name.empty() && exists(file, "pairs") && !exists(file, "energy");
-  const bool triplet = has_progress && !radius && (name.empty() || name == "triplet_energy");
-  if (!has_progress ||
-      (radius    ? false
-       : triplet ? !exists(file, "energy")
-                 : (name != "distances" && name != "counts") || !exists(file, name.c_str()))) {
-    out << "status:    not a tdsolve result (no /distances, /counts, /pairs or /energy with "
-           "/progress)\n";
+  const auto inconsistent = [&](const std::string& why) {
+    out << "progress:  INCONSISTENT: " << one_line(why) << "\n";
     return kInfoIncomplete;
-  }
-  if (radius) name = "pairs";
-  const bool has_points = exists(file, "points");
-  Hid values;
-  std::vector<hsize_t> len;
-  Kind kind = Kind::triplet;
-  if (!triplet) {
-    values = dataset_handle(H5Dopen2(file, name.c_str(), H5P_DEFAULT), "H5Dopen /" + name);
-    len = dataset_shape(values);
-    kind = radius                 ? Kind::radius
-           : name == "counts"     ? Kind::hist
-           : is_knn(file, values) ? Kind::knn
-           : len.size() == 2      ? Kind::cross
-                                  : Kind::edm;
-    out << "dataset:   /" << name << " " << type_name(values) << shape_of(values)
-        << attributes(values) << "\n";
-  }
-  if (has_points) {
-    Hid points = dataset_handle(H5Dopen2(file, "points", H5P_DEFAULT), "H5Dopen /points");
-    out << "points:    /points " << type_name(points) << shape_of(points) << "\n";
-  }
-
-  // The file is complete only if its own records agree with each other.
-  std::string problem;
-  // What the chunks cover: pairs (edm, hist) or matrix entries (cross).
-  std::uint64_t total = 0, binned = 0;
-  std::uint64_t row = 0;  // kNN: K, the values of one row (every offset is a multiple)
-  const char* unit = "pairs";
+  };
   // An attribute of the wrong shape (an array where one value belongs) makes
   // the records disagree: INCONSISTENT, as the Python package says too.
   try {
-    if (kind == Kind::edm) {
-      const std::uint64_t n = has_attr(values, "n") ? read_attr_u64(values, "n") : 0;
-      total = len.size() == 1 ? len[0] : 0;
-      if (len.size() != 1)
-        problem = "/distances is not 1-D";
-      else if (len[0] != mapping::pair_count(n))
-        problem = "/distances length is not C(n,2)";
-    } else if (kind == Kind::cross) {
-      unit = "values";
-      total = len[0] * len[1];
-      out << "matrix:    " << len[0] << " rows x " << len[1] << " cols\n";
-      if ((has_attr(values, "rows") && read_attr_u64(values, "rows") != len[0]) ||
-          (has_attr(values, "cols") && read_attr_u64(values, "cols") != len[1]))
-        problem = "/distances is not rows x cols";
-    } else if (kind == Kind::hist) {
-      describe_hist(file, values, out, &problem, &total, &binned);
-    } else if (kind == Kind::knn) {
-      unit = "values";
-      describe_knn(file, values, out, &problem, &total, &row);
-    } else if (kind == Kind::radius) {
-      describe_radius(file, values, out, &problem, &total);
-    } else {
-      unit = "triplets";
-      describe_triplet(file, name, out, &problem, &total);
+    // What the file says it is; only files without a `kind` are told by
+    // their datasets, then checked alike.
+    const Recorded rec = read_recorded(file, path);
+    if (!rec.problem.empty()) return inconsistent(rec.problem);
+    std::string why;
+    const std::string guessed = guess_kind(file, &why);
+    if (!rec.has && guessed.empty()) {
+      out << "status:    " << why << "\n";
+      return kInfoIncomplete;
     }
-    // Newer files record how many elements the chunks cover.
-    Hid progress = group_handle(H5Gopen2(file, "progress", H5P_DEFAULT), "H5Gopen /progress");
-    if (problem.empty() && has_attr(progress, "elements") &&
-        read_attr_u64(progress, "elements") != total)
-      problem = std::string("the `elements` attribute of /progress is not the ") + unit +
-                " the chunks cover";
+    const std::string kind = rec.has ? rec.kind : guessed;
+    if (rec.has)
+      out << "kind:      " << kind << " (schema_version " << rec.version << ")\n";
+    else
+      out << "kind:      " << kind
+          << " (not recorded: a file of an older tdsolve, known by its datasets)\n";
+    if (rec.has && guessed != rec.kind) return inconsistent(contradiction(file, kind, guessed));
+
+    const Json& spec = *schema_kind(kind);
+    if (kind != "triplet") {  // triplet: /energy and its kin, shown with the checks
+      const std::string result = spec.at("result").str();
+      Hid values =
+          dataset_handle(H5Dopen2(file, result.c_str(), H5P_DEFAULT), "H5Dopen /" + result);
+      out << "dataset:   /" << result << " " << type_name(values) << shape_of(values)
+          << attributes(values) << "\n";
+    }
+    if (kind != "fractal" && exists(file, "points")) {
+      Hid points = dataset_handle(H5Dopen2(file, "points", H5P_DEFAULT), "H5Dopen /points");
+      out << "points:    /points " << type_name(points) << shape_of(points) << "\n";
+    }
+
+    const Outcome o = Checker(file, path, kind).run();
+    if (!o.problem.empty()) return inconsistent(o.problem);
+    try {
+      show(file, kind, o.vars, out);
+    } catch (const H5Error&) {  // for show only: the checks have read what it reads
+      H5Eclear2(H5E_DEFAULT);
+    }
+    const Json& progress = spec.at("progress");
+    const std::string chunk = progress.at("chunk").str();
+    const std::uint64_t chunks = o.vars.at("chunks"), finished = o.vars.at("finished");
+    const bool complete = finished == chunks;
+    show_end(file, kind, complete, out);
+    if (complete) {
+      out << "progress:  complete (" << finished << " of " << chunks << " " << chunk << "s)\n";
+      return kInfoComplete;
+    }
+    out << "progress:  INCOMPLETE: " << finished << " of " << chunks << " " << chunk << "s written";
+    if (const Json* unit = progress.find("unit")) {
+      const std::uint64_t total = o.vars.count("total") ? o.vars.at("total") : 0;
+      char pct[32];
+      std::snprintf(pct, sizeof pct, "%.1f",
+                    total ? 100.0 * double(o.vars.at("covered")) / double(total) : 0.0);
+      out << " (" << pct << "% of " << unit->str() << ")";
+    }
+    out << "; missing " << chunk << "s " << missing_ranges(o.done) << "\n";
+    return kInfoIncomplete;
   } catch (const AttrShapeError& e) {
-    out << "progress:  INCONSISTENT: " << one_line(e.what()) << "\n";
-    return kInfoIncomplete;
+    return inconsistent(e.what());
   }
-
-  Hid done_ds =
-      dataset_handle(H5Dopen2(file, "progress/done", H5P_DEFAULT), "H5Dopen /progress/done");
-  Hid off_ds =
-      dataset_handle(H5Dopen2(file, "progress/offsets", H5P_DEFAULT), "H5Dopen /progress/offsets");
-  const auto chunks = dataset_shape(done_ds), offs = dataset_shape(off_ds);
-  // Read whole into 1-D buffers: a shape with more values than its first
-  // dimension (K × 2, 2 × K) is not what tdsolve writes (K × 1 reads as K).
-  const auto flat = [](const std::vector<hsize_t>& d) {
-    hsize_t p = 1;
-    for (const hsize_t x : d)
-      p *= x;
-    return !d.empty() && p == d[0];
-  };
-  if (chunks.empty() || offs.empty())
-    throw InputError("'" + path + "': /progress/done or /progress/offsets is a scalar");
-  if (!flat(chunks) || !flat(offs)) {
-    out << "progress:  INCONSISTENT: /progress/done and /progress/offsets are not 1-D\n";
-    return kInfoIncomplete;
-  }
-  std::vector<unsigned char> done(chunks[0]);
-  std::vector<std::uint64_t> offsets(offs[0]);
-  check_status(H5Dread(done_ds, H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, done.data()),
-               "reading /progress/done");
-  check_status(H5Dread(off_ds, H5T_NATIVE_UINT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, offsets.data()),
-               "reading /progress/offsets");
-
-  if (problem.empty() &&
-      (offsets.size() != done.size() + 1 || offsets.empty() || offsets.back() != total ||
-       !std::is_sorted(offsets.begin(), offsets.end())))
-    problem = std::string("/progress/offsets does not cover ") +
-              (kind == Kind::hist || kind == Kind::radius ? "the C(n,2) pairs"
-               : kind == Kind::triplet                    ? "the C(n,3) triplets"
-                                                          : "/distances");
-  if (problem.empty() && kind == Kind::knn &&
-      std::any_of(offsets.begin(), offsets.end(), [&](std::uint64_t o) { return o % row != 0; }))
-    problem = "/progress/offsets are not whole rows of /distances (multiples of K)";
-
-  const size_t complete = static_cast<size_t>(std::count(done.begin(), done.end(), 1));
-  std::uint64_t pairs_done = 0;
-  for (size_t c = 0; c < done.size() && c + 1 < offsets.size(); ++c)
-    if (done[c]) pairs_done += offsets[c + 1] - offsets[c];
-  // A finished histogram accounts for every pair.
-  if (problem.empty() && kind == Kind::hist && complete == done.size() && binned != total)
-    problem = "counts + underflow + overflow is not C(n,2)";
-  if (!problem.empty()) {
-    out << "progress:  INCONSISTENT: " << problem << "\n";
-    return kInfoIncomplete;
-  }
-  if (complete == done.size()) {
-    if (kind == Kind::triplet) print_energy(file, out);
-    out << "progress:  complete (" << complete << " of " << done.size() << " chunks)\n";
-    return kInfoComplete;
-  }
-  // A stopped histogram's counts cover exactly its finished chunks.
-  if (kind == Kind::hist && complete > 0 && binned != pairs_done) {
-    out << "progress:  INCONSISTENT: counts + underflow + overflow do not match the finished "
-           "chunks\n";
-    return kInfoIncomplete;
-  }
-  if (kind == Kind::triplet)
-    out << "energy:    not yet: /energy, /energy_per_point and /forces are written when every "
-           "chunk is done\n";
-  char pct[32];
-  std::snprintf(pct, sizeof pct, "%.1f", total ? 100.0 * pairs_done / total : 0.0);
-  out << "progress:  INCOMPLETE: " << complete << " of " << done.size() << " chunks written ("
-      << pct << "% of " << unit << "); missing chunks " << missing_ranges(done) << "\n";
-  return kInfoIncomplete;
 }
 
 }  // namespace

@@ -7,14 +7,13 @@
 
 namespace tdsolve::io {
 
-// Exit codes: 0 complete, 3 readable but incomplete (or not a tdsolve
-// result); throws InputError when the file cannot be read at all.
+// Exit codes: 0 complete, 3 readable but incomplete, inconsistent or not a
+// tdsolve result; throws InputError when the file cannot be read at all (or
+// was written by a newer tdsolve). A file's `kind` (or, in files written
+// before they recorded one, its datasets) picks its checks from the schema
+// (io/schema.hpp).
 constexpr int kInfoComplete = 0;
 constexpr int kInfoIncomplete = 3;
-
-// int64 limbs of each exact sum in a triplet file's /progress/sums (4n+1
-// rows): kExactLimbs of solver/exact_sum.hpp, which io/ may not include.
-constexpr std::uint64_t kTripletSumLimbs = 69;
 
 int describe_result(const std::string& path, std::ostream& out);
 

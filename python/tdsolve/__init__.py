@@ -35,6 +35,7 @@
         r.count, r.pairs, r.distances, r.dim # m; int64[m, 2] (i < j, sorted); centre distances [m]
 
     tdsolve.check("d.h5").exit_code          # 0, 3 or 1: as `tdsolve info d.h5`
+    tdsolve.validate("d.h5")                 # [] when the file is exactly what schema.json says of its kind
 
 `python3 -m tdsolve FILE.h5` prints the verdict and exits as `tdsolve info`;
 `python3 -m tdsolve png FILE.h5 OUT.png [--snapshot I]` draws a fractal's snapshot.
@@ -44,10 +45,12 @@ from ._result import (CollideResult, CrossResult, EdmResult, HistResult, Incompl
 from ._fractal import FractalMaps, FractalResult, fractal_presets, parse_table
 from ._verdict import (COMPLETE, INCOMPLETE, INCONSISTENT, NOT_A_RESULT, UNREADABLE, Verdict, check,
                        pair_count, triplet_count)
+from ._validate import validate
+from ._schema import SCHEMA, SCHEMA_VERSION
 
 __version__ = "0.1.0"
 
-__all__ = ["open", "check", "Verdict", "Result", "EdmResult", "CrossResult", "HistResult", "TripletResult",
+__all__ = ["open", "check", "validate", "SCHEMA", "SCHEMA_VERSION", "Verdict", "Result", "EdmResult", "CrossResult", "HistResult", "TripletResult",
            "KnnResult", "PairsResult", "CollideResult", "FractalResult", "FractalMaps", "fractal_presets", "parse_table",
            "IncompleteResult", "UnreadableResult", "pair_index", "pair_count", "triplet_index", "triplet_count",
            "COMPLETE", "INCOMPLETE", "INCONSISTENT", "NOT_A_RESULT", "UNREADABLE"]

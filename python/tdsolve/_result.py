@@ -4,7 +4,7 @@ import os
 
 import numpy as np
 
-from . import _verdict
+from . import _schema, _verdict
 from ._read import RunReader
 
 
@@ -654,11 +654,13 @@ class TripletResult(Result):
             raise IncompleteResult(f"{self.path}: /energy has no single `n` attribute", verdict)
         self.k = scalar("k", int)
         self.potential = _text(a["potential"]) if "potential" in a else None
-        self.nu = scalar("nu", float)
-        self.cutoff = scalar("cutoff", float)
-        self.cutoff_triple = scalar("cutoff_triple", float)
-        names = _verdict.SW_PARAMETERS if self.potential == "sw" else ("nu", "cutoff", "cutoff_triple")
+        # The potential's parameters: those the schema gives its variant of /energy (atm's when it names
+        # none the schema knows, as readers always took it); another potential's are not read.
+        names = _schema.variant_attrs("triplet", "energy", _schema.variant("triplet", "energy", self.potential))
         self.parameters = {p: scalar(p, float) for p in names}
+        self.nu = self.parameters.get("nu")
+        self.cutoff = self.parameters.get("cutoff")
+        self.cutoff_triple = self.parameters.get("cutoff_triple")
         self.triplets = scalar("triplets", int)
         if self.triplets is None:
             self.triplets = _verdict.triplet_count(self.n)

@@ -1,27 +1,35 @@
 """Is a tdsolve result file complete? The rules of `tdsolve info`.
 
-This is a port of io/info.cpp (describe_result, describe_file,
-describe_hist, describe_triplet, describe_knn, describe_radius (and collide), describe_fractal), check for check and in
-the same order, so that for any file `tdsolve.check(path).exit_code` is the
-exit status of `tdsolve info path`:
+A file says what it is: its root attributes `kind` and `schema_version`
+pick its description in schema.json (the package ships it; the C++ build
+embeds the same file), whose checks, run in their order, decide the
+verdict. Files written before files said so are told by their datasets
+(_guess, as io/info.cpp guess_kind) and then checked alike. The checks'
+vocabulary (what "shape", "offsets", ... mean) is carried out here and, for
+`tdsolve info`, in io/info.cpp (Checker), step for step, so that for any
+file `tdsolve.check(path).exit_code` is the exit status of
+`tdsolve info path`:
 
     0  complete
     3  incomplete, inconsistent (its records disagree), or not a tdsolve result
-    1  unreadable (no such file, not HDF5, truncated, or a read that fails)
+    1  unreadable (no such file, not HDF5, truncated, a read that fails, or
+       written by a newer tdsolve: a schema_version or kind this one does not know)
 
 Where `tdsolve info` reads a record with HDF5's type conversion (an integer
 attribute read as uint64, /progress/done as uint8, ...) so does this, through
 h5py's low-level API and the same libhdf5, so conversions agree.
 
-An attribute info.cpp reads as one number or string that holds an array
-(or, for a number, no value at all), and a /progress dataset with more
-values than its first dimension make the file inconsistent, in both.
+An attribute read as one number or string that holds an array (or, for a
+number, no value at all), and a /progress dataset with more values than its
+first dimension make the file inconsistent, in both, with the same words.
 """
 import os
 
 import h5py
 import numpy as np
 from h5py import h5a, h5s, h5t
+
+from . import _schema
 
 COMPLETE = "complete"
 INCOMPLETE = "incomplete"
@@ -32,7 +40,6 @@ UNREADABLE = "unreadable"
 EXIT_CODES = {COMPLETE: 0, INCOMPLETE: 3, INCONSISTENT: 3, NOT_A_RESULT: 3, UNREADABLE: 1}
 
 _M64 = 1 << 64  # info.cpp counts in uint64 and wraps
-TRIPLET_SUM_LIMBS = 69  # int64 limbs per exact sum in /progress/sums (io/info.hpp kTripletSumLimbs)
 
 
 def pair_count(n):
@@ -52,17 +59,20 @@ class Verdict:
     "unreadable"; exit_code: info's exit status (0, 3 or 1); message: one
     line; path: the path asked about; file: the file actually read (path, or
     path + ".partial" when only that exists); kind: "edm", "cross", "hist",
-    "triplet", "fractal", "knn", "radius", "collide" or None; dataset: the dataset whose
+    "triplet", "fractal", "knn", "radius", "collide" or None; schema_version:
+    the root's `schema_version` (None in files written before files recorded
+    their kind); dataset: the dataset whose
     attributes describe the result ("distances", "counts", "energy" for
     triplets, "states" for fractals, "pairs" for radius and collide files); chunks, chunks_done: from /progress (None when
     not read; a fractal file's chunks are its snapshots)."""
 
-    __slots__ = ("status", "message", "path", "file", "kind", "dataset", "chunks", "chunks_done", "_done",
-                 "_offsets")
+    __slots__ = ("status", "message", "path", "file", "kind", "schema_version", "dataset", "chunks", "chunks_done",
+                 "_done", "_offsets")
 
-    def __init__(self, status, message, path, file, kind=None, dataset=None, done=None, offsets=None):
+    def __init__(self, status, message, path, file, kind=None, dataset=None, done=None, offsets=None,
+                 schema_version=None):
         self.status, self.message, self.path, self.file = status, message, path, file
-        self.kind, self.dataset = kind, dataset
+        self.kind, self.dataset, self.schema_version = kind, dataset, schema_version
         self._done, self._offsets = done, offsets
         self.chunks = None if done is None else len(done)
         self.chunks_done = None if done is None else int(np.count_nonzero(done == 1))
@@ -87,7 +97,8 @@ class _Unreadable(Exception):
 
 
 class _Inconsistent(Exception):
-    """Where info.cpp has undefined behaviour; we call the file inconsistent."""
+    """Where info.cpp throws AttrShapeError (an attribute of several values
+    where one belongs); the message is info's."""
 
 
 # --- HDF5 primitives, as io/h5.cpp and io/info.cpp use them ---------------
@@ -130,14 +141,14 @@ def _elements(shape):
     return 0 if shape is None else int(np.prod(shape, dtype=np.int64))
 
 
-def _attr_number(obj, name, mtype, dtype):
+def _attr_number(obj, name, mtype, dtype, wrong):
     """read_attr_u64 / read_attr_f64: an attribute of exactly one element
     reads as that, HDF5 converting (or failing: exit 1); of none or of more,
-    info.cpp refuses it (AttrShapeError: inconsistent)."""
+    info.cpp refuses it (AttrShapeError: inconsistent, `wrong` its words)."""
     aid = h5a.open(obj.id, name.encode())
     count = _elements(aid.shape)
     if count != 1:
-        raise _Inconsistent(f"attribute `{name}` of {obj.name} is not a single value")
+        raise _Inconsistent(wrong(count))
     v = np.zeros(aid.shape if aid.shape is not None else (), dtype=dtype)
     try:
         aid.read(v, mtype=mtype)
@@ -147,25 +158,36 @@ def _attr_number(obj, name, mtype, dtype):
 
 
 def _attr_u64(obj, name):
-    return int(_attr_number(obj, name, h5t.NATIVE_UINT64, np.uint64))
+    return int(_attr_number(obj, name, h5t.NATIVE_UINT64, np.uint64,
+                            lambda count: f"attribute '{name}' holds {count} values, not one"))
 
 
 def _attr_f64(obj, name):
-    return float(_attr_number(obj, name, h5t.NATIVE_DOUBLE, np.float64))
+    return float(_attr_number(obj, name, h5t.NATIVE_DOUBLE, np.float64,
+                              lambda count: f"attribute '{name}' does not hold one value"))
 
 
 def _attr_string(obj, name):
-    """read_attr_string: "(not a string)" for a number."""
+    """read_attr_text: "(not a string)" for a number."""
     aid = h5a.open(obj.id, name.encode())
     if aid.get_type().get_class() != h5t.STRING:
         return "(not a string)"
     count = _elements(aid.shape)
     if count > 1:
-        raise _Inconsistent(f"attribute `{name}` of {obj.name} is not a single value")
+        raise _Inconsistent(f"attribute '{name}' does not hold one value")
     if count == 0:
         return ""
     v = np.asarray(obj.attrs[name], dtype=object).reshape(-1)[0]
     return v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)
+
+
+def _one_of_class(obj, name, cls):
+    """Whether attribute `name` holds one value of HDF5 class `cls` (info.cpp one_of_class)."""
+    try:
+        aid = h5a.open(obj.id, name.encode())
+        return aid.get_type().get_class() == cls and _elements(aid.shape) == 1
+    except Exception:
+        return False
 
 
 def _read_all(ds, mtype, dtype):
@@ -185,30 +207,6 @@ def _read_all(ds, mtype, dtype):
 def _dims(ds):
     """dataset_shape(): () for a scalar or null dataspace."""
     return tuple(ds.shape) if ds.shape is not None else ()
-
-
-def _progress_length(ds):
-    """/progress/done or /offsets as info.cpp reads it: every element into a
-    vector of dims[0] values. A scalar has no buffer there (its H5Dread
-    fails: exit 1); more elements than dims[0] (a 2-D array) overflow it
-    (undefined: inconsistent here); trailing dimensions of 1 read as 1-D."""
-    dims = _dims(ds)
-    if len(dims) == 0 and ds.shape is not None:
-        raise _Unreadable(f"reading {ds.name}: a scalar, not a list (no output buffer)")
-    n0 = dims[0] if dims else 0
-    if _elements(ds.shape) > n0:
-        raise _Inconsistent(f"{ds.name} is not 1-D")
-    return n0
-
-
-def _progress_values(ds, n0, mtype, dtype):
-    values = _read_all(ds, mtype, dtype).reshape(-1)
-    out = np.zeros(n0, dtype=dtype)
-    out[:len(values)] = values
-    return out
-
-
-# --- the checks -----------------------------------------------------------
 
 
 def _missing_ranges(done):
@@ -241,356 +239,316 @@ def _scalar_i64(f, name):
     return int(_read_all(ds, h5t.NATIVE_INT64, np.int64)[()])
 
 
-def _describe_hist(f, counts, dims):
-    """(problem, total, binned) as describe_hist."""
-    n = _attr_u64(counts, "n") if _has_attr(counts, "n") else 0
-    total = pair_count(n)
-    if len(dims) != 1:
-        return "/counts is not 1-D", total, 0
-    bins = dims[0]
-    if _has_attr(counts, "bins") and _attr_u64(counts, "bins") != bins:
-        return "/counts does not have `bins` values", total, 0
-    if _has_attr(counts, "pairs") and _attr_u64(counts, "pairs") != total:
-        return "the `pairs` attribute is not C(n,2)", total, 0
-    if _has_attr(counts, "range_lo") and _has_attr(counts, "range_hi"):
-        _attr_f64(counts, "range_lo")
-        _attr_f64(counts, "range_hi")
-    if _has_attr(counts, "box"):
-        _attr_string(counts, "box")
-    edges = None
-    if _exists(f, "edges"):
-        e = _dataset(f, "edges")
-        if _dims(e) == (bins + 1,):
-            edges = _read_all(e, h5t.NATIVE_DOUBLE, np.float64)
-    if edges is None:
-        return "/edges does not hold bins+1 values", total, 0
-
-    under = _scalar_i64(f, "underflow")
-    over = _scalar_i64(f, "overflow") if under is not None else None
-    if under is None or over is None:
-        return "no scalar /underflow and /overflow", total, 0
-    values = _read_all(counts, h5t.NATIVE_INT64, np.int64)
-    binned = (int(values.view(np.uint64).sum(dtype=np.uint64)) + under + over) % _M64
-    if _exists(f, "rdf"):
-        _dataset(f, "rdf")
-    return None, total, binned
+def _strip(name):
+    return name[1:] if name.startswith("/") else name
 
 
-# `tdsolve triplet --potential sw`: its parameters, as /energy's attributes name them
-SW_PARAMETERS = ("epsilon", "sigma", "a", "lambda", "gamma", "costheta0")
+# --- what the file says it is ----------------------------------------------
 
 
-def _describe_triplet(f, name):
-    """(problem, total) as describe_triplet: name is what /progress names
-    ("" or "triplet_energy")."""
-    energy = _dataset(f, "energy")
-    if not _has_attr(energy, "n"):
-        return "/energy has no `n` attribute", 0
-    n = _attr_u64(energy, "n")
-    total = triplet_count(n)
-    if _dims(energy) != ():
-        return "/energy is not a scalar", total
-    if _has_attr(energy, "k") and _attr_u64(energy, "k") != 3:
-        return "the `k` attribute of /energy is not 3", total
-    if _has_attr(energy, "triplets") and _attr_u64(energy, "triplets") != total:
-        return "the `triplets` attribute is not C(n,3)", total
-    # the potential, read in info's order (only what can fail matters): sw's
-    # parameters (the columns of a LAMMPS .sw file) or atm's
-    potential = _attr_string(energy, "potential") if _has_attr(energy, "potential") else None
-    params = SW_PARAMETERS if potential == "sw" else ("nu", "cutoff", "cutoff_triple")
-    for a, read in ([(p, _attr_f64) for p in params]
-                    + [("precision", _attr_string), ("block", _attr_u64), ("formula", _attr_string)]):
-        if _has_attr(energy, a):
-            read(energy, a)
-    beside = (("energy_per_point", (n,), "/energy_per_point does not hold n values"),
-              ("forces", (n, 3), "/forces is not n x 3"),
-              ("progress/sums", ((4 * n + 1) % _M64, TRIPLET_SUM_LIMBS),
-               f"/progress/sums is not (4n+1) x {TRIPLET_SUM_LIMBS}"))
-    shapes = [_dims(_dataset(f, b)) if _exists(f, b) else None for b, _, _ in beside]
-    for (b, want, wrong), got in zip(beside, shapes):
-        if got is None:
-            return f"no /{b}", total
-        if got != want:
-            return wrong, total
-    stored = _exists(f, "triplet_energy")
-    if name == "":
-        return ("/triplet_energy is there, but /progress does not name it" if stored else None), total
-    if not stored:
-        return "/progress names /triplet_energy, which is missing", total
-    values = _dataset(f, "triplet_energy")
-    dims = _dims(values)
-    if len(dims) != 1 or dims[0] != total:
-        return "/triplet_energy length is not C(n,3)", total
-    if _has_attr(values, "n") and _attr_u64(values, "n") != n:
-        return "the `n` attribute of /triplet_energy is not /energy's", total
-    return None, total
+def _recorded(f, file):
+    """(has, kind, version, problem) as info.cpp read_recorded: the root's
+    `kind` and `schema_version`. A newer schema_version, or a kind this
+    package does not know, is a file it cannot read (_Unreadable)."""
+    has_kind, has_version = _has_attr(f, "kind"), _has_attr(f, "schema_version")
+    if not has_kind and not has_version:
+        return False, None, None, None
+    if not has_version:
+        return True, None, None, "the root has a `kind` attribute but no `schema_version`"
+    if not _one_of_class(f, "schema_version", h5t.INTEGER):
+        return True, None, None, "the root's `schema_version` attribute is not one integer"
+    version = _attr_u64(f, "schema_version")
+    if version == 0:
+        return True, None, version, "the root's `schema_version` attribute is 0 (versions start at 1)"
+    if version > _schema.SCHEMA_VERSION:
+        raise _Unreadable(f"'{file}' was written by a newer tdsolve: its schema_version is {version}, this "
+                          f"tdsolve reads files up to {_schema.SCHEMA_VERSION}")
+    if not has_kind:
+        return True, None, version, "the root has a `schema_version` attribute but no `kind`"
+    if not _one_of_class(f, "kind", h5t.STRING):
+        return True, None, version, "the root's `kind` attribute is not one string"
+    kind = _attr_string(f, "kind")
+    if _schema.kind_spec(kind) is None:
+        raise _Unreadable(f"'{file}' says it is of kind '{kind}', which this tdsolve (schema_version "
+                          f"{_schema.SCHEMA_VERSION}) does not know: written by a newer tdsolve?")
+    return True, kind, version, None
 
 
 def _is_knn(f, values):
     """is_knn: /indices beside /distances, or a `layout` attribute that is one string, "knn"."""
     if _exists(f, "indices"):
         return True
-    if not _has_attr(values, "layout"):
-        return False
-    try:
-        aid = h5a.open(values.id, b"layout")
-        if aid.get_type().get_class() != h5t.STRING or _elements(aid.shape) != 1:
-            return False
-    except Exception:
+    if not _has_attr(values, "layout") or not _one_of_class(values, "layout", h5t.STRING):
         return False
     return _attr_string(values, "layout") == "knn"
 
 
-def _describe_knn(f, values, dims):
-    """(problem, total, row) as describe_knn: total n*K, row K."""
-    if len(dims) != 2:
-        return "/distances is not 2-D", 0, 0
-    for a in ("n", "neighbors"):
-        if not _has_attr(values, a):
-            return f"/distances has no `{a}` attribute", 0, 0
-    n, k = _attr_u64(values, "n"), _attr_u64(values, "neighbors")
-    total = (n * k) % _M64
-    for a in ("metric", "precision"):
-        if _has_attr(values, a):
-            _attr_string(values, a)
-    if dims != (n, k):
-        return "/distances is not n x K", total, k
-    if k < 1 or k >= n:
-        return "the `neighbors` attribute is not in 1..n-1", total, k
-    if not _exists(f, "indices"):
-        return "no /indices", total, k
-    indices = _dataset(f, "indices")
-    if _dims(indices) != dims:
-        return "/indices is not n x K", total, k
-    if ((_has_attr(indices, "n") and _attr_u64(indices, "n") != n)
-            or (_has_attr(indices, "neighbors") and _attr_u64(indices, "neighbors") != k)):
-        return "the `n` or `neighbors` attribute of /indices is not that of /distances", total, k
-    return None, total, k
-
-
-def _describe_radius(f, pairs, dims):
-    """(problem, total) as describe_radius: total C(n,2). A collide file
-    (/pairs with a `criterion`) also needs a scalar /count equal to m."""
-    if not _has_attr(pairs, "n"):
-        return "/pairs has no `n` attribute", 0
-    n = _attr_u64(pairs, "n")
-    total = pair_count(n)
-    if _has_attr(pairs, "radius"):
-        _attr_f64(pairs, "radius")
-    for a in ("metric", "precision"):
-        if _has_attr(pairs, a):
-            _attr_string(pairs, a)
-    if len(dims) != 2 or dims[1] != 2:
-        return "/pairs is not m x 2", total
-    m = dims[0]
-    collide = _has_attr(pairs, "criterion")
-    if collide:
-        _attr_string(pairs, "criterion")
-        if _has_attr(pairs, "dim"):
-            _attr_u64(pairs, "dim")
-    if m > total:
-        return "/pairs holds more than C(n,2) pairs", total
-    if not _exists(f, "distances"):
-        return "no /distances", total
-    if _dims(_dataset(f, "distances")) != (m,):
-        return "/distances does not hold one value per row of /pairs", total
-    if not collide:
-        return None, total
-    count = _scalar_i64(f, "count")  # written with the pairs: 0 until then, as m
-    if count is None:
-        return "no scalar /count", total
-    if count < 0 or count != m:
-        return "/count is not the number of rows of /pairs", total
-    return None, total
-
-
-def _check_fractal(f, path, file):
-    """The verdict on a `tdsolve fractal` file, as describe_fractal: the
-    records are checked in its order, stopping at the first that disagrees."""
-    if not _exists(f, "progress") or not _exists(f, "progress/done"):
-        return Verdict(NOT_A_RESULT, "not a tdsolve result (/states without /progress/done)", path, file)
-    states = _dataset(f, "states")
-    g = _group(f, "progress")
-    dims = _dims(states)
-    rows = 0
-
-    def records():
-        nonlocal rows
-        if _has_attr(g, "dataset"):
-            name = _attr_string(g, "dataset")
-            if name.startswith("/"):
-                name = name[1:]
-            if name != "states":
-                return "the `dataset` attribute of /progress does not name /states"
-        for a in ("k", "s", "level", "steps"):
-            if not _has_attr(states, a):
-                return f"/states has no `{a}` attribute"
-        k, s = _attr_u64(states, "k"), _attr_u64(states, "s")
-        level, steps = _attr_u64(states, "level"), _attr_u64(states, "steps")
-        if not 2 <= s <= 16:
-            return "the `s` attribute of /states is not in 2..16"
-        if not 1 <= k <= s * s:
-            return "the `k` attribute of /states is not in 1..s^2"
-        n = cells = 1
-        for _ in range(level):
-            n, cells = n * s, cells * k
-            if n > 1 << 31:
-                return "the embedding s^level is larger than 2^31"
-        if _has_attr(states, "n") and _attr_u64(states, "n") != n:
-            return "the `n` attribute of /states is not s^level"
-        if _has_attr(states, "cells") and _attr_u64(states, "cells") != cells:
-            return "the `cells` attribute of /states is not k^level"
-        for a in ("shape", "table", "rule", "init", "layout", "map"):  # read as info prints them
-            if _has_attr(states, a):
-                _attr_string(states, a)
-        if _has_attr(states, "rho"):
-            _attr_u64(states, "rho")
-        if len(dims) != 2:
-            return "/states is not 2-D"
-        if dims[1] != cells:
-            return "/states does not hold k^level cells per row"
-        rows = dims[0]
-        if rows == 0:
-            return "/states has no rows"
-        if not _exists(f, "steps"):
-            return "no /steps"
-        steps_ds = _dataset(f, "steps")
-        if _dims(steps_ds) != (rows,):
-            return "/steps does not hold one value per row of /states"
-        at = _read_all(steps_ds, h5t.NATIVE_INT64, np.int64)
-        if at[0] != 0 or np.any(at[1:] <= at[:-1]) or int(at[-1]) % _M64 != steps:
-            return "/steps does not run from 0 to the `steps` attribute, increasing"
-        if not _exists(f, "live"):
-            return "no /live"
-        if _dims(_dataset(f, "live")) != ((steps + 1) % _M64,):
-            return "/live does not hold steps+1 values"
-        if not _exists(f, "replicas"):
-            return "no /replicas"
-        if _dims(_dataset(f, "replicas")) != (k, 2):
-            return "/replicas is not k x 2"
-        for a in ("chunks", "elements"):
-            if _has_attr(g, a) and _attr_u64(g, a) != rows:
-                return f"the `{a}` attribute of /progress is not the rows of /states"
-        return None
-
-    problem = records()
-    done_ds = _dataset(f, "progress/done")
-    ddims = _dims(done_ds)
-    if len(ddims) == 0:
-        raise _Unreadable("/progress/done is a scalar")
-    if _elements(ddims) != ddims[0]:
-        raise _Inconsistent("/progress/done is not 1-D")
-    done = _read_all(done_ds, h5t.NATIVE_UINT8, np.uint8).reshape(-1)
-    if problem is None and len(done) != rows:
-        problem = "/progress/done does not hold one flag per row of /states"
-
-    def verdict(status, message):
-        return Verdict(status, message, path, file, "fractal", "states", done, None)
-
-    if problem is not None:
-        return verdict(INCONSISTENT, f"inconsistent: {problem}")
-    complete = int(np.count_nonzero(done == 1))
-    if complete == len(done):
-        return verdict(COMPLETE, f"complete ({complete} of {len(done)} snapshots)")
-    return verdict(INCOMPLETE, f"INCOMPLETE: {complete} of {len(done)} snapshots written; missing snapshots "
-                               f"{_missing_ranges(done)}")
-
-
-def _check_open(f, path, file):
-    """The verdict on an open file, as describe_file."""
+def _guess(f):
+    """(kind, None) of a file that records none, told by its datasets as
+    readers always did (info.cpp guess_kind); (None, why) when it is no
+    tdsolve result."""
     if _exists(f, "states"):  # tdsolve fractal: its own records (no /progress/offsets)
-        return _check_fractal(f, path, file)
+        if _exists(f, "progress") and _exists(f, "progress/done"):
+            return "fractal", None
+        return None, "not a tdsolve result (/states without /progress/done)"
     has_progress = _exists(f, "progress") and _exists(f, "progress/done") and _exists(f, "progress/offsets")
     name = "distances"
     if has_progress:
         g = _group(f, "progress")
         if _has_attr(g, "dataset"):
             name = _attr_string(g, "dataset")
-        if name.startswith("/"):
-            name = name[1:]
+        name = _strip(name)
     radius = has_progress and name == "" and _exists(f, "pairs") and not _exists(f, "energy")
     triplet = has_progress and not radius and name in ("", "triplet_energy")
     if not has_progress or (False if radius else not _exists(f, "energy") if triplet
                             else name not in ("distances", "counts") or not _exists(f, name)):
-        return Verdict(NOT_A_RESULT, "not a tdsolve result (no /distances, /counts, /pairs or /energy with "
-                                     "/progress)", path, file)
+        return None, "not a tdsolve result (no /distances, /counts, /pairs or /energy with /progress)"
+    if triplet:
+        return "triplet", None
     if radius:
         name = "pairs"
-    if triplet:
-        kind, values, dims = "triplet", None, ()
-    else:
-        values = _dataset(f, name)
-        dims = _dims(values)
-        kind = (("collide" if _has_attr(values, "criterion") else "radius") if radius else "hist" if name == "counts" else "knn" if _is_knn(f, values)
-                else "cross" if len(dims) == 2 else "edm")
-    if _exists(f, "points"):
+    values = _dataset(f, name)
+    if radius:
+        return ("collide" if _has_attr(values, "criterion") else "radius"), None
+    if name == "counts":
+        return "hist", None
+    if _is_knn(f, values):
+        return "knn", None
+    return ("cross" if len(_dims(values)) == 2 else "edm"), None
+
+
+def _contradiction(f, kind, guessed):
+    """Why a file that records `kind` is not one (info.cpp contradiction)."""
+    for d in _schema.datasets(kind):
+        if d.get("required") and not _exists(f, d["name"]):
+            return f"no /{d['name']}"
+    allowed = _schema.kind_spec(kind)["progress"]["dataset"]
+    g = _group(f, "progress")
+    if _has_attr(g, "dataset"):
+        named = _attr_string(g, "dataset")
+        if not any(_strip(a) == _strip(named) for a in allowed):
+            return (f'the `dataset` attribute of /progress is "{named}", not '
+                    + " or ".join(f'"{a}"' for a in allowed))
+    return (f"the file says it is of kind {kind}, but its datasets are "
+            + (f"not those of kind {kind}" if guessed is None else f"those of kind {guessed}"))
+
+
+# --- the checks (schema.json "checks"; io/info.cpp Checker is their twin) ----
+
+
+class _Checker:
+    """Runs a kind's checks in their order: each step binds a size or checks
+    a record, and the first record that disagrees ends them (only the
+    reading of /progress still happens). problem: that record's words, or
+    None; vars: the sizes named; done, offsets: /progress's records."""
+
+    def __init__(self, f, path, kind):
+        self.f, self.path, self.kind = f, path, kind
+        self.spec = _schema.kind_spec(kind)
+        self.problem = None
+        self.vars = {}
+        self.done = np.zeros(0, np.uint8)
+        self.offsets = None
+
+    def run(self):
+        for st in self.spec["checks"]:
+            progress = "progress" in st
+            if self.problem is not None and not progress:
+                continue
+            if "when" in st and (self.problem is not None or self.eval(st["when"]) == 0):
+                continue
+            if not progress:
+                self.step(st)
+            elif not self.read_progress():
+                break
+        return self
+
+    def eval(self, e):
+        return _schema.eval_expr(e, self.vars.get, self.call)
+
+    def call(self, fn, args):
+        if fn == "exists":
+            return int(_exists(self.f, args[0]))
+        if fn == "named":
+            return int(self.named(args[0]))
+        if fn == "attr":
+            return _attr_u64(self.open(args[0]), args[1])
+        d = _dataset(self.f, args[0])
+        if fn == "dim":
+            dims, axis = _dims(d), int(args[1])
+            return dims[axis] if axis < len(dims) else 0
+        values = _read_all(d, h5t.NATIVE_INT64, np.int64)  # sum, modulo 2^64
+        return int(values.reshape(-1).view(np.uint64).sum(dtype=np.uint64))
+
+    def named(self, d):
+        g = _group(self.f, "progress")
+        name = _attr_string(g, "dataset") if _has_attr(g, "dataset") else self.spec["progress"]["dataset"][0]
+        return _strip(name) == _strip(d)
+
+    def open(self, name):
+        """A dataset, a group (the schema says which) or "" the root."""
+        if name == "":
+            return self.f
+        decl = _schema.dataset(self.kind, name)
+        return _group(self.f, name) if decl and decl.get("group") else _dataset(self.f, name)
+
+    def read_typed(self, obj, t, name):
+        if t == "uint64":
+            _attr_u64(obj, name)
+        elif t == "float64":
+            _attr_f64(obj, name)
+        else:
+            _attr_string(obj, name)
+
+    def say(self, st):
+        self.problem = st["message"]
+
+    def step(self, st):
+        f = self.f
+        if "open" in st:
+            for n in st["open"]:
+                if _exists(f, n):
+                    _dataset(f, n)
+            return
+        if "read" in st:
+            obj = self.open(st["read"])
+            # A dataset of variants: its picking attribute says which (an attribute of another variant is not read).
+            by, variant = _schema.variant_by(self.kind, st["read"]), None
+            if by is not None:
+                variant = _schema.variant(self.kind, st["read"], _attr_string(obj, by) if _has_attr(obj, by) else None)
+            for a in st["attrs"]:
+                t, _ = _schema.attr_type(self.kind, st["read"], a, variant)
+                if t is not None and _has_attr(obj, a):
+                    self.read_typed(obj, t, a)
+            return
+        if "let" in st:
+            if "expr" in st:
+                v = self.eval(st["expr"])
+            elif "attr" in st:
+                objname, name = st["attr"].split("@", 1)
+                obj = self.open(objname)
+                if _has_attr(obj, name):
+                    v = _attr_u64(obj, name)
+                elif "default" in st:
+                    v = self.eval(st["default"])
+                else:
+                    return self.say(st)
+            else:
+                x = _scalar_i64(f, st["scalar"])
+                if x is None:
+                    return self.say(st)
+                v = x % _M64
+            self.vars[st["let"]] = v
+            return
+        check = st["check"]
+        if check == "true":
+            if self.eval(st["expr"]) == 0:
+                self.say(st)
+        elif check == "exists":
+            if not _exists(f, st["of"]):
+                self.say(st)
+        elif check == "rank":
+            if len(_dims(_dataset(f, st["of"]))) != st["rank"]:
+                self.say(st)
+        elif check == "shape":
+            if not _exists(f, st["of"]):
+                self.problem = st.get("missing", st["message"])
+                return
+            d = _dataset(f, st["of"])
+            dims, want = _dims(d), st["shape"]
+            if len(dims) != len(want) or any(w != "*" and x != self.eval(w) for x, w in zip(dims, want)):
+                return self.say(st)
+            if "values" in st:  # the values must read as float64
+                _read_all(d, h5t.NATIVE_DOUBLE, np.float64)
+        elif check == "attr":
+            objname, name = st["attr"].split("@", 1)
+            obj = self.open(objname)
+            if _has_attr(obj, name) and _attr_u64(obj, name) != self.eval(st["equals"]):
+                self.say(st)
+        elif check == "rising":  # 0, strictly increasing, up to `to`
+            at = _read_all(_dataset(f, st["of"]), h5t.NATIVE_INT64, np.int64).reshape(-1)
+            if (len(at) == 0 or at[0] != 0 or np.any(at[1:] <= at[:-1])
+                    or int(at[-1]) % _M64 != self.eval(st["to"])):
+                self.say(st)
+        elif check == "offsets":  # one more than the flags, up to `to`, non-decreasing
+            off = [int(x) for x in self.offsets]
+            if (len(off) != len(self.done) + 1 or off[-1] != self.eval(st["to"])
+                    or any(a > b for a, b in zip(off, off[1:]))):
+                self.say(st)
+        elif check == "offsets_multiple":
+            k = self.eval(st["of"])
+            if k == 0 or any(int(o) % k for o in self.offsets):
+                self.say(st)
+        else:
+            raise _schema.SchemaError(f'schema.json: unknown check "{check}"')
+
+    def read_progress(self):
+        """/progress/done (and /progress/offsets, unless the kind has none),
+        each read whole into a 1-D buffer: a scalar cannot be read so (exit
+        1), more values than the first dimension (K x 2, 2 x K) make the file
+        inconsistent (K x 1 reads as K). Binds chunks, finished (flags that are
+        1), complete and covered (the elements of the chunks flagged anything but
+        0). False when the checks end here."""
+        names = ["progress/done"]
+        if self.spec["progress"].get("offsets", True):
+            names.append("progress/offsets")
+        ds = [_dataset(self.f, n) for n in names]
+        for n, d in zip(names, ds):
+            if _dims(d) == ():
+                raise _Unreadable(f"'{self.path}': /{n} is a scalar")
+        for n, d in zip(names, ds):
+            if _elements(d.shape) != _dims(d)[0]:
+                if self.problem is None:
+                    self.problem = f"/{n} is not 1-D"
+                return False
+        self.done = _read_all(ds[0], h5t.NATIVE_UINT8, np.uint8).reshape(-1)
+        if len(ds) > 1:
+            self.offsets = _read_all(ds[1], h5t.NATIVE_UINT64, np.uint64).reshape(-1)
+        off = [int(x) for x in self.offsets] if self.offsets is not None else []
+        finished = covered = 0
+        for c, flag in enumerate(self.done):  # covered: chunks flagged anything but 0, as always
+            finished += int(flag == 1)
+            if flag and c + 1 < len(off):
+                covered = (covered + off[c + 1] - off[c]) % _M64
+        self.vars.update(chunks=len(self.done), finished=finished, complete=int(finished == len(self.done)),
+                         covered=covered)
+        return True
+
+
+def _check_open(f, path, file):
+    """The verdict on an open file, as describe_file."""
+    has, recorded, version, problem = _recorded(f, file)
+    if problem is not None:
+        return Verdict(INCONSISTENT, f"inconsistent: {problem}", path, file, schema_version=version)
+    guessed, why = _guess(f)
+    if not has and guessed is None:
+        return Verdict(NOT_A_RESULT, why, path, file)
+    kind = recorded if has else guessed
+    if has and guessed != recorded:
+        return Verdict(INCONSISTENT, f"inconsistent: {_contradiction(f, kind, guessed)}", path, file, kind,
+                       schema_version=version)
+    spec = _schema.kind_spec(kind)
+    if kind != "triplet":
+        _dataset(f, spec["result"])
+    if kind != "fractal" and _exists(f, "points"):
         _dataset(f, "points")
-
-    problem = None
-    total = binned = row = 0
-    unit = "pairs"
-    if kind == "edm":
-        n = _attr_u64(values, "n") if _has_attr(values, "n") else 0
-        total = dims[0] if len(dims) == 1 else 0
-        if len(dims) != 1:
-            problem = "/distances is not 1-D"
-        elif dims[0] != pair_count(n):
-            problem = "/distances length is not C(n,2)"
-    elif kind == "cross":
-        unit = "values"
-        total = (dims[0] * dims[1]) % _M64
-        if ((_has_attr(values, "rows") and _attr_u64(values, "rows") != dims[0])
-                or (_has_attr(values, "cols") and _attr_u64(values, "cols") != dims[1])):
-            problem = "/distances is not rows x cols"
-    elif kind == "hist":
-        problem, total, binned = _describe_hist(f, values, dims)
-    elif kind == "knn":
-        unit = "values"
-        problem, total, row = _describe_knn(f, values, dims)
-    elif kind in ("radius", "collide"):
-        problem, total = _describe_radius(f, values, dims)
-    else:
-        unit = "triplets"
-        problem, total = _describe_triplet(f, name)
-    g = f["progress"]
-    if problem is None and _has_attr(g, "elements") and _attr_u64(g, "elements") != total:
-        problem = f"the `elements` attribute of /progress is not the {unit} the chunks cover"
-
-    done_ds = _dataset(f, "progress/done")
-    off_ds = _dataset(f, "progress/offsets")
-    n_done = _progress_length(done_ds)
-    done = _progress_values(done_ds, n_done, h5t.NATIVE_UINT8, np.uint8)
-    n_off = _progress_length(off_ds)
-    offsets = _progress_values(off_ds, n_off, h5t.NATIVE_UINT64, np.uint64)
-    off = [int(x) for x in offsets]
-
-    if problem is None and (len(off) != len(done) + 1 or not off or off[-1] != total
-                            or any(a > b for a, b in zip(off, off[1:]))):
-        problem = "/progress/offsets does not cover " + {"hist": "the C(n,2) pairs", "radius": "the C(n,2) pairs",
-                                                         "collide": "the C(n,2) pairs",
-                                                         "triplet": "the C(n,3) triplets"}.get(kind, "/distances")
-    if problem is None and kind == "knn" and any(o % row for o in off):
-        problem = "/progress/offsets are not whole rows of /distances (multiples of K)"
-    complete = int(np.count_nonzero(done == 1))
-    pairs_done = 0
-    for c in range(min(len(done), len(off) - 1)):
-        if done[c]:
-            pairs_done = (pairs_done + off[c + 1] - off[c]) % _M64
-    if problem is None and kind == "hist" and complete == len(done) and binned != total:
-        problem = "counts + underflow + overflow is not C(n,2)"
+    c = _Checker(f, file, kind).run()
 
     def verdict(status, message):
-        return Verdict(status, message, path, file, kind, "energy" if kind == "triplet" else name, done, offsets)
+        return Verdict(status, message, path, file, kind, spec["result"], c.done, c.offsets, version)
 
-    if problem is not None:
-        return verdict(INCONSISTENT, f"inconsistent: {problem}")
-    if complete == len(done):
-        return verdict(COMPLETE, f"complete ({complete} of {len(done)} chunks)")
-    if kind == "hist" and complete > 0 and binned != pairs_done:
-        return verdict(INCONSISTENT, "inconsistent: counts + underflow + overflow do not match the finished chunks")
-    pct = 100.0 * pairs_done / total if total else 0.0
-    return verdict(INCOMPLETE, f"INCOMPLETE: {complete} of {len(done)} chunks written ({pct:.1f}% of {unit}); "
-                               f"missing chunks {_missing_ranges(done)}")
+    if c.problem is not None:
+        return verdict(INCONSISTENT, f"inconsistent: {c.problem}")
+    chunk = spec["progress"]["chunk"]
+    chunks, finished = c.vars["chunks"], c.vars["finished"]
+    if finished == chunks:
+        return verdict(COMPLETE, f"complete ({finished} of {chunks} {chunk}s)")
+    message = f"INCOMPLETE: {finished} of {chunks} {chunk}s written"
+    if "unit" in spec["progress"]:
+        total = c.vars.get("total", 0)
+        pct = 100.0 * c.vars["covered"] / total if total else 0.0
+        message += f" ({pct:.1f}% of {spec['progress']['unit']})"
+    return verdict(INCOMPLETE, f"{message}; missing {chunk}s {_missing_ranges(c.done)}")
 
 
 def _resolve(path):

@@ -43,10 +43,6 @@ class Cross final : public PairCommand<T> {
                 {}};
     add_metric_attrs(this->options(), p, &L);
   }
-  std::vector<std::string> axis_names(const io::DatasetSpec& d) const override {
-    if (d.name == "distances" && d.dims.size() == 2) return {"row", "column"};
-    return PairCommand<T>::axis_names(d);
-  }
 
   std::unique_ptr<Sink<T>> make_sink(io::ResultWriter& w, MPI_Comm, const Problem<T>&,
                                      const Existing&) override {

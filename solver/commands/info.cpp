@@ -25,8 +25,10 @@ class InfoCommand final : public Command {
       std::cout
           << "Usage: tdsolve info FILE.h5\n\n"
              "Prints what a result file holds (parameters, datasets) and whether every chunk\n"
-             "of it was written. Exit status: 0 complete, 3 incomplete or not a tdsolve\n"
-             "result, 1 unreadable.\n";
+             "of it was written, by the checks the schema gives its kind (its `kind`\n"
+             "attribute; files of older versions are known by their datasets). Exit status:\n"
+             "0 complete, 3 incomplete, inconsistent or not a tdsolve result, 1 unreadable\n"
+             "(or written by a newer tdsolve).\n";
       return argc < 3 ? 2 : 0;
     }
     if (argc > 3) throw UsageError("tdsolve info takes one file");

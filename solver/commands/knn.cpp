@@ -80,6 +80,9 @@ class Knn final : public PairCommand<T> {
     if (k.k == 0) add("radius", number_text(k.radius));
   }
 
+  // --radius writes a file of its own kind (/pairs and /distances, no /indices).
+  std::string kind(const Problem<T>& p) const override { return p.knn() ? "knn" : "radius"; }
+
   void layout(io::ResultLayout& L, const Problem<T>& p, const mapping::ChunkPlan&) const override {
     using io::Attr;
     const std::string precision = precision_name<T>(), metric = metric_name(p.metric);

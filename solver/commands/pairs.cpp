@@ -15,8 +15,8 @@
 #include <limits>
 
 #include "core/error.hpp"
-#include "io/info.hpp"
 #include "io/output_files.hpp"
+#include "io/schema.hpp"
 #include "io/spheres.hpp"
 #include "mapping/simplex.hpp"
 #include "solver/cpu/cpu_backend.hpp"  // available_host_bytes
@@ -28,9 +28,6 @@
 #include "version.hpp"
 
 namespace tdsolve {
-
-// tdsolve info checks /progress/sums' shape without the solver's headers.
-static_assert(io::kTripletSumLimbs == kExactLimbs, "io/info.hpp and solver/exact_sum.hpp disagree");
 
 namespace {
 
@@ -273,6 +270,15 @@ std::string job_identity(const PairCommand<T>& cmd, const Problem<T>& p, const S
   return s;
 }
 
+// The axis names of a result's datasets, as HDF5 dimension scales (xarray and
+// h5netcdf name the axes by them): the dims the schema gives the dataset in a
+// file of this kind (python/tdsolve/schema.json; docs/output.md lists them).
+// Undeclared datasets, and scalars, get none.
+std::vector<std::string> axis_names(const std::string& kind, const io::DatasetSpec& d) {
+  std::vector<std::string> v = io::schema_dims(kind, d.name);
+  return v.size() == d.dims.size() ? v : std::vector<std::string>{};
+}
+
 template <typename T>
 io::ResultLayout make_layout(const PairCommand<T>& cmd, const Problem<T>& p,
                              const mapping::ChunkPlan& plan, const Sources& src,
@@ -282,8 +288,11 @@ io::ResultLayout make_layout(const PairCommand<T>& cmd, const Problem<T>& p,
   io::ResultLayout L;
   L.path = io::creating_path(o.out.output);
   L.chunk_offsets = plan.offsets();
+  const std::string kind = cmd.kind(p);  // what the file is (the schema's kind)
   L.root_attrs = {Attr{"software", std::string("tdsolve")},
                   Attr{"version", std::string(TDSOLVE_VERSION)},
+                  Attr{"kind", kind},
+                  Attr{"schema_version", io::schema_version()},
                   Attr{"command", o.run.command},
                   Attr{"created", created},
                   Attr{"input", src.a},
@@ -297,12 +306,12 @@ io::ResultLayout make_layout(const PairCommand<T>& cmd, const Problem<T>& p,
     L.features = p.features;
     L.points_type = value_type<T>();
   }
-  L.dimensions[L.result.name] = cmd.axis_names(L.result);
-  if (!L.companion.name.empty()) L.dimensions[L.companion.name] = cmd.axis_names(L.companion);
+  L.dimensions[L.result.name] = axis_names(kind, L.result);
+  if (!L.companion.name.empty()) L.dimensions[L.companion.name] = axis_names(kind, L.companion);
   for (const io::DatasetSpec& x : L.extras)
-    L.dimensions[x.name] = cmd.axis_names(x);
+    L.dimensions[x.name] = axis_names(kind, x);
   for (const io::DatasetSpec& x : L.lists)
-    L.dimensions[x.name] = cmd.axis_names(x);
+    L.dimensions[x.name] = axis_names(kind, x);
   return L;
 }
 
@@ -744,35 +753,6 @@ template <typename T>
 void PairCommand<T>::check_points(Problem<T>& p, const io::PointSet& a) const {
   if (sizeof(T) == 4 && !second_set() && !is_boolean(p.metric))
     check_float32_range(a, nullptr, p.metric, p.mp.p);
-}
-
-// The axis names of a result's datasets, as HDF5 dimension scales (xarray and
-// h5netcdf name the axes by them; docs/output.md lists them). Unknown
-// datasets, and scalars, get none.
-template <typename T>
-std::vector<std::string> PairCommand<T>::axis_names(const io::DatasetSpec& d) const {
-  using V = std::vector<std::string>;
-  const std::string& name = d.name;
-  V v;
-  if (name == "distances")  // edm: 1-D; knn --k: n x K; knn --radius: 1-D, m
-    v = d.dims.size() == 1 ? V{"pair"} : V{"point", "neighbor"};
-  else if (name == "indices")
-    v = {"point", "neighbor"};
-  else if (name == "pairs")
-    v = {"pair", "pair_end"};
-  else if (name == "counts" || name == "rdf")
-    v = {"bin"};
-  else if (name == "edges")
-    v = {"edge"};
-  else if (name == "triplet_energy")
-    v = {"triplet"};
-  else if (name == "energy_per_point")
-    v = {"point"};
-  else if (name == "forces")
-    v = {"point", "axis"};
-  else if (name == "progress/sums")
-    v = {"progress/sum_row", "progress/limb"};
-  return v.size() == d.dims.size() ? v : V{};
 }
 
 index_t select_chunk_pairs(index_t total, const ComputeOptions& o, index_t value_bytes) {

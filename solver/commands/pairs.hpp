@@ -104,8 +104,10 @@ class PairCommand {
   // offsets are set): make_layout's part of this command.
   virtual void layout(io::ResultLayout& L, const Problem<T>& p,
                       const mapping::ChunkPlan& plan) const = 0;
-  // The axis names of a dataset (HDF5 dimension scales; docs/output.md).
-  virtual std::vector<std::string> axis_names(const io::DatasetSpec& d) const;
+  // What the file is: the root's `kind`, the schema's description of it
+  // (python/tdsolve/schema.json), which also names the datasets' axes.
+  // Default: the command's name.
+  virtual std::string kind(const Problem<T>& p) const { return name(); }
 
   // ---- the run ----
   // The largest chunk, in elements of the domain (bench: chunk_mb may be 0).

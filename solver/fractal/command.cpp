@@ -21,6 +21,7 @@
 #include "io/input.hpp"
 #include "io/output_files.hpp"
 #include "io/result_file.hpp"
+#include "io/schema.hpp"
 #include "solver/bench_csv.hpp"
 #include "solver/cli/options.hpp"
 #include "solver/commands/command.hpp"
@@ -204,6 +205,8 @@ void build_file(hid_t file, const FractalOptions& o, const Job& j, const std::st
   const hsize_t S = j.steps.size();
   io::write_attr(file, "software", std::string("tdsolve"));
   io::write_attr(file, "version", std::string(TDSOLVE_VERSION));
+  io::write_attr(file, "kind", std::string("fractal"));  // what the file is (the schema's kind)
+  io::write_attr(file, "schema_version", io::schema_version());
   io::write_attr(file, "command", o.run.command);
   io::write_attr(file, "options", o.run.effective);
   io::write_attr(file, "input", o.input.empty() ? o.init : o.input);

@@ -651,10 +651,12 @@ CASES = [
     ("edm: n attribute off by one", "edm", lambda f: f["distances"].attrs.__setitem__("n", np.uint64(901)),
      "inconsistent", False),
     ("edm: no n attribute", "edm", lambda f: f["distances"].attrs.__delitem__("n"), "inconsistent", False),
-    ("edm: no /progress", "edm", lambda f: f.__delitem__("progress"), "not a result", False),
-    ("edm: no /progress/offsets", "edm", lambda f: f.__delitem__("progress/offsets"), "not a result", False),
+    # The program's files say their kind: an edm file without its records is an inconsistent edm file
+    # (a file that records no kind and these datasets is no tdsolve result: tests/e2e/test_schema.py).
+    ("edm: no /progress", "edm", lambda f: f.__delitem__("progress"), "inconsistent", False),
+    ("edm: no /progress/offsets", "edm", lambda f: f.__delitem__("progress/offsets"), "inconsistent", False),
     ("edm: /progress names /other", "edm", lambda f: f["progress"].attrs.__setitem__("dataset", "/other"),
-     "not a result", False),
+     "inconsistent", False),
     ("cross: rows attribute wrong", "cross", lambda f: f["distances"].attrs.__setitem__("rows", np.uint64(7)),
      "inconsistent", False),
     ("hist: counts+under+over one too many", "hist", _set("counts", 0, 10 ** 6), "inconsistent", False),
@@ -744,7 +746,7 @@ CASES = [
      lambda f: f["energy"].attrs.__setitem__("triplets", np.uint64(5)), "inconsistent", False),
     ("triplet: elements attribute wrong", "trip",
      lambda f: f["progress"].attrs.__setitem__("elements", np.uint64(5)), "inconsistent", False),
-    ("triplet: no /energy", "trip0", lambda f: f.__delitem__("energy"), "not a result", False),
+    ("triplet: no /energy", "trip0", lambda f: f.__delitem__("energy"), "inconsistent", False),  # it says triplet
     ("triplet: /energy is a group", "trip", lambda f: (f.__delitem__("energy"), f.create_group("energy")),
      "unreadable", False),
     ("triplet: nu is a string", "trip0", lambda f: f["energy"].attrs.__setitem__("nu", "one"), "unreadable", False),
