@@ -68,4 +68,21 @@ inline bool flag(const char* name) {
   return choice(name, {"0", "1"}) == 1;
 }
 
+// Every variable above, parsed once when a run starts (main.cpp, inside
+// all_agree), so that a bad value is refused before any output exists,
+// whichever path would read it later. docs/design.md has the table.
+inline void check_all() {
+  text("TDSOLVE_TEST_FAULT");  // its syntax: arm_faults (solver/fault.cpp)
+  integer("TDSOLVE_TEST_SLOW_MS", 0, 600000);
+  number("TDSOLVE_TEST_CHECKPOINT_S", 0, 1e9);
+  choice("TDSOLVE_TEST_LOCK", {"heartbeat"});
+  flag("TDSOLVE_TEST_MASKED_ONLY");
+  choice("TDSOLVE_TEST_STORE_SCHEDULE", {"strips", "lanes"});
+  choice("TDSOLVE_STRIP_ROWS", {"8", "16", "32", "64", "128"});
+  choice("TDSOLVE_LAMBDA2_ORDER", {"long", "short"});
+  choice("TDSOLVE_HIST_COPIES", {"1", "2", "4", "8"});
+  flag("TDSOLVE_HIST_EXACT_ALWAYS");
+  choice("TDSOLVE_TRIPLET_NI", {"16", "32"});
+}
+
 }  // namespace tdsolve::knobs

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/knobs.hpp"
 
 namespace tdsolve::io {
 
@@ -54,9 +55,9 @@ bool no_locking(int e) {
   return e == ENOLCK || e == ENOSYS || e == EOPNOTSUPP || e == EINVAL;
 }
 
+// Test hook: behave as where locks are unsupported.
 bool forced_heartbeat_mode() {
-  const char* v = std::getenv("TDSOLVE_LOCK");  // test hook: pretend locks are unsupported
-  return v && std::string(v) == "heartbeat";
+  return knobs::choice("TDSOLVE_TEST_LOCK", {"heartbeat"}) == 0;
 }
 
 void parse_text(const std::string& text, LockHolder* h) {

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "core/error.hpp"
+#include "core/knobs.hpp"
 
 namespace tdsolve {
 
@@ -44,14 +45,14 @@ const char* stage_name(Stage s) {
 
 void arm_faults(int rank) {
   armed = Armed{};
-  if (const char* slow = std::getenv("TDSOLVE_SLOW_MS")) armed.slow_ms = std::atoi(slow);
-  const char* env = std::getenv("TDSOLVE_FAULT");
-  if (!env || !*env) return;
-  const std::string s = env;
+  armed.slow_ms = static_cast<int>(knobs::integer("TDSOLVE_TEST_SLOW_MS", 0, 600000).value_or(0));
+  const std::optional<std::string> env = knobs::text("TDSOLVE_TEST_FAULT");
+  if (!env) return;
+  const std::string s = *env;
   const size_t a = s.find(':'), b = a == std::string::npos ? a : s.find(':', a + 1);
   const auto bad = [&] {
     return UsageError(
-        "TDSOLVE_FAULT='" + s +
+        "TDSOLVE_TEST_FAULT='" + s +
         "': want RANK:CHUNK:STAGE, STAGE one of read, compute, copy, write, mark, kill, create");
   };
   if (b == std::string::npos) throw bad();
@@ -81,14 +82,14 @@ void fault_point(Stage stage, index_t chunk) {
   if (!armed.on || stage != armed.stage || chunk < armed.first_chunk) return;
   if (stage == Stage::create && chunk != armed.first_chunk) return;
   if (stage == Stage::kill || stage == Stage::create) {
-    std::fprintf(stderr, "tdsolve: injected SIGKILL at %s %llu (TDSOLVE_FAULT)\n",
+    std::fprintf(stderr, "tdsolve: injected SIGKILL at %s %llu (TDSOLVE_TEST_FAULT)\n",
                  stage_name(stage), static_cast<unsigned long long>(chunk));
     std::fflush(stderr);
     std::raise(SIGKILL);
   }
   throw std::runtime_error(std::string("injected fault: ") + stage_name(stage) +
                            (stage == Stage::read ? "" : " of chunk " + std::to_string(chunk)) +
-                           " (TDSOLVE_FAULT)");
+                           " (TDSOLVE_TEST_FAULT)");
 }
 
 }  // namespace tdsolve

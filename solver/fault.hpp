@@ -1,4 +1,4 @@
-// Fault injection for tests: TDSOLVE_FAULT=RANK:CHUNK:STAGE makes rank RANK
+// Fault injection for tests: TDSOLVE_TEST_FAULT=RANK:CHUNK:STAGE makes rank RANK
 // throw when it reaches STAGE for a chunk c >= CHUNK ('*' = 0). Stages:
 // read (the rank has its input, no file exists yet), compute, copy (results
 // to the host), write (values or partials to the sink), mark (data written
@@ -11,11 +11,11 @@ namespace tdsolve {
 
 enum class Stage { read, compute, copy, write, mark, kill, create };
 
-// TDSOLVE_SLOW_MS=N (tests only) makes every rank sleep N ms before
+// TDSOLVE_TEST_SLOW_MS=N (tests only) makes every rank sleep N ms before
 // writing each chunk, so a test can signal or race a run that is surely
 // still going.
 //
-// Reads TDSOLVE_FAULT (UsageError if malformed) for the process of `rank`.
+// Reads TDSOLVE_TEST_FAULT (UsageError if malformed) for the process of `rank`.
 void arm_faults(int rank);
 // Throws std::runtime_error("injected fault: ...") when armed for (stage, chunk).
 void fault_point(Stage stage, index_t chunk);

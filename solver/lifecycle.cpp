@@ -127,7 +127,7 @@ namespace {
 // Makes the new file so that every interruption leaves no .partial or a
 // whole one: rank 0 writes the structure to FILE.h5.creating, all ranks
 // open it (parallel HDF5 allocates the datasets then), and only then is it
-// renamed to FILE.h5.partial. TDSOLVE_FAULT=0:STEP:create kills rank 0 at
+// renamed to FILE.h5.partial. TDSOLVE_TEST_FAULT=0:STEP:create kills rank 0 at
 // each step, 0 to 4.
 void create_output(MPI_Comm comm, OutputRun& run, const std::string& creating,
                    const std::string& partial) {

@@ -9,7 +9,7 @@
 //   2. the command reads its input (load) and rank 0 inspects what exists:
 //      start fresh, resume FILE.h5.partial, or report FILE.h5 complete;
 //   3. a new file is made as FILE.h5.creating, opened by every rank, flushed
-//      and only then renamed to FILE.h5.partial (TDSOLVE_FAULT=0:STEP:create
+//      and only then renamed to FILE.h5.partial (TDSOLVE_TEST_FAULT=0:STEP:create
 //      kills rank 0 at each step, 0 to 4); a resumed run opens the .partial;
 //   4. the command's loop writes and flags its chunks;
 //   5. a complete result is renamed to FILE.h5; the lock is released; the

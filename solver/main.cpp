@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/knobs.hpp"
 #include "io/h5.hpp"
 #include "solver/cli/options.hpp"
 #include "solver/commands/command.hpp"
@@ -74,7 +75,10 @@ int mpi_main(int argc, char** argv, F&& f) {
   const int rank = comm_rank(MPI_COMM_WORLD);
   int code = 0;
   try {
-    all_agree(MPI_COMM_WORLD, [&] { arm_faults(rank); });
+    all_agree(MPI_COMM_WORLD, [&] {
+      knobs::check_all();
+      arm_faults(rank);
+    });
     code = f(MPI_COMM_WORLD);
   } catch (const CollectiveError& e) {
     if (rank == 0) std::fprintf(stderr, "tdsolve: error: %s\n", one_line(e.what()).c_str());

@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "core/error.hpp"
+#include "core/knobs.hpp"
 
 namespace tdsolve {
 
@@ -34,8 +35,7 @@ HistSpec make_hist_spec(double lo, double hi, index_t bins) {
   const double u = std::ldexp(1.0, -53), b = static_cast<double>(bins);
   const double widest = std::max(std::fabs(lo), std::fabs(hi)) / (hi - lo);
   h.margin = 2 * u * b * (8 + widest);
-  const char* always = std::getenv("TDSOLVE_HIST_EXACT_ALWAYS");
-  const bool off = always && *always == '1';
+  const bool off = knobs::flag("TDSOLVE_HIST_EXACT_ALWAYS");
   if (h.margin >= 0.25 || off) h.margin = 1;
   // The float range that [lo, hi] holds: x < lo <=> x < lo32 for a float x.
   epilogue::HistFast32& q = h.fast32;

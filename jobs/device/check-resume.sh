@@ -3,7 +3,7 @@
 #   1. edm and hist on the GPU, stopped by SIGTERM / SIGUSR1 mid-run (exit 75),
 #      resumed on the GPU with 2 ranks and on the CPU, compared byte for byte
 #      with an uninterrupted GPU run;
-#   2. a rank of a 2-rank GPU run SIGKILLed (TDSOLVE_FAULT=1:C:kill), resumed.
+#   2. a rank of a 2-rank GPU run SIGKILLed (TDSOLVE_TEST_FAULT=1:C:kill), resumed.
 # Needs .devbin and .devrun (jobs/device/stage.sh). Writes $OUT/resume.txt.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -36,7 +36,7 @@ nvidia-smi --query-gpu=name --format=csv,noheader | tee -a "$log"
 EDM=(--generate uniform:30000:3:1 --chunk-mb 8 --progress none)
 run "$T" edm "${EDM[@]}" --backend cuda --output ref.h5 --quiet
 # 1a: SIGTERM to a GPU run (slowed so that it is surely mid-run), resume on 2 GPU ranks.
-TDSOLVE_SLOW_MS=100 run "$T" edm "${EDM[@]}" --backend cuda --output a.h5 2>a.err &
+TDSOLVE_TEST_SLOW_MS=100 run "$T" edm "${EDM[@]}" --backend cuda --output a.h5 2>a.err &
 pid=$!
 while [ ! -e a.h5.partial ] && kill -0 $pid 2>/dev/null; do sleep 0.05; done
 sleep 1
@@ -48,13 +48,13 @@ run mpirun -np 2 "$T" edm "${EDM[@]}" --backend cuda --output a.h5 --resume >>"$
 check "edm resume on 2 gpu ranks exit" 0 $?
 same "edm gpu stop+resume vs uninterrupted" ref.h5 a.h5 distances
 # 1b: stopped on the GPU, resumed on the CPU.
-TDSOLVE_SLOW_MS=100 run "$T" edm "${EDM[@]}" --backend cuda --output b.h5 --max-hours 0.0006 >>"$log" 2>&1
+TDSOLVE_TEST_SLOW_MS=100 run "$T" edm "${EDM[@]}" --backend cuda --output b.h5 --max-hours 0.0006 >>"$log" 2>&1
 check "edm gpu --max-hours exit" 75 $?
 run "$T" edm "${EDM[@]}" --backend cpu --output b.h5 --resume >>"$log" 2>&1
 check "edm resume on cpu exit" 0 $?
 same "edm gpu stop + cpu resume vs gpu uninterrupted" ref.h5 b.h5 distances
 # 2: one of 2 GPU ranks SIGKILLed, resumed on 1 GPU rank.
-TDSOLVE_FAULT=1:100:kill run mpirun -np 2 "$T" edm "${EDM[@]}" --backend cuda --output c.h5 >/dev/null 2>&1
+TDSOLVE_TEST_FAULT=1:100:kill run mpirun -np 2 "$T" edm "${EDM[@]}" --backend cuda --output c.h5 >/dev/null 2>&1
 check "edm gpu rank killed exit (non-zero)" nonzero "$([ $? -ne 0 ] && echo nonzero || echo zero)"
 run "$T" info c.h5 | tail -n 3 | tee -a "$log"
 run "$T" edm "${EDM[@]}" --backend cuda --output c.h5 --resume >>"$log" 2>&1
@@ -63,7 +63,7 @@ same "edm kill+resume vs uninterrupted" ref.h5 c.h5 distances
 # 1c: hist on 2 GPU ranks, SIGUSR1 to the ranks, resumed on 1 GPU rank.
 HIST=(--generate uniform:200000:3:5 --bins 100 --range 0:1.5 --progress none)
 run "$T" hist "${HIST[@]}" --backend cuda --output href.h5 --quiet
-TDSOLVE_SLOW_MS=20 run mpirun -np 2 "$T" hist "${HIST[@]}" --backend cuda --output h.h5 2>h.err &
+TDSOLVE_TEST_SLOW_MS=20 run mpirun -np 2 "$T" hist "${HIST[@]}" --backend cuda --output h.h5 2>h.err &
 pid=$!
 while [ ! -e h.h5.partial ] && kill -0 $pid 2>/dev/null; do sleep 0.05; done
 sleep 1

@@ -19,7 +19,7 @@ for cfg in "float32 1" "float32 3" "float32 4" "float32 8" "float64 1" "float64 
   run ncu --clock-control none --csv --metrics $metrics -k regex:edm_lambda --launch-count 1 \
     $T bench --backend cuda --generate uniform:$N:$2:1 --precision $1 --repeat 1 > "$out/m_$1_$2.csv" 2>&1
 done
-TDSOLVE_CUDA_MASKED_ONLY=1 run ncu --clock-control none --csv --metrics $metrics -k regex:edm_lambda \
+TDSOLVE_TEST_MASKED_ONLY=1 run ncu --clock-control none --csv --metrics $metrics -k regex:edm_lambda \
   --launch-count 1 $T bench --backend cuda --generate uniform:$N:4:1 --repeat 1 > "$out/m_masked_4.csv" 2>&1
 for cfg in "float32 1" "float32 4" "float64 1"; do
   set -- $cfg

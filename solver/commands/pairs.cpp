@@ -15,6 +15,7 @@
 #include <limits>
 
 #include "core/error.hpp"
+#include "core/knobs.hpp"
 #include "io/output_files.hpp"
 #include "io/schema.hpp"
 #include "io/spheres.hpp"
@@ -214,11 +215,10 @@ std::string job_differences(const std::string& file, const std::string& now) {
 }
 
 // Seconds between the checkpoints of histograms and triplets (their partial
-// counts or sums, so a killed run keeps them): 300, or TDSOLVE_CHECKPOINT_S
-// (tests).
+// counts or sums, so a killed run keeps them): 300, or
+// TDSOLVE_TEST_CHECKPOINT_S (tests).
 double checkpoint_seconds() {
-  const char* v = std::getenv("TDSOLVE_CHECKPOINT_S");
-  return v && std::atof(v) > 0 ? std::atof(v) : 300.0;
+  return knobs::number("TDSOLVE_TEST_CHECKPOINT_S", 0, 1e9).value_or(300.0);
 }
 
 // Opens the file on every rank. If only some ranks fail, those that hold it

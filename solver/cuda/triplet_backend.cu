@@ -30,6 +30,7 @@
 #include <string>
 #include <type_traits>
 
+#include "core/knobs.hpp"
 #include "solver/cpu/cpu_backend.hpp"
 #include "solver/cuda/cuda_backend.hpp"
 #include "solver/cuda/cuda_check.hpp"
@@ -456,8 +457,7 @@ dim3 launch_grid(const mapping::Grid& g) {
 // The two-halves kernel (NI = 16) is the faster one on an H100
 // (docs/performance.md); TDSOLVE_TRIPLET_NI=32 picks the other, to measure it.
 int triplet_ni() {
-  const char* v = std::getenv("TDSOLVE_TRIPLET_NI");
-  return v && std::string(v) == "32" ? 32 : 16;
+  return knobs::choice("TDSOLVE_TRIPLET_NI", {"16", "32"}) == 1 ? 32 : 16;
 }
 
 template <typename T, typename Map, typename Eval, bool kStore, int NI>

@@ -111,7 +111,7 @@ class CliTest(TempDirTest):
         # A clean stop after the first chunk: FILE.h5.partial, 3, and how to resume.
         stopped = self.path("p.h5")
         r = tdsolve("triplet", "--generate", "uniform:100:3:1", "--output", stopped, "--max-hours", "0.0000001",
-                    "--progress", "none", env={"TDSOLVE_SLOW_MS": "200"})
+                    "--progress", "none", env={"TDSOLVE_TEST_SLOW_MS": "200"})
         self.assertNotEqual(r.returncode, 0)
         r = tdsolve("info", stopped)
         self.assertEqual((r.returncode, r.stderr), (3, ""), r.stdout)

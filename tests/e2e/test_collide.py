@@ -251,7 +251,7 @@ class CollideTest(TempDirTest):
         clean = read_collide(self.run_collide(*job))
         self.assertGreater(len(clean[0]), 1000)
         out = self.path("killed.h5")
-        r = tdsolve("collide", *job, "--output", out, *QUIET, np_=2, env={"TDSOLVE_FAULT": "1:4:kill"})
+        r = tdsolve("collide", *job, "--output", out, *QUIET, np_=2, env={"TDSOLVE_TEST_FAULT": "1:4:kill"})
         self.assertNotEqual(r.returncode, 0)
         self.assertFalse(os.path.exists(out))
         with h5py.File(out + ".partial", "r") as f:
@@ -268,7 +268,7 @@ class CollideTest(TempDirTest):
         # A clean stop (SIGTERM: exit 75, resumable), then --resume on 1 rank.
         out = self.path("stopped.h5")
         p = subprocess.Popen([BIN, "collide", *map(str, job), "--output", out, "--progress", "none"],
-                             env=dict(os.environ, TDSOLVE_SLOW_MS="200"), stdout=subprocess.PIPE,
+                             env=dict(os.environ, TDSOLVE_TEST_SLOW_MS="200"), stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
         try:
             self.wait_for(out + ".partial", p)
@@ -292,7 +292,7 @@ class CollideTest(TempDirTest):
     def test_a_second_writer_is_refused(self):
         out = self.path("busy.h5")
         job = ["collide", "--generate", "spheres:3000:3:2", "--chunk-mb", "1", "--block", "16", "--output", out]
-        first = subprocess.Popen([BIN, *job, *QUIET], env=dict(os.environ, TDSOLVE_SLOW_MS="200"),
+        first = subprocess.Popen([BIN, *job, *QUIET], env=dict(os.environ, TDSOLVE_TEST_SLOW_MS="200"),
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             self.wait_for(out + ".partial", first)

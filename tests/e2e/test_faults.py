@@ -1,4 +1,4 @@
-"""Failures in the middle of a run: an injected fault (TDSOLVE_FAULT) at each
+"""Failures in the middle of a run: an injected fault (TDSOLVE_TEST_FAULT) at each
 stage, a full disk (the ENOSPC preload shim of tests/fault, and a real tiny
 tmpfs when we may mount one), an output that is a character device, and
 absurd bench options. Each ends within seconds with exactly one `tdsolve:`
@@ -161,7 +161,7 @@ class FaultTestBase(TempDirTest):
 
 
 class InjectedFaultTest(FaultTestBase):
-    """TDSOLVE_FAULT=RANK:CHUNK:STAGE on a 3-rank CPU job."""
+    """TDSOLVE_TEST_FAULT=RANK:CHUNK:STAGE on a 3-rank CPU job."""
     refs = {}
     ref_dir = None
 
@@ -240,11 +240,11 @@ class InjectedFaultTest(FaultTestBase):
         ref = self.reference(command)
         for rank, chunk in self.variants(command, ref):
             fault = f"{rank}:{chunk}:{stage}"
-            what = f"{command} TDSOLVE_FAULT={fault}"
+            what = f"{command} TDSOLVE_TEST_FAULT={fault}"
             with self.subTest(fault=fault):
                 out = self.path(f"{command}-{rank}-{stage}.h5")
                 run = run_job([*JOBS[command], "--output", out, "--progress", "none"], np_=RANKS,
-                              env={"TDSOLVE_FAULT": fault})
+                              env={"TDSOLVE_TEST_FAULT": fault})
                 self.assert_one_error(run, what, rank=rank, words=("injected fault", stage))
                 self.assertNotIn("tdsolve: error", run.stdout, what)
                 if self.assert_not_complete(out, what, strict=True, reader=ref["reader"]):
@@ -260,7 +260,7 @@ class InjectedFaultTest(FaultTestBase):
         script = 'exe="$1"; shift; "$exe" "$@"; echo $? > "%s/rc.$OMPI_COMM_WORLD_RANK"' % self.dir
         cmd = [MPIEXEC, "-n", str(RANKS), "--oversubscribe", "sh", "-c", script, "sh", BIN, *JOBS[command],
                "--output", out, "--progress", "none"]
-        e = dict(os.environ, TDSOLVE_FAULT="1:*:read")
+        e = dict(os.environ, TDSOLVE_TEST_FAULT="1:*:read")
         t0 = time.monotonic()
         p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=e,
                              start_new_session=True)
@@ -269,7 +269,7 @@ class InjectedFaultTest(FaultTestBase):
         except subprocess.TimeoutExpired:
             kill_session(p.pid)
             stdout, stderr = p.communicate()
-            self.fail(f"{command} TDSOLVE_FAULT=1:*:read hung, killed after {HANG_S} s\n{stderr}")
+            self.fail(f"{command} TDSOLVE_TEST_FAULT=1:*:read hung, killed after {HANG_S} s\n{stderr}")
         run = Run(cmd, p.returncode, stdout, stderr, False, [], time.monotonic() - t0)
         codes = []
         for r in range(RANKS):

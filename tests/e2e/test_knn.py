@@ -197,7 +197,7 @@ class KnnTest(TempDirTest):
             job = ["--input", src, "--chunk-mb", 1, "--block", 16] + (
                 ["--k", 150] if radius is None else ["--radius", radius])
             out = self.path(f"killed-{radius}.h5")
-            r = tdsolve("knn", *job, "--output", out, *QUIET, np_=2, env={"TDSOLVE_FAULT": "1:4:kill"})
+            r = tdsolve("knn", *job, "--output", out, *QUIET, np_=2, env={"TDSOLVE_TEST_FAULT": "1:4:kill"})
             self.assertNotEqual(r.returncode, 0)
             self.assertFalse(os.path.exists(out))
             self.assertTrue(os.path.exists(out + ".partial"))
@@ -221,7 +221,7 @@ class KnnTest(TempDirTest):
     def test_a_second_writer_is_refused(self):
         src = self.save_npy("two.npy", np.random.default_rng(2).random((4000, 3)))
         out = self.path("busy.h5")
-        env = dict(os.environ, TDSOLVE_SLOW_MS="300")
+        env = dict(os.environ, TDSOLVE_TEST_SLOW_MS="300")
         first = subprocess.Popen([BIN, "knn", "--input", src, "--k", "150", "--chunk-mb", "1", "--block", "16",
                                   "--output", out, *QUIET], env=env, stdout=subprocess.PIPE,
                                  stderr=subprocess.PIPE, text=True)

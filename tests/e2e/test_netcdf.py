@@ -206,7 +206,7 @@ class ScaleTest(unittest.TestCase):
         x = os.path.join(DIR, "x1200.npy")
         np.save(x, np.random.default_rng(5).random((1200, 3)))
         args = ["edm", "--input", x, "--precision", "float64", "--block", "16", "--chunk-mb", "1", *QUIET]
-        r = tdsolve(*args, "--output", out, env={"TDSOLVE_FAULT": "0:2:kill"})
+        r = tdsolve(*args, "--output", out, env={"TDSOLVE_TEST_FAULT": "0:2:kill"})
         self.assertNotEqual(r.returncode, 0)
         self.assertTrue(os.path.exists(out + ".partial"))
         self.assertEqual(tdpkg.check(out).chunks_done, 2)

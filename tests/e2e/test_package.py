@@ -56,7 +56,7 @@ def setUpModule():
     # A run killed before its chunk 3: only FILE.h5.partial, 3 chunks done.
     F["stopped"] = os.path.join(DIR, "stopped.h5")
     r = tdsolve("edm", "--input", F["x"], "--output", F["stopped"], "--precision", "float64", "--block", "16",
-                *common, env={"TDSOLVE_FAULT": "0:3:kill"})
+                *common, env={"TDSOLVE_TEST_FAULT": "0:3:kill"})
     assert r.returncode != 0, "the injected kill did not stop the run"
     # Triplets (k = 3): stored energies in several chunks; sums only, with cutoffs; and the first
     # job stopped cleanly after its first chunk (triplet flags are set at checkpoints and stops).
@@ -68,7 +68,7 @@ def setUpModule():
     tdsolve("triplet", "--generate", "uniform:120:3:2", "--nu", "2.5", "--cutoff", "0.5", "--cutoff-triple", "0.4",
             "--output", F["trip0"], "--threads", "1", "--progress", "none", "--quiet", check=True)
     F["trip_stopped"] = os.path.join(DIR, "trip_stopped.h5")
-    r = tdsolve(*trip, "--output", F["trip_stopped"], "--max-hours", "0.0000001", env={"TDSOLVE_SLOW_MS": "200"})
+    r = tdsolve(*trip, "--output", F["trip_stopped"], "--max-hours", "0.0000001", env={"TDSOLVE_TEST_SLOW_MS": "200"})
     assert r.returncode != 0 and os.path.exists(F["trip_stopped"] + ".partial"), r.stdout + r.stderr
     # kNN and radius files (`tdsolve knn`), synthetic: written with h5py in the documented layout.
     F["kx"] = rng.random((300, 3))

@@ -23,7 +23,7 @@ STOPPED = 75  # "stopped cleanly, resumable"
 # a test signals or races them.
 JOB = ["--generate", "uniform:6000:3:7", "--precision", "float64", "--metric", "euclidean",
        "--chunk-mb", "1", "--threads", "1", "--progress", "none"]
-SLOW = {"TDSOLVE_SLOW_MS": "100"}
+SLOW = {"TDSOLVE_TEST_SLOW_MS": "100"}
 HIST = ["--generate", "uniform:30000:3:5", "--bins", "40", "--range", "0:1.5", "--threads", "1",
         "--progress", "none"]
 
@@ -73,7 +73,7 @@ class ResumeTest(TempDirTest):
     def test_rank_killed_then_resumed_on_fewer_ranks(self):
         out = self.path("d.h5")
         chunk = random.Random().randrange(2, 20)
-        r = tdsolve("edm", *JOB, "--output", out, np_=3, env={"TDSOLVE_FAULT": f"1:{chunk}:kill"})
+        r = tdsolve("edm", *JOB, "--output", out, np_=3, env={"TDSOLVE_TEST_FAULT": f"1:{chunk}:kill"})
         self.assertNotEqual(r.returncode, 0)
         self.assertFalse(os.path.exists(out), "an unfinished run must not take the output's name")
         i = info(out)
@@ -139,7 +139,7 @@ class ResumeTest(TempDirTest):
 
     def test_changed_parameters_refused_on_resume(self):
         out = self.path("d.h5")
-        r = tdsolve("edm", *JOB, "--output", out, env={"TDSOLVE_FAULT": "0:3:kill"})
+        r = tdsolve("edm", *JOB, "--output", out, env={"TDSOLVE_TEST_FAULT": "0:3:kill"})
         self.assertNotEqual(r.returncode, 0)
         before = file_digest(out + ".partial")
         for change, named in [(["--metric", "cityblock"], "metric"),
@@ -185,7 +185,7 @@ class ResumeTest(TempDirTest):
 
     def test_damaged_files_are_named(self):
         out = self.path("d.h5")
-        tdsolve("edm", *JOB, "--output", out, env={"TDSOLVE_FAULT": "0:5:kill"})
+        tdsolve("edm", *JOB, "--output", out, env={"TDSOLVE_TEST_FAULT": "0:5:kill"})
         partial = out + ".partial"
         size = os.path.getsize(partial)
         os.truncate(partial, size // 2)
@@ -208,7 +208,7 @@ class ResumeTest(TempDirTest):
         tdsolve("edm", "--generate", "uniform:500:2:1", "--output", out, check=True)
         before = file_digest(out)
         for fault in ("0:4:kill", "0:2:write"):
-            r = tdsolve("edm", *JOB, "--output", out, "--overwrite", env={"TDSOLVE_FAULT": fault})
+            r = tdsolve("edm", *JOB, "--output", out, "--overwrite", env={"TDSOLVE_TEST_FAULT": fault})
             self.assertNotEqual(r.returncode, 0)
             self.assertEqual(file_digest(out), before, f"old result changed by a failed run ({fault})")
             self.assertEqual(info(out).returncode, 0)
@@ -235,7 +235,7 @@ class ResumeTest(TempDirTest):
 
     def test_heartbeat_lock_where_the_file_system_cannot_lock(self):
         out = self.path("d.h5")
-        env = {"TDSOLVE_LOCK": "heartbeat"}
+        env = {"TDSOLVE_TEST_LOCK": "heartbeat"}
         p = self.start(out, env=env)
         self.wait_for(out + ".partial", p)
         r = tdsolve("edm", *JOB, "--output", out, "--overwrite", env=env)
@@ -273,7 +273,7 @@ class ResumeTest(TempDirTest):
         for step in range(5):
             out = self.path(f"c{step}.h5")
             r = tdsolve("edm", "--generate", "uniform:2000:3:1", "--output", out, np_=2,
-                        env={"TDSOLVE_FAULT": f"0:{step}:create"})
+                        env={"TDSOLVE_TEST_FAULT": f"0:{step}:create"})
             self.assertNotEqual(r.returncode, 0, f"step {step}")
             self.assertIn("injected SIGKILL at create", r.stderr)
             self.assertFalse(os.path.exists(out), f"step {step}: no complete-looking output")
@@ -313,7 +313,7 @@ class HistResumeTest(TempDirTest):
         ref, out = self.path("ref.h5"), self.path("h.h5")
         tdsolve("hist", *HIST, "--output", ref, "--quiet", check=True)
         r = tdsolve("hist", *HIST, "--output", out, np_=2,
-                    env={"TDSOLVE_CHECKPOINT_S": "0.001", "TDSOLVE_FAULT": "1:130:kill"})
+                    env={"TDSOLVE_TEST_CHECKPOINT_S": "0.001", "TDSOLVE_TEST_FAULT": "1:130:kill"})
         self.assertNotEqual(r.returncode, 0)
         with h5py.File(out + ".partial", "r") as f:
             flagged = int(f["progress/done"][:].sum())
@@ -335,7 +335,7 @@ class CrossResumeTest(TempDirTest):
                 "--chunk-mb", "1", "--progress", "none"]
         ref, out = self.path("ref.h5"), self.path("c.h5")
         tdsolve("cross", *args, "--output", ref, check=True)
-        r = tdsolve("cross", *args, "--output", out, np_=2, env={"TDSOLVE_FAULT": "1:9:kill"})
+        r = tdsolve("cross", *args, "--output", out, np_=2, env={"TDSOLVE_TEST_FAULT": "1:9:kill"})
         self.assertNotEqual(r.returncode, 0)
         r = tdsolve("cross", *args, "--output", out, "--resume", np_=3)
         self.assertEqual(r.returncode, 0, r.stderr)

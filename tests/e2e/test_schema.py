@@ -107,7 +107,7 @@ def setUpModule():
     # A stopped collide run (its flags are all set together at the end: none here).
     F["collide_stopped"] = os.path.join(DIR, "collide_stopped.h5")
     r = tdsolve("collide", "--generate", "spheres:3000:3:5", "--chunk-mb", "1", "--block", "16", "--output",
-                F["collide_stopped"], *COMMON, env={"TDSOLVE_FAULT": "0:2:kill"})
+                F["collide_stopped"], *COMMON, env={"TDSOLVE_TEST_FAULT": "0:2:kill"})
     assert r.returncode != 0 and os.path.exists(F["collide_stopped"] + ".partial"), r.stdout + r.stderr
     KIND["collide_stopped"] = "collide"
     for name, kind in TP_KINDS.items():

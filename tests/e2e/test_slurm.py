@@ -15,7 +15,7 @@ installed or we are not root; fails instead under TDSOLVE_REQUIRE_SLURM=1.
   under mpirun, the job continued by `scontrol requeue`;
 - a tdsolve error ends the chain; a GPU job without a GPU fails at once.
 
-Runs are slowed with TDSOLVE_SLOW_MS (a sleep before each chunk) so that
+Runs are slowed with TDSOLVE_TEST_SLOW_MS (a sleep before each chunk) so that
 they span the signal without using the CPU. Slurm checks time limits every
 30 s and sends the warning up to 30 s early: with --time=1 it comes 0-30 s
 after a job starts, so the first job of the time-limit chain must run longer
@@ -109,7 +109,7 @@ class SlurmJobTest(TempDirTest):
         # the environment on to the job.
         cls.env = dict(env, SLURM_CONF=cls.conf, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
         for v in ("TDSOLVE", "TDSOLVE_BACKEND", "TDSOLVE_LAUNCHER", "TDSOLVE_CHAIN", "TDSOLVE_CHAIN_LINK",
-                  "TDSOLVE_SLOW_MS"):
+                  "TDSOLVE_TEST_SLOW_MS"):
             cls.env.pop(v, None)
         # The script finds the checkout's build/tdsolve next to itself; any
         # other binary under test is named.
@@ -222,7 +222,7 @@ class SlurmJobTest(TempDirTest):
         name, out = "timelimit", self.path("tl.h5")
         t0 = time.monotonic()
         first = self.sbatch("-J", name, "--time=1", "--signal=B:USR1@50", "-N1", "-n2", SCRIPT, "edm", *JOB,
-                            "--output", out, TDSOLVE_BACKEND="cpu", TDSOLVE_SLOW_MS="1500")
+                            "--output", out, TDSOLVE_BACKEND="cpu", TDSOLVE_TEST_SLOW_MS="1500")
         jobs = self.wait_chain(name, 200)
         log = self.assert_done(jobs, name, "time-limit chain")
         print(f"\ntime-limit chain: {len(jobs)} jobs in {time.monotonic() - t0:.1f} s", flush=True)
@@ -242,7 +242,7 @@ class SlurmJobTest(TempDirTest):
         name, out = "requeue", self.path("rq.h5")
         t0 = time.monotonic()
         job = self.sbatch("-J", name, "-N1", "-n2", SCRIPT, "edm", *JOB, "--output", out, TDSOLVE_BACKEND="cpu",
-                          TDSOLVE_LAUNCHER="mpirun", TDSOLVE_CHAIN="requeue", TDSOLVE_SLOW_MS="700")
+                          TDSOLVE_LAUNCHER="mpirun", TDSOLVE_CHAIN="requeue", TDSOLVE_TEST_SLOW_MS="700")
         while self.jobs(name)[int(job)]["JobState"] != "RUNNING":
             self.assertLess(time.monotonic() - t0, 60, "the job did not start")
             time.sleep(0.2)

@@ -368,7 +368,7 @@ class SwResumeTest(SwCase):
         ref = self.path("ref.h5")
         tdsolve("triplet", *args, "--output", ref, "--quiet", check=True)
         out = self.path("t.h5")
-        r = tdsolve("triplet", *args, "--output", out, env={"TDSOLVE_FAULT": "0:3:kill"})
+        r = tdsolve("triplet", *args, "--output", out, env={"TDSOLVE_TEST_FAULT": "0:3:kill"})
         self.assertNotEqual(r.returncode, 0)
         self.assertTrue(os.path.exists(out + ".partial"))
         with open(out + ".partial", "rb") as f:

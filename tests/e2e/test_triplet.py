@@ -568,7 +568,7 @@ class TripletResumeTest(TripletCase):
     def test_max_hours_stop_on_2_ranks_resumes_on_3(self):
         out = self.path("t.h5")
         r = tdsolve("triplet", *self.args, "--output", out, "--max-hours", "0.0008", np_=2,  # 2.9 s
-                    env={"TDSOLVE_SLOW_MS": "400", "TDSOLVE_CHECKPOINT_S": "0.2"})
+                    env={"TDSOLVE_TEST_SLOW_MS": "400", "TDSOLVE_TEST_CHECKPOINT_S": "0.2"})
         if r.returncode == 0:
             self.skipTest("the run finished within 2.9 s on this machine: nothing to stop")
         self.assertEqual(r.returncode, STOPPED, r.stdout + r.stderr)
@@ -584,7 +584,7 @@ class TripletResumeTest(TripletCase):
         if ranks:
             cmd = [MPIEXEC, "-n", str(ranks), "--oversubscribe", *cmd]
         p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             env=dict(os.environ, TDSOLVE_SLOW_MS="300", TDSOLVE_CHECKPOINT_S="0.2"))
+                             env=dict(os.environ, TDSOLVE_TEST_SLOW_MS="300", TDSOLVE_TEST_CHECKPOINT_S="0.2"))
         self.wait_for(out + ".partial", p, ended_ok=True)
         time.sleep(1.0)
         p.send_signal(sig)
@@ -616,7 +616,7 @@ class TripletResumeTest(TripletCase):
     def test_killed_rank_keeps_checkpoint_and_resumes(self):
         out = self.path("t.h5")
         r = tdsolve("triplet", *self.args, "--output", out, np_=2,
-                    env={"TDSOLVE_SLOW_MS": "300", "TDSOLVE_CHECKPOINT_S": "0.2", "TDSOLVE_FAULT": "1:8:kill"})
+                    env={"TDSOLVE_TEST_SLOW_MS": "300", "TDSOLVE_TEST_CHECKPOINT_S": "0.2", "TDSOLVE_TEST_FAULT": "1:8:kill"})
         self.assertNotEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertIn("injected SIGKILL", r.stderr)
         flagged, chunks = self.flagged(out)
@@ -625,7 +625,7 @@ class TripletResumeTest(TripletCase):
 
     def test_changed_parameters_refused(self):
         out = self.path("t.h5")
-        r = tdsolve("triplet", *self.args, "--output", out, env={"TDSOLVE_FAULT": "0:3:kill"})
+        r = tdsolve("triplet", *self.args, "--output", out, env={"TDSOLVE_TEST_FAULT": "0:3:kill"})
         self.assertNotEqual(r.returncode, 0)
         self.assertTrue(os.path.exists(out + ".partial"))
         with open(out + ".partial", "rb") as f:
