@@ -1,6 +1,6 @@
 // The strip kernels alone (euclidean, float32, d = 1..8, strips of 16, 32
-// and 64 rows, λ2 and BB) next to cudaMemset and the tiles (block_kernel;
-// the 2-blocks shape at d <= 4): "shared" (strip_store: the columns staged
+// and 64 rows, λ2 and BB) next to cudaMemset and the tiles (block_kernel
+// with the store epilogue, which no default runs at d <= 8 any more): "shared" (strip_store: the columns staged
 // in shared memory, each warp's row through a shared buffer, d <= 4),
 // "lanes" (strip_lanes_store: the columns around a thread's own in
 // registers, each thread's 16-byte piece computed in place), "shuffle"
@@ -217,8 +217,8 @@ __global__ void __launch_bounds__(256, 4) kernel(const KernelParams<float> p) {
 std::map<std::pair<long long, int>, unsigned long long> seen;  // (n, d) -> digest
 int failures = 0;
 // kKind: 0 strips (strip_store), 1 lanes (strip_lanes_store, the columns
-// around a thread's own in registers), 2 tiles (block_kernel, the 2-blocks
-// shape at d <= 4), 3 vlanes, 4 lanes with shuffles (kShuffle).
+// around a thread's own in registers), 2 tiles (block_kernel with the store
+// epilogue), 3 vlanes, 4 lanes with shuffles (kShuffle).
 template <int D, typename Map, int kKind>
 void one(index_t n, int h, float* out, double mset, int reps, const char* tag, const char* map) {
   float* a;
@@ -234,8 +234,6 @@ void one(index_t n, int h, float* out, double mset, int reps, const char* tag, c
   p.m = (n + 127) / 128;
   p.out = out;
   p.mp.metric = Metric::euclidean;
-  p.strips = kKind != 2;
-  p.lanes = kKind == 1 || kKind == 4;
   constexpr bool kLanes = kKind == 1 || kKind == 4;
   const int w = kKind == 3 ? vl::kW : BlockPolicy::strip_cols<float>();
   if (w % h != 0) return;
@@ -248,7 +246,7 @@ void one(index_t n, int h, float* out, double mset, int reps, const char* tag, c
   p.grid = Map::grid(mapping::PairDomain(n, 128), 0, p.m);
   const auto launch = [&] {
     if constexpr (kKind == 2) {
-      launch_kernel<float, E, D, Map, false, false>(p, 0);
+      launch_kernel<float, E, D, Map, epi::Store, false>(p, 0);
     } else if constexpr (kKind == 3) {
       const dim3 grid(unsigned(p.strip_grid.x), unsigned(p.strip_grid.y));
       vl::kernel<D, Map><<<grid, 256, sizeof(vl::Shared<D>)>>>(p);
@@ -259,7 +257,7 @@ void one(index_t n, int h, float* out, double mset, int reps, const char* tag, c
   size_t smem = 0;
   int occ = 0;
   if constexpr (kKind == 2) {
-    auto k = block_kernel<float, E, D, Map, false, false>;
+    auto k = block_kernel<float, E, D, Map, epi::Store, false>;
     CK(cudaFuncGetAttributes(&fa, k));
     CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, k, 256, 0));
   } else if constexpr (kKind == 3) {
