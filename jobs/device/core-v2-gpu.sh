@@ -9,7 +9,7 @@
 #                     (jobs/bench/select_bench.sh); tdsolve bench of edm,
 #                     d = 1..8 and 16, 32, n = 1e5, float32 (share of memset)
 #   PARTS="bench-ref" the same with the reference build (.devbin/tdsolve_ref;
-#                     knn --radius at n = 2e5: REF_N_KNN)
+#                     knn --radius at n = 2e5: REF_N_KNN; REF_SELECT=0: edm only)
 #   PARTS="compare"   jobs/compare-builds.py --backend cuda, reference build
 #                     against this one, in two phases (the binaries need not
 #                     be carried together: PHASE=old|new|compare)
@@ -68,9 +68,9 @@ if [[ $parts == *" bench "* ]]; then
   edm_bench tdsolve
 fi
 if [[ $parts == *" bench-ref "* ]]; then
-  step select_ref 400 env OUT="$out" MPIRUN="bash .devrun/on-device.sh" REPEAT=1 \
+  [ "${REF_SELECT:-1}" = 1 ] && step select_ref 400 env OUT="$out" MPIRUN="bash .devrun/on-device.sh" REPEAT=1 \
     N_KNN=${REF_N_KNN:-200000} SKIP=hist bash jobs/bench/select_bench.sh .devbin/tdsolve_ref "ref-$gpu"
-  cat "$out/select_ref-$gpu.log" >>"$summary"
+  cat "$out/select_ref-$gpu.log" >>"$summary" 2>/dev/null
   edm_bench tdsolve_ref
 fi
 if [[ $parts == *" compare "* ]]; then
