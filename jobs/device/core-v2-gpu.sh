@@ -45,7 +45,7 @@ if [[ $parts == *" unit "* ]]; then
   step gpu_unit_tests 480 run .devbin/tdsolve_gpu_tests
 fi
 if [[ $parts == *" e2e "* ]]; then
-  step e2e_gpu ${E2E_LIMIT:-420} run python3 tests/e2e/test_gpu.py -v
+  step e2e_gpu ${E2E_LIMIT:-560} run python3 tests/e2e/test_gpu.py -v
   [ -f tests/e2e/test_sw.py ] && step e2e_sw_gpu 200 run python3 tests/e2e/test_sw.py -v SwGpuTest
 fi
 if [[ $parts == *" sanitize "* ]]; then
