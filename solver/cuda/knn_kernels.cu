@@ -41,8 +41,8 @@ __device__ __forceinline__ T infinity_of() {
 // insertion loop made the kernel too large for the instruction cache.
 template <typename T, typename A>
 __device__ __noinline__ void insert_out_of_line(T* dist, int* idx, A* accs, int k, T value, int j,
-                                                A a) {
-  knn_insert<T, A, int>(dist, idx, accs, k, value, j, a);
+                                                A a, int n) {
+  knn_insert<T, A, int>(dist, idx, accs, k, value, j, a, n);
 }
 
 template <typename T, typename M>
@@ -74,6 +74,7 @@ __global__ void __launch_bounds__(kThreads) knn_kernel(const KnnParams<T> p) {
   A accs[kScreen ? kRows : 1][kScreen ? kMaxGpuNeighbors : 1];
   T worst[kRows];
   A worst_acc[kRows];
+  bool free_slot[kRows];  // the list's last slot is free (index n): solver/knn.hpp
   for (int q = 0; q < kRows; ++q) {
     for (int t = 0; t < k; ++t) {
       dist[q][t] = infinity_of<T>();
@@ -81,6 +82,7 @@ __global__ void __launch_bounds__(kThreads) knn_kernel(const KnnParams<T> p) {
       if constexpr (kScreen) accs[q][t] = infinity_of<A>();
     }
     worst[q] = infinity_of<T>();
+    free_slot[q] = true;
     if constexpr (kScreen) worst_acc[q] = infinity_of<A>();  // A is a number there
   }
 
@@ -138,9 +140,11 @@ __global__ void __launch_bounds__(kThreads) knn_kernel(const KnnParams<T> p) {
       for (int c = 0; c < kCols; ++c) {
         bool may;
         if constexpr (kScreen) {
-          may = acc[q][c] < worst_acc[q];
+          may = free_slot[q] || acc[q][c] < worst_acc[q];
         } else {
-          may = m.finalize(acc[q][c], row_norm[q], M::needs_norms ? col_norms[c] : 0.0) < worst[q];
+          may =
+              knn_admits<T>(m.finalize(acc[q][c], row_norm[q], M::needs_norms ? col_norms[c] : 0.0),
+                            worst[q], free_slot[q]);
         }
         if (may && c < width) mask |= 1u << c;
       }
@@ -154,11 +158,13 @@ __global__ void __launch_bounds__(kThreads) knn_kernel(const KnnParams<T> p) {
         for (index_t f = 0; f < d; ++f)
           a = m.accumulate(a, p.a[row[q] * d + f], p.a[j * d + f], f);
         const T v = m.finalize(a, row_norm[q], M::needs_norms ? p.norms[j] : 0.0);
-        if (!(v < worst[q])) continue;
+        if (!knn_admits<T>(v, worst[q], free_slot[q])) continue;
         A* list_acc = nullptr;
         if constexpr (kScreen) list_acc = accs[q];
-        insert_out_of_line<T, A>(dist[q], idx[q], list_acc, k, v, static_cast<int>(j), a);
+        insert_out_of_line<T, A>(dist[q], idx[q], list_acc, k, v, static_cast<int>(j), a,
+                                 static_cast<int>(n));
         worst[q] = dist[q][k - 1];
+        free_slot[q] = idx[q][k - 1] == static_cast<int>(n);
         if constexpr (kScreen) worst_acc[q] = accs[q][k - 1];
       }
     }
