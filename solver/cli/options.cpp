@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -155,8 +156,8 @@ po::options_description compute_group(ComputeOptions& o, Choices& c, int flags) 
                     (flags & kTriplets)
                         ? "with --store-triplets: largest chunk of triplet energies computed "
                           "and written at once, in MiB (1 to 1024); less if memory is short"
-                        : "largest chunk of output computed and written at once, in MiB (1 to "
-                          "1024); less if memory is short");
+                        : "output computed and written at once, in MiB (1 to 1024): as many "
+                          "block rows as fit, at least one; less if memory is short");
   if (flags & kSelectChunks)
     g.add_options()("chunk-mb", po::value(&o.chunk_mb)->default_value(0)->value_name("MB"),
                     "0: chunks of about 1/256 of the pairs tested (at most 2^28 pairs); 1 to "
@@ -258,8 +259,13 @@ struct ConfigText {
 };
 
 ConfigText read_config(const std::string& path, const std::string& name) {
+  // A folder opens as a stream that reads nothing: it would pass as an
+  // empty file. (A pipe, e.g. --config <(...), is read as a file.)
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw UsageError("--config '" + path + "' is a folder, not an INI file");
   std::ifstream f(path);
-  if (!f) throw UsageError("cannot read --config '" + path + "'");
+  if (!f) throw UsageError("cannot read --config '" + path + "': " + std::strerror(errno));
   const std::vector<std::string> sections = command_names(true);
   ConfigText t;
   std::string* to = &t.common;
@@ -284,7 +290,17 @@ ConfigText read_config(const std::string& path, const std::string& name) {
       *to += line + "\n";
     }
   }
+  if (f.bad()) throw UsageError("cannot read --config '" + path + "': " + std::strerror(errno));
   return t;
+}
+
+// `config = ...` and `help = ...` in a config file would be taken and then
+// do nothing (a file names no further file, and asks for no help).
+void refuse_config_only_keys(const po::parsed_options& p, const std::string& path) {
+  for (const po::option& o : p.options)
+    if (o.string_key == "config" || o.string_key == "help")
+      throw UsageError("--config '" + path + "': '" + o.string_key +
+                       "' cannot be set in a config file (give it on the command line)");
 }
 
 bool mentions(const po::parsed_options& p, const char* name) {
@@ -324,6 +340,8 @@ bool parse(int argc, char** argv, const po::options_description& desc, const cha
       std::istringstream own_text(text.own), common_text(text.common);
       po::parsed_options own = po::parse_config_file(own_text, desc);
       po::parsed_options common = po::parse_config_file(common_text, desc);
+      refuse_config_only_keys(own, path);
+      refuse_config_only_keys(common, path);
       for (const auto& pair : kInputPairs) {
         if (mentions(cl, pair[0]) || mentions(cl, pair[1])) drop(own, pair[0], pair[1]);
         if (mentions(cl, pair[0]) || mentions(cl, pair[1]) || mentions(own, pair[0]) ||
@@ -491,9 +509,20 @@ void finish_compute(ComputeOptions& o, const Choices& c, int flags) {
     throw UsageError("--chunk-mb must be between 0 (automatic) and 1024");
   if ((flags & kBenchChunks) && !(o.chunk_mb >= 0 && o.chunk_mb <= 1048576))
     throw UsageError("--chunk-mb must be between 0 and 1048576");
-  if (o.threads < 0 || o.threads > 4096)
-    throw UsageError("--threads must be between 0 (automatic) and 4096");
-  if (o.device < -1) throw UsageError("--device must be -1 (automatic) or a GPU number");
+  check_threads(o.threads);
+  check_device(o.device, o.backend);
+}
+
+void check_threads(int threads) {
+  if (threads < 0 || threads > kMaxThreads)
+    throw UsageError("--threads must be between 0 (automatic) and " + std::to_string(kMaxThreads));
+}
+
+void check_device(int device, BackendKind backend) {
+  if (device < -1) throw UsageError("--device must be -1 (automatic) or a GPU number");
+  if (device >= 0 && backend == BackendKind::cpu)
+    throw UsageError("--device " + std::to_string(device) +
+                     " names a GPU, but --backend cpu uses none (leave out one of them)");
 }
 
 void finish_run(RunOptions& o, const Choices& c, int argc, char** argv) {

@@ -94,6 +94,12 @@ void finish_input(InputOptions& in, const char* a, const char* b, bool pairs,
                   const po::variables_map& vm, bool spheres = false);
 void finish_compute(ComputeOptions& o, const Choices& c, int flags);
 void finish_run(RunOptions& o, const Choices& c, int argc, char** argv);
+// One bound on --threads for every command (fractal too): more than this is
+// a typo, and OpenMP would try to start them all.
+constexpr int kMaxThreads = 4096;
+void check_threads(int threads);
+// --device: -1 (automatic) or a GPU number, and no GPU with --backend cpu.
+void check_device(int device, BackendKind backend);
 void finish_hist(HistOptions& h, const Choices& c, const po::variables_map& vm, Metric metric,
                  const std::string& weights);
 

@@ -122,7 +122,8 @@ void for_each_slab(hid_t dset, hsize_t row, std::uint64_t cells, F&& f) {
 // The initial state from --input FILE.h5:/DATASET: a 1-D integer dataset of
 // the fractal's cells, or a 2-D one (a run's /states) whose last row, or last
 // snapshot marked done in that file's /progress/done, is taken.
-void load_input_state(const std::string& spec, const Fractal& f, Engine& engine) {
+template <typename Sink>
+void read_input_state(const std::string& spec, const Fractal& f, Sink&& sink) {
   const io::InputSpec in = io::split_input_spec(spec);
   const std::string what = "--input '" + spec + "': ";
   if (in.dataset.empty()) throw InputError(what + "name the dataset: FILE.h5:/DATASET");
@@ -184,8 +185,27 @@ void load_input_state(const std::string& spec, const Fractal& f, Engine& engine)
                          std::to_string(buf[i]) + "; a state holds 0 (dead) and 1 (alive)");
       bytes[i] = std::uint8_t(buf[i]);
     }
-    engine.set_state(c0, count, bytes.data());
+    sink(c0, count, bytes.data());
   });
+}
+
+void load_input_state(const std::string& spec, const Fractal& f, Engine& engine) {
+  read_input_state(spec, f, [&](std::uint64_t c0, hsize_t count, const std::uint8_t* cells) {
+    engine.set_state(c0, count, cells);
+  });
+}
+
+// What --resume compares of an --input state: its cells, not its path (the
+// file at that path may have been replaced since). FNV-1a over the cells.
+std::string input_state_digest(const std::string& spec, const Fractal& f) {
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  read_input_state(spec, f, [&](std::uint64_t, hsize_t count, const std::uint8_t* cells) {
+    for (hsize_t i = 0; i < count; ++i)
+      h = (h ^ cells[i]) * 0x100000001b3ull;
+  });
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(h));
+  return text;
 }
 
 void write_dataset(hid_t file, const char* name, hid_t mem_type, hid_t file_type,
@@ -441,6 +461,12 @@ class FractalRun final : public OutputRun {
   FractalRun(const FractalOptions& o, const Job& j)
       : o_(o), j_(j), t_start_(std::chrono::steady_clock::now()) {}
 
+  // With the lock held: an --input state's cells join the job's identity.
+  void load() override {
+    if (!o_.input.empty())
+      j_.identity += "input_cells=" + input_state_digest(o_.input, j_.f) + "\n";
+  }
+
   Start inspect() override {
     const std::string& out = o_.out.output;
     const std::string partial = io::partial_path(out);
@@ -456,8 +482,8 @@ class FractalRun final : public OutputRun {
       if (read_job(partial) != j_.identity)
         throw InputError(
             "--resume: '" + partial +
-            "' was written by another job (shape, level, "
-            "rule, init, steps or version differ); run without --resume to replace it");
+            "' was written by another job (shape, level, rule, init or the --input "
+            "state's cells, steps or version differ); run without --resume to replace it");
       return Start::resume;
     }
     return Start::fresh;
@@ -592,7 +618,7 @@ class FractalRun final : public OutputRun {
   }
 
   const FractalOptions& o_;
-  const Job& j_;
+  Job j_;  // a copy: load() completes its identity
   std::chrono::steady_clock::time_point t_start_;
   bool resuming_ = false;
   std::unique_ptr<Engine> engine_;
@@ -653,7 +679,10 @@ class FractalCommand final : public cli::OptionsCommand {
     return "Game of Life (any B/S rule) on an NBB fractal (Sierpinski, Vicsek, ...)\nin compact "
            "form, through the λ/ν maps of seed 003";
   }
-  bool stops_cleanly() const override { return true; }
+  // --bench writes nothing: a signal ends it at once, as it ends `bench`
+  // (with the handler installed, its loop never looked at the flag, and the
+  // first SIGTERM was lost).
+  bool stops_cleanly() const override { return !o_.bench; }
   int run(MPI_Comm comm) override { return run_fractal(o_, comm); }
 
  protected:
@@ -697,7 +726,7 @@ class FractalCommand final : public cli::OptionsCommand {
                                   po::value(&c_.backend)->default_value("auto")->value_name("B"),
                                   "auto (cuda when a GPU is visible, else cpu), cpu or cuda")(
         "threads", po::value(&o_.engine.threads)->default_value(0)->value_name("N"),
-        "CPU threads (0: OMP_NUM_THREADS or all cores)")(
+        "CPU threads, 0 to 4096 (0: OMP_NUM_THREADS or all cores)")(
         "device", po::value(&o_.engine.device)->default_value(-1)->value_name("D"),
         "GPU to use (-1: the first)")(
         "bench", po::bool_switch(&o_.bench),
@@ -752,7 +781,8 @@ class FractalCommand final : public cli::OptionsCommand {
     o_.backend = c_.backend == "cpu"    ? BackendKind::cpu
                  : c_.backend == "cuda" ? BackendKind::cuda
                                         : BackendKind::automatic;
-    if (o_.engine.threads < 0) throw UsageError("--threads must be 0 (automatic) or more");
+    cli::check_threads(o_.engine.threads);
+    cli::check_device(o_.engine.device, o_.backend);
     if (o_.bench) {
       if (!o_.out.output.empty()) throw UsageError("--bench writes no file: leave out --output");
       if (!o_.input.empty()) throw UsageError("--bench starts from --init random:...; not --input");
