@@ -16,10 +16,12 @@ with one line. Each test failed on 68463c1.
   the file was replaced, it continued the old run;
 - docs/usage.md said a contiguous HDF5 input written in part is refused
   (it cannot be: it now says what is and is not detected);
+- CPU `bench` with the default --chunk-mb 0 took half of the node's memory;
 - `knn --k` with a metric that gives nan for some pairs ended those rows with
   index n (out of range) and distance inf.
 """
 import os
+import resource
 import signal
 import subprocess
 import time
@@ -86,6 +88,18 @@ class SafetyCliTest(TempDirTest):
             cmd = "collide" if spec.startswith("spheres") else "edm"
             self.refused([cmd, "--generate", spec, "--output", self.path("g.h5")], "--generate expects")
         self.assertFalse(os.path.exists(self.path("g.h5")))
+
+    def test_cpu_bench_buffers_are_bounded(self):
+        # bench's --chunk-mb 0 ("as large as memory allows") made the CPU
+        # backend's two buffers half of the node's memory (OOM-killed at
+        # n = 200000 under a job's limit). Now each is at most 1 GiB: 40000
+        # points (3.2 GB of float32 distances) stay near 2 GiB.
+        before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+        r = tdsolve("bench", "--backend", "cpu", "--generate", "uniform:40000:3", "--repeat", 1, "--threads", 2)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+        self.assertGreaterEqual(peak_kib, before)
+        self.assertLess(peak_kib * 1024, 2.5 * 2 ** 30, f"bench peaked at {peak_kib / 2 ** 20:.2f} GiB")
 
     # ---- the config file -------------------------------------------------------
     def test_config_that_is_a_folder_is_refused(self):
