@@ -136,18 +136,23 @@ __global__ void __launch_bounds__(kThreads) knn_kernel(const KnnParams<T> p) {
 #pragma unroll
     for (int q = 0; q < kRows; ++q) {
       unsigned mask = 0;
+      // A number below the worst; for the metrics that can give nan, also
+      // any number when the worst entry is nan (knn_admits).
+      const bool worst_nan = !kScreen && worst[q] != worst[q];
 #pragma unroll
       for (int c = 0; c < kCols; ++c) {
         bool may;
         if constexpr (kScreen) {
-          may = free_slot[q] || acc[q][c] < worst_acc[q];
+          may = acc[q][c] < worst_acc[q];
         } else {
-          may =
-              knn_admits<T>(m.finalize(acc[q][c], row_norm[q], M::needs_norms ? col_norms[c] : 0.0),
-                            worst[q], free_slot[q]);
+          const T v = m.finalize(acc[q][c], row_norm[q], M::needs_norms ? col_norms[c] : 0.0);
+          may = v < worst[q] || (worst_nan && v == v);
         }
         if (may && c < width) mask |= 1u << c;
       }
+      // A list not yet full takes any value (nan and +inf too, which the
+      // test above misses): every column. Only a row's first columns.
+      if (free_slot[q]) mask = width == 32 ? ~0u : (1u << width) - 1;
       if (!valid[q]) mask = 0;
       while (mask) {
         const int c = __ffs(mask) - 1;
