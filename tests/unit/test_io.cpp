@@ -393,3 +393,32 @@ TEST(OutputLock, ExcludesASecondProcessAndNamesTheHolder) {
   EXPECT_EQ(other_process_locks(&message), 0) << message;
   EXPECT_FALSE(read_lock(out).present) << "a released lock removes its file";
 }
+
+// A lock file that is a symbolic link is refused, and its target is never
+// written; a lock this process holds is removed only while the name still
+// means its file.
+TEST(OutputLock, RefusesALinkAndRemovesOnlyItsOwnFile) {
+  const std::string out = tmp("linked.h5"), target = tmp("linked-target.txt");
+  std::remove(lock_path(out).c_str());
+  { std::ofstream(target) << "precious\n"; }
+  ASSERT_EQ(symlink(target.c_str(), lock_path(out).c_str()), 0);
+  try {
+    OutputLock lock(out, "test");
+    ADD_FAILURE() << "a symbolic link was taken as the lock file";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("symbolic link"), std::string::npos) << e.what();
+  }
+  std::string text;
+  std::getline(std::ifstream(target), text);
+  EXPECT_EQ(text, "precious");
+  std::remove(lock_path(out).c_str());
+  {
+    OutputLock lock(out, "test");
+    // Someone else's file now has the name: it stays when this lock goes.
+    ASSERT_EQ(std::rename(lock_path(out).c_str(), target.c_str()), 0);
+    { std::ofstream(lock_path(out)) << "another run's lock\n"; }
+  }
+  EXPECT_TRUE(read_lock(out).present) << "released a lock file it did not hold";
+  std::remove(lock_path(out).c_str());
+  std::remove(target.c_str());
+}
