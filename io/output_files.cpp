@@ -35,6 +35,11 @@ std::string lock_path(const std::string& output) {
 std::string creating_path(const std::string& output) {
   return output + kCreating;
 }
+std::string output_of_companion(const std::string& path) {
+  for (const std::string* suffix : {&kPartial, &kLock, &kCreating})
+    if (has_suffix(path, *suffix)) return path.substr(0, path.size() - suffix->size());
+  return "";
+}
 
 namespace {
 

@@ -28,6 +28,9 @@ std::string partial_path(const std::string& output);
 std::string output_of_partial(const std::string& path);
 std::string lock_path(const std::string& output);
 std::string creating_path(const std::string& output);
+// The output that `path` is the .partial, .lock or .creating of, by name
+// ("" when it is none of these): no run may write such a name as its own.
+std::string output_of_companion(const std::string& path);
 
 // Who holds an output's lock, as its lock file says.
 struct LockHolder {

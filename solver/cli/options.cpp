@@ -496,12 +496,14 @@ void finish_compute(ComputeOptions& o, const Choices& c, int flags) {
   if (o.device < -1) throw UsageError("--device must be -1 (automatic) or a GPU number");
 }
 
-void finish_run(RunOptions& o, const Choices& c, int argc, char** argv) {
+void finish_run(RunOptions& o, const Choices& c, const po::options_description& all,
+                const po::variables_map& vm, int argc, char** argv) {
   if (!(o.max_hours >= 0 && o.max_hours < 1e6))
     throw UsageError("--max-hours must be between 0 (no limit) and 1e6");
   check_choice("--progress", c.progress, {"auto", "bar", "log", "none"});
   o.progress = o.quiet ? ProgressMode::none : parse_progress(c.progress);
   o.command = join_command(argc, argv);
+  o.config = vm.count("config") ? vm["config"].as<std::string>() : "";
 }
 
 double parse_finite(const std::string& s, const std::string& what) {

@@ -93,7 +93,8 @@ std::string option_text(const std::string& name, const boost::any& v);
 void finish_input(InputOptions& in, const char* a, const char* b, bool pairs,
                   const po::variables_map& vm, bool spheres = false);
 void finish_compute(ComputeOptions& o, const Choices& c, int flags);
-void finish_run(RunOptions& o, const Choices& c, int argc, char** argv);
+void finish_run(RunOptions& o, const Choices& c, const po::options_description& all,
+                const po::variables_map& vm, int argc, char** argv);
 void finish_hist(HistOptions& h, const Choices& c, const po::variables_map& vm, Metric metric,
                  const std::string& weights);
 

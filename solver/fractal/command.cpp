@@ -612,7 +612,8 @@ int run_root(const FractalOptions& o, MPI_Comm comm) {
   r.paths.overwrite = o.out.overwrite;
   r.paths.resume = o.out.resume;
   r.paths.stats = o.run.stats;
-  r.paths.inputs = {{o.input, "the input"}};
+  r.paths.inputs = {{io::split_input_spec(o.input).path, "the input"},
+                    {o.run.config, "the --config"}};
   r.command = o.run.command;
   r.quiet = o.run.quiet;
   FractalRun run(o, j);
@@ -768,7 +769,7 @@ class FractalCommand final : public cli::OptionsCommand {
       if (!o_.csv.empty() || !vm["repeat"].defaulted())
         throw UsageError("--repeat and --csv go with --bench");
     }
-    cli::finish_run(o_.run, c_, argc, argv);
+    cli::finish_run(o_.run, c_, all, vm, argc, argv);
     o_.run.effective = cli::effective_options(all, vm);
   }
 
