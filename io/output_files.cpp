@@ -341,6 +341,36 @@ void OutputLock::release() {
   fd_ = -1;
 }
 
+std::string resume_command_of(const std::string& command) {
+  std::string out;
+  bool resume = false;
+  size_t at = 0;
+  while (at < command.size()) {
+    if (command[at] == ' ') {
+      ++at;
+      continue;
+    }
+    // One word: up to an unquoted space; '...' quotes, \ escapes one character.
+    std::string word;
+    const size_t start = at;
+    bool quoted = false;
+    for (; at < command.size() && (quoted || command[at] != ' '); ++at) {
+      const char c = command[at];
+      if (c == '\'') {
+        quoted = !quoted;
+      } else if (c == '\\' && !quoted && at + 1 < command.size()) {
+        word += command[++at];
+      } else {
+        word += c;
+      }
+    }
+    if (word == "--overwrite") continue;
+    resume = resume || word == "--resume";
+    out += (out.empty() ? "" : " ") + command.substr(start, at - start);
+  }
+  return resume ? out : out + " --resume";
+}
+
 void remove_stale_creating(const std::string& output) {
   ::unlink(creating_path(output).c_str());
 }

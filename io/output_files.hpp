@@ -81,6 +81,11 @@ class OutputLock {
   std::time_t last_beat_ = 0;
 };
 
+// A recorded command line (words quoted for a shell, as tdsolve records
+// them) made into the one that continues its run: its --overwrite words
+// left out (--resume refuses them), --resume added unless it has one.
+std::string resume_command_of(const std::string& command);
+
 // Removes a leftover FILE.h5.creating (call with the lock held).
 void remove_stale_creating(const std::string& output);
 // Renames `from` to `to` atomically (replacing `to`) and syncs the folder,

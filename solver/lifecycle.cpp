@@ -238,8 +238,7 @@ int run_output(MPI_Comm comm, const OutputRequest& r, OutputRun& run) {
   } else {
     create_output(comm, run, creating, partial);
   }
-  const std::string resume_cmd =
-      r.command + (r.command.find(" --resume") == std::string::npos ? " --resume" : "");
+  const std::string& resume_cmd = r.resume_command;
   set_abort_hint(run.abort_hint(partial, resume_cmd));
 
   // From here on the file exists.

@@ -119,7 +119,8 @@ class OutputRun {
 struct OutputRequest {
   const char* name;  // the command, for "tdsolve NAME: ..." lines
   OutputPaths paths;
-  std::string command;  // the command line (the lock file's text)
+  std::string command;         // the command line (the lock file's text)
+  std::string resume_command;  // the command line that continues the run (RunOptions)
   bool quiet = false;
 };
 

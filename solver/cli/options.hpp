@@ -71,9 +71,10 @@ po::options_description hist_group(HistOptions& h, Choices& c);
 
 // Parses argv[2..] with `desc` (the options of command `name`), then the
 // --config file: the command line wins over the file's [name] section, which
-// wins over the file's common part. Of an input pair (--input/--generate,
-// --with/--with-generate) only the first of these that gives either member
-// counts. False when it printed help.
+// wins over the file's common part. Of a pair of alternatives
+// (--input/--generate, --with/--with-generate, --overwrite/--resume) only
+// the first of these that gives either member counts. False when it
+// printed help.
 bool parse(int argc, char** argv, const po::options_description& desc, const char* usage,
            const char* name, po::variables_map& vm);
 

@@ -815,6 +815,7 @@ int run_pairs(PairCommand<T>& cmd, MPI_Comm comm) {
                     {vector_file(o.compute.variance), "the --variance"},
                     {o.run.config, "the --config"}};
   r.command = o.run.command;
+  r.resume_command = o.run.resume_command;
   r.quiet = o.run.quiet;
   PairRun<T> run(cmd, comm);
   return run_output(comm, r, run);

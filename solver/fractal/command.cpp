@@ -615,6 +615,7 @@ int run_root(const FractalOptions& o, MPI_Comm comm) {
   r.paths.inputs = {{io::split_input_spec(o.input).path, "the input"},
                     {o.run.config, "the --config"}};
   r.command = o.run.command;
+  r.resume_command = o.run.resume_command;
   r.quiet = o.run.quiet;
   FractalRun run(o, j);
   return run_output(comm, r, run);

@@ -394,6 +394,18 @@ TEST(OutputLock, ExcludesASecondProcessAndNamesTheHolder) {
   EXPECT_FALSE(read_lock(out).present) << "a released lock removes its file";
 }
 
+// The command tdsolve info prints to continue a run: the recorded command
+// line without its --overwrite words and with --resume, quoting kept.
+TEST(ResumeCommand, LeavesOutOverwriteAndAddsResume) {
+  EXPECT_EQ(resume_command_of("tdsolve edm --output d.h5 --overwrite --quiet"),
+            "tdsolve edm --output d.h5 --quiet --resume");
+  EXPECT_EQ(resume_command_of("tdsolve edm --resume --output d.h5"),
+            "tdsolve edm --resume --output d.h5");
+  // A quoted word that merely holds the text stays.
+  EXPECT_EQ(resume_command_of("tdsolve edm --output 'it'\\''s --overwrite.h5'"),
+            "tdsolve edm --output 'it'\\''s --overwrite.h5' --resume");
+}
+
 // A lock file that is a symbolic link is refused, and its target is never
 // written; a lock this process holds is removed only while the name still
 // means its file.
