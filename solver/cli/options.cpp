@@ -29,10 +29,13 @@ bool launcher_rank0() {
   return true;
 }
 
-std::string join_command(int argc, char** argv) {
+namespace {
+
+// Words as one line, quoted for a shell where needed.
+std::string join_words(const std::vector<std::string>& words) {
   std::string s;
-  for (int i = 0; i < argc; ++i) {
-    std::string a = argv[i];
+  for (size_t i = 0; i < words.size(); ++i) {
+    std::string a = words[i];
     const bool quote = a.empty() || a.find_first_of(" \t'\"$\\") != std::string::npos;
     if (quote) {
       std::string q = "'";
@@ -43,6 +46,12 @@ std::string join_command(int argc, char** argv) {
     s += (i ? " " : "") + a;
   }
   return s;
+}
+
+}  // namespace
+
+std::string join_command(int argc, char** argv) {
+  return join_words(std::vector<std::string>(argv, argv + argc));
 }
 
 void check_choice(const std::string& what, const std::string& v,
@@ -221,8 +230,10 @@ namespace {
 // relative to its folder (for input and with, the FILE of FILE.h5:/dataset).
 const char* const kPathOptions[] = {"input", "with",    "output",  "stats",
                                     "csv",   "weights", "variance"};
-// Pairs of options that give one input: the layer that gives either wins.
-const char* const kInputPairs[][2] = {{"input", "generate"}, {"with", "with-generate"}};
+// Pairs of options that are one choice (an input; continue or start over):
+// the layer that gives either wins.
+const char* const kChoicePairs[][2] = {
+    {"input", "generate"}, {"with", "with-generate"}, {"overwrite", "resume"}};
 
 bool is_path_option(const std::string& name) {
   for (const char* p : kPathOptions)
@@ -321,9 +332,10 @@ void drop(po::parsed_options& p, const char* a, const char* b) {
 
 // Parses argv[2..] with `desc` (the options of command `name`), then the
 // --config file: the command line wins over the file's [name] section, which
-// wins over the file's common part. Of an input pair (--input/--generate,
-// --with/--with-generate) only the first of these that gives either member
-// counts. False when it printed help.
+// wins over the file's common part. Of a pair of alternatives
+// (--input/--generate, --with/--with-generate, --overwrite/--resume) only
+// the first of these that gives either member counts. False when it
+// printed help.
 bool parse(int argc, char** argv, const po::options_description& desc, const char* usage,
            const char* name, po::variables_map& vm) {
   try {
@@ -342,7 +354,7 @@ bool parse(int argc, char** argv, const po::options_description& desc, const cha
       po::parsed_options common = po::parse_config_file(common_text, desc);
       refuse_config_only_keys(own, path);
       refuse_config_only_keys(common, path);
-      for (const auto& pair : kInputPairs) {
+      for (const auto& pair : kChoicePairs) {
         if (mentions(cl, pair[0]) || mentions(cl, pair[1])) drop(own, pair[0], pair[1]);
         if (mentions(cl, pair[0]) || mentions(cl, pair[1]) || mentions(own, pair[0]) ||
             mentions(own, pair[1]))
@@ -525,12 +537,37 @@ void check_device(int device, BackendKind backend) {
                      " names a GPU, but --backend cpu uses none (leave out one of them)");
 }
 
-void finish_run(RunOptions& o, const Choices& c, int argc, char** argv) {
+namespace {
+
+// The command line that continues this run: argv without --overwrite (in
+// any spelling the parser took for it) and with --resume, unless it has
+// one. A --config file's overwrite then gives way to the command line's
+// --resume (kChoicePairs).
+std::string resume_command(int argc, char** argv, const po::options_description& desc) {
+  const std::vector<std::string> args(argv + std::min(argc, 2), argv + argc);
+  const po::parsed_options cl = po::command_line_parser(args).options(desc).run();
+  std::vector<std::string> words(argv, argv + std::min(argc, 2));
+  bool resume = false;
+  for (const po::option& o : cl.options) {
+    if (o.string_key == "overwrite") continue;
+    resume = resume || o.string_key == "resume";
+    words.insert(words.end(), o.original_tokens.begin(), o.original_tokens.end());
+  }
+  if (!resume) words.push_back("--resume");
+  return join_words(words);
+}
+
+}  // namespace
+
+void finish_run(RunOptions& o, const Choices& c, const po::options_description& all,
+                const po::variables_map& vm, int argc, char** argv) {
   if (!(o.max_hours >= 0 && o.max_hours < 1e6))
     throw UsageError("--max-hours must be between 0 (no limit) and 1e6");
   check_choice("--progress", c.progress, {"auto", "bar", "log", "none"});
   o.progress = o.quiet ? ProgressMode::none : parse_progress(c.progress);
   o.command = join_command(argc, argv);
+  o.resume_command = resume_command(argc, argv, all);
+  o.config = vm.count("config") ? vm["config"].as<std::string>() : "";
 }
 
 double parse_finite(const std::string& s, const std::string& what) {

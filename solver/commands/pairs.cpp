@@ -335,10 +335,7 @@ Existing inspect_output(const PairCommand<T>& cmd, const Problem<T>& p, const So
                        "); rerun it as it was, or start over without --resume (with --overwrite)");
   };
   if (stat(partial.c_str(), &st) == 0) {
-    if (!o.out.resume) {
-      if (!o.out.overwrite)
-        throw UsageError("an unfinished run of this output exists ('" + partial +
-                         "'): pass --resume to continue it, or --overwrite to start over");
+    if (!o.out.resume) {  // --overwrite (the lifecycle refused neither)
       if (::unlink(partial.c_str()) != 0)
         throw InputError("cannot remove '" + partial + "': " + std::strerror(errno));
       return e;
@@ -806,8 +803,19 @@ int run_pairs(PairCommand<T>& cmd, MPI_Comm comm) {
   r.paths.overwrite = o.out.overwrite;
   r.paths.resume = o.out.resume;
   r.paths.stats = o.run.stats;
-  r.paths.inputs = {{o.in.input, "the input"}, {o.with.input, "the --with input"}};
+  // Every file the run reads (a generated input and an inline vector are none).
+  const auto file = [](const std::string& spec) { return io::split_input_spec(spec).path; };
+  const auto vector_file = [&](const std::string& spec) {
+    std::vector<double> inline_list;
+    return parse_number_list(spec, &inline_list) ? std::string() : file(spec);
+  };
+  r.paths.inputs = {{file(o.in.input), "the input"},
+                    {file(o.with.input), "the --with input"},
+                    {vector_file(o.compute.weights), "the --weights"},
+                    {vector_file(o.compute.variance), "the --variance"},
+                    {o.run.config, "the --config"}};
   r.command = o.run.command;
+  r.resume_command = o.run.resume_command;
   r.quiet = o.run.quiet;
   PairRun<T> run(cmd, comm);
   return run_output(comm, r, run);
@@ -837,7 +845,7 @@ void PairFamilyCommand::check(const cli::po::options_description& all,
   cli::finish_compute(o_.compute, c_, info_.compute_flags);
   o_.compute.chunk_mb_given = vm.count("chunk-mb") > 0 && !vm["chunk-mb"].defaulted();
   check_groups(vm);
-  cli::finish_run(o_.run, c_, argc, argv);
+  cli::finish_run(o_.run, c_, all, vm, argc, argv);
   o_.run.effective = cli::effective_options(all, vm, unused_options());
 }
 

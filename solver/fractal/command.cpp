@@ -638,8 +638,10 @@ int run_root(const FractalOptions& o, MPI_Comm comm) {
   r.paths.overwrite = o.out.overwrite;
   r.paths.resume = o.out.resume;
   r.paths.stats = o.run.stats;
-  r.paths.inputs = {{o.input, "the input"}};
+  r.paths.inputs = {{io::split_input_spec(o.input).path, "the input"},
+                    {o.run.config, "the --config"}};
   r.command = o.run.command;
+  r.resume_command = o.run.resume_command;
   r.quiet = o.run.quiet;
   FractalRun run(o, j);
   return run_output(comm, r, run);
@@ -798,7 +800,7 @@ class FractalCommand final : public cli::OptionsCommand {
       if (!o_.csv.empty() || !vm["repeat"].defaulted())
         throw UsageError("--repeat and --csv go with --bench");
     }
-    cli::finish_run(o_.run, c_, argc, argv);
+    cli::finish_run(o_.run, c_, all, vm, argc, argv);
     o_.run.effective = cli::effective_options(all, vm);
   }
 
