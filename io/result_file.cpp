@@ -304,12 +304,19 @@ void create_result_file(const ResultLayout& L) {
       L.path, [&](hid_t file) { build_structure(file, L); }, true);
 }
 
-ResultWriter::ResultWriter(MPI_Comm comm, const ResultLayout& L) : layout_(L) {
+ResultWriter::ResultWriter(MPI_Comm comm, const ResultLayout& L,
+                           const std::function<void(MPI_File)>& on_open)
+    : layout_(L), comm_(comm) {
   MPI_Comm_rank(comm, &rank_);
   mem_type_ = memory_type(L.result.type);
   Hid fapl = make_parallel_fapl(comm);
   file_ = file_handle(H5Fopen(L.path.c_str(), H5F_ACC_RDWR, fapl),
                       "cannot open output file '" + L.path + "' for writing");
+  if (on_open) {
+    void* handle = nullptr;  // the MPI-IO driver's MPI_File
+    check_status(H5Fget_vfd_handle(file_, fapl, &handle), "H5Fget_vfd_handle");
+    if (handle) on_open(*static_cast<MPI_File*>(handle));
+  }
   xfer_ = plist_handle(H5Pcreate(H5P_DATASET_XFER), "H5Pcreate(transfer)");
   check_status(H5Pset_dxpl_mpio(xfer_, H5FD_MPIO_COLLECTIVE), "H5Pset_dxpl_mpio");
   if (!L.result.name.empty())

@@ -123,7 +123,11 @@ ExistingResult read_existing(const std::string& path);
 class ResultWriter {
  public:
   // Collective: opens the file create_result_file made, for writing.
-  ResultWriter(MPI_Comm comm, const ResultLayout& layout);
+  // on_open (if given) gets the file's MPI-IO handle as soon as it is open,
+  // before anything is written to it (the caller watches its writes:
+  // guard_output_file, solver/driver.hpp).
+  ResultWriter(MPI_Comm comm, const ResultLayout& layout,
+               const std::function<void(MPI_File)>& on_open = {});
   ResultWriter(const ResultWriter&) = delete;
   ResultWriter& operator=(const ResultWriter&) = delete;
 
@@ -149,9 +153,12 @@ class ResultWriter {
   void write_points(const void* data);
   // Collective; flushes and reports failure.
   void close();
+  // The ranks that write the file.
+  MPI_Comm comm() const { return comm_; }
 
  private:
   ResultLayout layout_;
+  MPI_Comm comm_;
   int rank_ = 0;
   Hid file_, values_, companion_, done_, points_, xfer_;
   hid_t mem_type_;

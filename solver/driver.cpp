@@ -1,7 +1,9 @@
 #include "solver/driver.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <thread>
 
 #include "core/error.hpp"
 #include "solver/fault.hpp"
@@ -168,6 +170,37 @@ std::string g_abort_hint;
 
 void set_abort_hint(const std::string& hint) {
   g_abort_hint = hint;
+}
+
+void agree_min(MPI_Comm comm, const int* in, int* out, int count, const std::string& why) {
+  MPI_Request request = MPI_REQUEST_NULL;
+  check_mpi(MPI_Iallreduce(in, out, count, MPI_INT, MPI_MIN, comm, &request), "MPI_Iallreduce");
+  if (why.empty()) {
+    check_mpi(MPI_Wait(&request, MPI_STATUS_IGNORE), "MPI_Wait");
+    return;
+  }
+  // The others may never come: they can be inside the collective call that
+  // failed here, waiting for this rank.
+  const double deadline = MPI_Wtime() + kStepAgreeSeconds;
+  int arrived = 0;
+  while (true) {
+    check_mpi(MPI_Test(&request, &arrived, MPI_STATUS_IGNORE), "MPI_Test");
+    if (arrived) return;
+    if (MPI_Wtime() >= deadline) abort_run(comm, why);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+void agree_step(MPI_Comm comm, const std::string& why) {
+  const int ranks = comm_size(comm);
+  const int me = why.empty() ? ranks : comm_rank(comm);
+  int first = ranks;
+  agree_min(comm, &me, &first, 1, why);
+  if (first == ranks) return;
+  if (me == first) abort_run(comm, why);
+  // Rank `first` ends the job; wait for it (never returns).
+  while (true)
+    std::this_thread::sleep_for(std::chrono::seconds(1));
 }
 
 void abort_run(MPI_Comm comm, const std::string& what) {

@@ -138,7 +138,7 @@ void create_output(MPI_Comm comm, OutputRun& run, const std::string& creating,
   if (root) fault_point(Stage::create, 1);
   run.open(creating);
   if (root) fault_point(Stage::create, 2);
-  if (shared) contain(comm, [&] { run.flush(); });
+  if (shared) step_together(comm, [&] { run.flush(); });
   if (root) fault_point(Stage::create, 3);
   const auto rename = [&] {
     if (root) io::rename_durably(creating, partial);

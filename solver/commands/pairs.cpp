@@ -221,19 +221,26 @@ double checkpoint_seconds() {
   return knobs::number("TDSOLVE_TEST_CHECKPOINT_S", 0, 1e9).value_or(300.0);
 }
 
-// Opens the file on every rank. If only some ranks fail, those that hold it
-// cannot close it (a collective close would wait for the others): abort.
-std::unique_ptr<io::ResultWriter> open_writer(MPI_Comm comm, const io::ResultLayout& L) {
+// Opens the file on every rank, its writes guarded (guard_output_file: a
+// failed write ends the job, naming `output`). If only some ranks fail,
+// those that hold it cannot close it (a collective close would wait for the
+// others): abort.
+std::unique_ptr<io::ResultWriter> open_writer(MPI_Comm comm, const io::ResultLayout& L,
+                                              const std::string& output) {
   std::unique_ptr<io::ResultWriter> w;
   std::string why;
   try {
-    w = std::make_unique<io::ResultWriter>(comm, L);
+    w = std::make_unique<io::ResultWriter>(
+        comm, L, [&](MPI_File file) { guard_output_file(comm, file, L.path, output); });
   } catch (const std::exception& e) {
     why = e.what();
   }
-  int ok = w ? 1 : 0, all = 0, any = 0;
-  check_mpi(MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
-  check_mpi(MPI_Allreduce(&ok, &any, 1, MPI_INT, MPI_MAX, comm), "MPI_Allreduce");
+  // A rank that failed waits only so long for the others (they may be inside
+  // the collective open it left): then it ends the job.
+  const int ok[2] = {w ? 1 : 0, w ? -1 : 0};
+  int agreed[2] = {0, 0};
+  agree_min(comm, ok, agreed, 2, why);
+  const bool all = agreed[0] == 1, any = agreed[1] == -1;
   if (all) return w;
   if (any) {
     if (!w) abort_run(comm, why);
@@ -468,7 +475,7 @@ class PairRun final : public OutputRun {
   }
   void open(const std::string& path) override {
     layout_.path = path;
-    writer_ = open_writer(comm_, layout_);
+    writer_ = open_writer(comm_, layout_, o_.out.output);
   }
   void flush() override { writer_->flush(); }
 
@@ -490,9 +497,11 @@ class PairRun final : public OutputRun {
                        resume_cmd_);
       sink_ = cmd_.make_sink(*writer_, comm_, p_, ex_);
       if (o_.out.store_points)
-        writer_->write_points(rank_ != 0                 ? nullptr
-                              : p_.stored_points.empty() ? p_.a.data()
-                                                         : p_.stored_points.data());
+        step_together(comm_, [&] {
+          writer_->write_points(rank_ != 0                 ? nullptr
+                                : p_.stored_points.empty() ? p_.a.data()
+                                                           : p_.stored_points.data());
+        });
       Progress progress(rank_ == 0 ? o_.run.progress : ProgressMode::none, plan_.total(),
                         p_.stores_values() && !list ? sizeof(T) : 0, already_, element_name(p_));
       StopPolicy stop;
