@@ -13,6 +13,7 @@
 #include <cstring>
 #include <ctime>
 #include <limits>
+#include <stdexcept>
 
 #include "core/error.hpp"
 #include "core/knobs.hpp"
@@ -322,6 +323,20 @@ io::ResultLayout make_layout(const PairCommand<T>& cmd, const Problem<T>& p,
   return L;
 }
 
+// The plan a file's /progress/offsets describe (knn --k counts values of
+// /distances there, K a row; the plan counts comparisons, n a row).
+// std::invalid_argument when they are not block-row boundaries of `p`.
+template <typename T>
+mapping::ChunkPlan plan_of_file(const Problem<T>& p, std::vector<index_t> offsets) {
+  if (p.knn())
+    for (index_t& off : offsets) {
+      if (off % p.k != 0)
+        throw std::invalid_argument("an offset is not a multiple of K = " + std::to_string(p.k));
+      off = off / p.k * p.cols;
+    }
+  return plan_from_offsets(p, offsets);
+}
+
 // Rank 0, holding the lock: start fresh, continue the .partial, or report
 // the output complete; refuses what would lose or mix up work.
 template <typename T>
@@ -341,6 +356,22 @@ Existing inspect_output(const PairCommand<T>& cmd, const Problem<T>& p, const So
       throw InputError("--resume: '" + path + "' is a different job (" + diff +
                        "); rerun it as it was, or start over without --resume (with --overwrite)");
   };
+  // The same job's file, before anything is written: every dataset of it
+  // against what this job writes in its plan (type, shape, flags 0 or 1).
+  const auto check_file = [&](const io::ExistingResult& r, const std::string& path) {
+    mapping::ChunkPlan plan;
+    try {
+      plan = plan_of_file(p, r.offsets);
+    } catch (const std::invalid_argument& x) {
+      throw InputError("cannot resume '" + path + "': its chunk plan does not fit: " + x.what());
+    }
+    try {
+      return io::check_resumable(path, make_layout(cmd, p, plan, src, ""));
+    } catch (const InputError& x) {
+      throw InputError("cannot resume '" + path + "': " + x.what() +
+                       ": the file is damaged; start over with --overwrite (without --resume)");
+    }
+  };
   if (stat(partial.c_str(), &st) == 0) {
     if (!o.out.resume) {
       if (!o.out.overwrite)
@@ -358,9 +389,10 @@ Existing inspect_output(const PairCommand<T>& cmd, const Problem<T>& p, const So
                        "; start over with --overwrite (without --resume)");
     }
     same_job(r, partial);
+    const io::ResumableFile f = check_file(r, partial);
     e.start = Start::resume;
     e.offsets = r.offsets;
-    e.done = r.done;
+    e.done = f.done;
     if (p.epilogue == EpilogueKind::histogram && r.chunks_done() > 0) {
       const index_t bins = p.hist.bins;
       if (r.counts.size() != bins + 2)
@@ -386,6 +418,7 @@ Existing inspect_output(const PairCommand<T>& cmd, const Problem<T>& p, const So
       throw InputError(std::string("--resume: ") + x.what());
     }
     same_job(r, out);
+    check_file(r, out);
     if (!r.complete())
       throw InputError("--resume: '" + out + "' is incomplete but not a run tdsolve can continue " +
                        "(written in place by an older version?); start over with --overwrite");
@@ -426,15 +459,7 @@ class PairRun final : public OutputRun {
     if (resuming) {
       all_agree(comm_, [&] {
         try {
-          std::vector<index_t> offsets = ex_.offsets;
-          if (p_.knn())  // the file counts values of /distances: rows × K
-            for (index_t& off : offsets) {
-              if (off % p_.k != 0)
-                throw std::invalid_argument("an offset is not a multiple of K = " +
-                                            std::to_string(p_.k));
-              off = off / p_.k * p_.cols;
-            }
-          plan_ = plan_from_offsets(p_, offsets);
+          plan_ = plan_of_file(p_, ex_.offsets);  // rank 0 checked it (inspect_output)
         } catch (const std::invalid_argument& e) {
           throw InputError("cannot resume '" + partial +
                            "': its chunk plan does not fit: " + e.what());
