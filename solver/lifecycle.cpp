@@ -206,6 +206,7 @@ int run_output(MPI_Comm comm, const OutputRequest& r, OutputRun& run) {
   const bool complete = run.loop(context);
   // Only a complete result takes the output's name (replacing an old one).
   if (complete) {
+    fault_point(Stage::rename, 0);  // TDSOLVE_TEST_FAULT=RANK:0:rename
     const auto rename = [&] {
       if (rank == 0) io::rename_durably(partial, out);
     };

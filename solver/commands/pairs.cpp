@@ -393,6 +393,16 @@ Existing inspect_output(const PairCommand<T>& cmd, const Problem<T>& p, const So
     e.start = Start::resume;
     e.offsets = r.offsets;
     e.done = f.done;
+    // A list run (knn --radius, collide) writes its pairs, syncs them, then
+    // sets every flag at once: a file with every flag set holds every pair
+    // (the run ended between the flags and the rename), one without holds
+    // none that a resume can use, and every chunk is computed again.
+    if (cmd.list_run()) {
+      if (f.list_rows >= 0)
+        e.held_pairs = f.list_rows;
+      else
+        e.done.assign(e.done.size(), 0);
+    }
     if (p.epilogue == EpilogueKind::histogram && r.chunks_done() > 0) {
       const index_t bins = p.hist.bins;
       if (r.counts.size() != bins + 2)
@@ -450,6 +460,9 @@ class PairRun final : public OutputRun {
     ex_.start = start;
     bcast_vector(comm_, &ex_.offsets);
     bcast_vector(comm_, &ex_.done);
+    index_t held = static_cast<index_t>(ex_.held_pairs + 1);
+    bcast_u64(comm_, &held);
+    ex_.held_pairs = static_cast<std::int64_t>(held) - 1;
   }
 
   void prepare(bool resuming) override {
@@ -538,6 +551,10 @@ class PairRun final : public OutputRun {
       sink_->close(res_.done);
       res_.time.sink += MPI_Wtime() - w0;
     });
+    // A list run's pairs are in the file now, flagged: a failure from here on
+    // (the rename) leaves a .partial that a resume finishes as it is.
+    if (list && std::all_of(res_.done.begin(), res_.done.end(), [](unsigned char d) { return d; }))
+      set_abort_hint(abort_hint(partial_, resume_cmd_));
     // A stopped --radius or collide run kept no pairs: no chunk of it counts
     // as done.
     if (list && !std::all_of(res_.done.begin(), res_.done.end(), [](unsigned char d) { return d; }))
