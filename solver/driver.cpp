@@ -20,6 +20,9 @@ mapping::ChunkPlan agree_plan(const Problem<T>& p, Backend<T>& backend, index_t 
     hard = backend.max_chunk_elements();
     limit = std::min(limit, hard);
   }
+  // knn --k: bounded by the work as well as by the output, so that a stop
+  // request is honoured within a chunk or two.
+  if (p.knn()) limit = std::min(limit, std::max<index_t>(1, backend.max_chunk_work()));
   index_t agreed = limit;
   check_mpi(MPI_Allreduce(&limit, &agreed, 1, MPI_UINT64_T, MPI_MIN, comm), "MPI_Allreduce");
   mapping::ChunkPlan plan = make_plan(p, agreed);
