@@ -82,8 +82,10 @@ void arm_faults(int rank) {
 void fault_point(Stage stage, index_t chunk) {
   if (armed.slow_ms > 0 && stage == Stage::write)
     std::this_thread::sleep_for(std::chrono::milliseconds(armed.slow_ms));
-  if (!armed.on || stage != armed.stage || chunk < armed.first_chunk) return;
-  if (stage == Stage::create && chunk != armed.first_chunk) return;
+  if (!armed.on || stage != armed.stage) return;
+  if (stage == Stage::create ? chunk != armed.first_chunk
+                             : stage != Stage::rename && chunk < armed.first_chunk)
+    return;
   if (stage == Stage::kill || stage == Stage::create || stage == Stage::rename) {
     std::fprintf(stderr, "tdsolve: injected SIGKILL at %s %llu (TDSOLVE_TEST_FAULT)\n",
                  stage_name(stage), static_cast<unsigned long long>(chunk));
