@@ -365,7 +365,7 @@ class PairListFullDiskTest(FaultTestBase):
                           env=self.env(out, TDSOLVE_ENOSPC_CALL=str(k), TDSOLVE_ENOSPC_COUNT=count))
             return case, out, count, run
 
-        with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        with concurrent.futures.ThreadPoolExecutor(3) as pool:
             for (ranks, k), out, count, run in pool.map(one, cases):
                 what = f"{name}, {ranks} rank(s), write {k} of each rank fails"
                 with self.subTest(ranks=ranks, write=k):
