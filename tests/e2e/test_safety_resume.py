@@ -76,7 +76,7 @@ def shorter(name):
 def retyped(name, dtype, maxshape=None):
     def damage(f):
         replace(f, name, f[name][()].astype(dtype), maxshape=maxshape)
-    return (f"/{name} as {dtype}", f"/{name}", damage)
+    return (f"/{name} as {np.dtype(dtype).name}", f"/{name}", damage)
 
 
 def wider(name):
