@@ -167,7 +167,7 @@ void create_output(MPI_Comm comm, OutputRun& run, const std::string& creating,
   if (root) fault_point(Stage::create, 1);
   run.open(creating);
   if (root) fault_point(Stage::create, 2);
-  if (shared) contain(comm, [&] { run.flush(); });
+  if (shared) step_together(comm, [&] { run.flush(); });
   if (root) fault_point(Stage::create, 3);
   const auto rename = [&] {
     if (root) io::rename_durably(creating, partial);
@@ -246,6 +246,7 @@ int run_output(MPI_Comm comm, const OutputRequest& r, OutputRun& run) {
   const bool complete = run.loop(context);
   // Only a complete result takes the output's name (replacing an old one).
   if (complete) {
+    fault_point(Stage::rename, 0);  // TDSOLVE_TEST_FAULT=RANK:0:rename
     const auto rename = [&] {
       if (rank == 0) io::rename_durably(partial, out);
     };

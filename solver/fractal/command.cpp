@@ -383,6 +383,47 @@ std::string read_job(const std::string& path) {
   }
 }
 
+// --resume, before anything is written: every dataset of the job's file as
+// the job writes it (type and shape; /steps and /replicas hold the job's
+// values; every flag is 0 or 1, and all are 1 in a complete result).
+// InputError naming the first that is not, and the way out.
+void check_resumable(const std::string& path, const Job& j, const FractalOptions& o,
+                     bool complete) {
+  const Fractal& f = j.f;
+  const index_t S = j.steps.size(), k = index_t(f.k);
+  try {
+    Hid file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+    if (!file.valid()) throw InputError("it cannot be opened");
+    io::check_dataset(file, {"states", H5T_STD_U8LE, {S, index_t(f.cells)}});
+    io::check_dataset(file, {"steps", H5T_STD_I64LE, {S}});
+    io::check_dataset(file, {"live", H5T_STD_I64LE, {index_t(o.steps) + 1}});
+    io::check_dataset(file, {"replicas", H5T_STD_I64LE, {k, 2}});
+    io::check_dataset(file, {"progress/done", H5T_STD_U8LE, {S}});
+    const auto read = [&](const char* name, std::size_t count) {
+      std::vector<std::int64_t> v(count);
+      Hid d = io::dataset_handle(H5Dopen2(file, name, H5P_DEFAULT), std::string("H5Dopen ") + name);
+      io::check_status(H5Dread(d, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()),
+                       std::string("reading /") + name);
+      return v;
+    };
+    if (read("steps", S) != std::vector<std::int64_t>(j.steps.begin(), j.steps.end()))
+      throw InputError("/steps are not the job's snapshot steps");
+    std::vector<std::int64_t> table;
+    for (const auto& [x, y] : j.shape.cells) {
+      table.push_back(x);
+      table.push_back(y);
+    }
+    if (read("replicas", 2 * k) != table) throw InputError("/replicas are not the job's table");
+    const std::vector<unsigned char> done = io::read_flags(file, "progress/done");
+    if (complete && std::count(done.begin(), done.end(), 1) != std::ptrdiff_t(done.size()))
+      throw InputError("/progress/done has a snapshot not flagged done");
+  } catch (const std::exception& e) {
+    H5Eclear2(H5E_DEFAULT);
+    throw InputError("--resume: '" + path + "' cannot be " + (complete ? "reported" : "resumed") +
+                     ": " + e.what() + ": the file is damaged; start over with --overwrite");
+  }
+}
+
 void describe_run(const FractalOptions& o, const Job& j, const Engine& e) {
   const Fractal& f = j.f;
   std::printf(
@@ -476,6 +517,7 @@ class FractalRun final : public OutputRun {
         throw InputError("--resume: '" + out +
                          "' is the result of another job; choose another "
                          "--output or pass --overwrite");
+      check_resumable(out, j_, o_, true);
       return Start::complete;
     }
     if (o_.out.resume && stat(partial.c_str(), &st) == 0) {
@@ -484,6 +526,7 @@ class FractalRun final : public OutputRun {
             "--resume: '" + partial +
             "' was written by another job (shape, level, rule, init or the --input "
             "state's cells, steps or version differ); run without --resume to replace it");
+      check_resumable(partial, j_, o_, false);
       return Start::resume;
     }
     return Start::fresh;
