@@ -196,7 +196,20 @@ void write_stats(const std::string& path, const OutputRun& run, bool complete) {
     return;
   }
   run.write_stats(f, complete);
-  std::fclose(f);
+  // A full disk shows here (the writes happen inside the C library): an
+  // object cut short is worse than none, so the file is left empty.
+  bool failed = std::fflush(f) != 0 || std::ferror(f) != 0;
+  int e = failed ? errno : 0;
+  if (failed) (void)ftruncate(fd, 0);
+  if (std::fclose(f) != 0 && !failed) {
+    failed = true;
+    e = errno;
+    (void)::truncate(path.c_str(), 0);
+  }
+  if (failed)
+    std::fprintf(stderr,
+                 "tdsolve: warning: writing --stats file '%s' failed: %s (left empty)\n",
+                 path.c_str(), std::strerror(e ? e : EIO));
 }
 
 }  // namespace

@@ -203,11 +203,13 @@ void bench_typed(const BenchOptions& b, PairCommand<T>& cmd, MPI_Comm comm) {
   }
   std::printf("\n");
   if (!b.csv.empty()) {
-    const CsvFile f = open_bench_csv(
+    off_t before = 0;
+    CsvFile f = open_bench_csv(
         b.csv,
         "device,problem,backend,map,n,cols,d,metric,precision,block,launches,pairs,bytes,repeat,"
         "median_ms,min_ms,pairs_per_s,gbytes_per_s,memset_ms,memset_gbytes_per_s,store_ms,"
-        "store_gbytes_per_s,fraction_of_memset\n");
+        "store_gbytes_per_s,fraction_of_memset\n",
+        &before);
     std::fprintf(f.get(),
                  "\"%s\",%s,%s,%s,%llu,%llu,%llu,%s,%s,%llu,%llu,%llu,%.0f,%d,%.4f,%.4f,%.4g,"
                  "%.2f,%.4f,%.2f,%.4f,%.2f,%.4f\n",
@@ -219,6 +221,7 @@ void bench_typed(const BenchOptions& b, PairCommand<T>& cmd, MPI_Comm comm) {
                  memset_ms > 0 ? bytes / (memset_ms * 1e-3) / 1e9 : 0.0, store_ms,
                  store_ms > 0 ? bytes / (store_ms * 1e-3) / 1e9 : 0.0,
                  memset_ms > 0 ? memset_ms / med : 0.0);
+    close_bench_csv(f, b.csv, before);
   }
 }
 

@@ -480,10 +480,12 @@ int bench(const FractalOptions& o, const Job& j) {
       int(o.engine.tensor_cores), med * 1e3, o.repeat, o.steps, per_step[0] * 1e3,
       double(f.cells) / med, human_bytes(double(e->device_bytes())).c_str());
   if (!o.csv.empty()) {
-    const CsvFile fp =
+    off_t before = 0;
+    CsvFile fp =
         open_bench_csv(o.csv,
                        "device,shape,k,s,level,n,cells,map,rho,tensor_cores,steps,repeat,"
-                       "median_ms_per_step,min_ms_per_step,cells_per_s,state_bytes\n");
+                       "median_ms_per_step,min_ms_per_step,cells_per_s,state_bytes\n",
+                       &before);
     std::fprintf(fp.get(), "\"%s\",%s,%d,%d,%d,%llu,%llu,%s,%llu,%d,%ld,%d,%.6f,%.6f,%.6g,%llu\n",
                  e->describe().c_str(), j.shape.name.c_str(), f.k, f.s, f.levels,
                  (unsigned long long)f.n, (unsigned long long)f.cells,
@@ -491,6 +493,7 @@ int bench(const FractalOptions& o, const Job& j) {
                  (unsigned long long)(o.engine.rho ? o.engine.rho : default_rho(f)),
                  int(o.engine.tensor_cores), o.steps, o.repeat, med * 1e3, per_step[0] * 1e3,
                  double(f.cells) / med, (unsigned long long)e->device_bytes());
+    close_bench_csv(fp, o.csv, before);
   }
   return 0;
 }

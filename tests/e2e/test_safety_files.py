@@ -265,6 +265,19 @@ class SafetyTest(TempDirTest):
         self.assert_refused(r, "FIFO", code=2)
         self.assertFalse(os.path.exists(out) or os.path.exists(out + ".partial"))
 
+    def test_csv_fifo_refused_never_waited_on(self):
+        # bench's and fractal --bench's --csv: a FIFO with no reader would
+        # block the open forever; it is refused in one line instead.
+        fifo = self.path("b.csv")
+        os.mkfifo(fifo)
+        for job in (["bench", "--generate", "uniform:300:2:1", "--backend", "cpu", "--repeat", 1],
+                    ["fractal", "--shape", "sierpinski-triangle", "--level", 5, "--steps", 4, "--backend", "cpu",
+                     "--bench", "--repeat", 1]):
+            with self.subTest(command=job[0]):
+                r = run_job([*job, "--csv", fifo], timeout=30)
+                self.assertFalse(r.hung, f"blocked on the FIFO\n{r}")
+                self.assert_refused(r, "--csv", "not a regular file")
+
     # ---- 5. fractal keeps a stopped run's .partial ---------------------------------
 
     def test_fractal_refuses_a_stopped_runs_partial_without_resume_or_overwrite(self):

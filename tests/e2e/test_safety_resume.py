@@ -11,8 +11,9 @@
   uninterrupted run (all but `created`, the time of the run, and HDF5's
   object times); flags that are not all set hold no pairs, and every chunk
   is computed again;
-- a full disk at every write of knn --radius and collide, on 1, 2 and 3
-  ranks: one line, no hang, nothing that reads complete;
+- a full disk at every write of every command, on 1, 2 and 3 ranks, on
+  every rank at once or one alone: one line, no hang, nothing that reads
+  complete;
 - knn --k cuts its chunks by the work too: SIGTERM mid-run stops it within
   seconds (exit 75), and --resume gives the same datasets and attributes
   as an uninterrupted run.
@@ -317,14 +318,27 @@ class PairListRenameTest(TempDirTest):
             self.resume_to_reference(name, out, ref, 2)
 
 
-class PairListFullDiskTest(FaultTestBase):
-    """Every write of knn --radius and collide fails in turn (the ENOSPC
-    shim's TDSOLVE_ENOSPC_CALL: the K-th write of each rank, and every later
-    one), on 1, 2 and 3 ranks: one line, no hang, nothing that reads complete."""
+class FullDiskTest(FaultTestBase):
+    """A full disk at every write of every command to its result, on 1, 2
+    and 3 ranks (fractal: 1): the K-th write fails, and every later one
+    (the ENOSPC shim's TDSOLVE_ENOSPC_CALL), on every rank at once, or on
+    one rank alone (TDSOLVE_ENOSPC_RANK) while the others write freely.
+    Each run: one line, no hang, nothing that reads complete; a run that
+    made no K-th write this time (the count moves a little from run to run)
+    failed none and is complete. The side files (--stats, --csv) are
+    test_faults.py's FullSideFileTest."""
 
     JOBS = {
+        "edm": ["edm", "--generate", "uniform:1500:3:1", "--chunk-mb", "1"],
+        "cross": ["cross", "--generate", "uniform:900:3:1", "--with-generate", "uniform:700:3:2", "--chunk-mb",
+                  "1"],
+        "hist": ["hist", "--generate", "uniform:1500:3:1", "--bins", "16", "--range", "0:1.5"],
+        "knn": ["knn", "--generate", "uniform:1500:3:1", "--k", "5", "--chunk-mb", "1"],
         "radius": ["knn", "--generate", "uniform:300:3:5", "--radius", "0.3"],
         "collide": ["collide", "--generate", "spheres:300:3:4:0.2"],
+        "triplet": ["triplet", "--generate", "uniform:120:3:1"],
+        "fractal": ["fractal", "--shape", "sierpinski-triangle", "--level", "6", "--steps", "20",
+                    "--snapshot-every", "5"],
     }
 
     @classmethod
@@ -341,38 +355,49 @@ class PairListFullDiskTest(FaultTestBase):
         return {"LD_PRELOAD": self.shim, "TDSOLVE_ENOSPC_PATH": names, **more}
 
     def writes(self, job, ranks):
-        """The most writes any rank of a clean run makes to the output."""
+        """The writes each rank of a clean run makes to the output."""
         out = self.path(f"count-{ranks}.h5")
         count = self.path(f"count-{ranks}.txt")
         run = run_job([*job, "--output", out, "--progress", "none"], np_=None if ranks == 1 else ranks,
                       env=self.env(out, TDSOLVE_ENOSPC_CALL="0", TDSOLVE_ENOSPC_COUNT=count))
         self.assertEqual(run.returncode, 0, str(run))
+        made = {}
         with open(count) as f:
-            made = [int(line.split()[1]) for line in f if line.strip()]
-        self.assertEqual(len(made), ranks, f"one count a rank: {made}")
-        return max(made)
+            for line in f:
+                if line.strip():
+                    rank, n = line.split()[:2]
+                    made[0 if rank == "-" else int(rank)] = int(n)
+        self.assertEqual(sorted(made), list(range(ranks)), f"one count a rank: {made}")
+        return made
 
     def check(self, name):
         job = self.JOBS[name]
-        cases = [(ranks, k) for ranks in (1, 2, 3) for k in range(1, self.writes(job, ranks) + 1)]
-        self.assertGreater(len(cases), 20)
+        cases = []  # (ranks, the failing rank or None for all, K)
+        for ranks in ((1,) if name == "fractal" else (1, 2, 3)):
+            made = self.writes(job, ranks)
+            cases += [(ranks, None, k) for k in range(1, max(made.values()) + 1)]
+            writers = [r for r, n in made.items() if n > 0]
+            if len(writers) > 1:  # with one writer, "that rank alone" is "every rank"
+                cases += [(ranks, r, k) for r in writers for k in range(1, made[r] + 1)]
+        self.assertGreater(len(cases), 8)
 
         def one(case):
-            ranks, k = case
-            out = self.path(f"{name}-{ranks}-{k}.h5")
-            count = self.path(f"{name}-{ranks}-{k}.txt")
+            ranks, who, k = case
+            tag = f"{name}-{ranks}-{'all' if who is None else who}-{k}"
+            out, count = self.path(tag + ".h5"), self.path(tag + ".txt")
+            more = {"TDSOLVE_ENOSPC_CALL": str(k), "TDSOLVE_ENOSPC_COUNT": count}
+            if who is not None:
+                more["TDSOLVE_ENOSPC_RANK"] = str(who)
             run = run_job([*job, "--output", out, "--progress", "none"], np_=None if ranks == 1 else ranks,
-                          env=self.env(out, TDSOLVE_ENOSPC_CALL=str(k), TDSOLVE_ENOSPC_COUNT=count))
+                          env=self.env(out, **more))
             return case, out, count, run
 
         with concurrent.futures.ThreadPoolExecutor(3) as pool:
-            for (ranks, k), out, count, run in pool.map(one, cases):
-                what = f"{name}, {ranks} rank(s), write {k} of each rank fails"
-                with self.subTest(ranks=ranks, write=k):
+            for (ranks, who, k), out, count, run in pool.map(one, cases):
+                where = "each rank" if who is None else f"rank {who} alone"
+                what = f"{name}, {ranks} rank(s), write {k} of {where} fails"
+                with self.subTest(ranks=ranks, rank=who, write=k):
                     if run.returncode == 0 and not run.hung:
-                        # The number of writes varies a little from run to
-                        # run (which rank writes which metadata): no rank
-                        # made a K-th write this time, none failed.
                         with open(count) as f:
                             refused = [int(line.split()[2]) for line in f if line.strip()]
                         self.assertEqual(refused, [0] * ranks, f"{what}: a failed write was ignored\n{run}")
@@ -381,11 +406,29 @@ class PairListFullDiskTest(FaultTestBase):
                     self.assert_one_error(run, what)
                     self.assert_not_complete(out, what, strict=False, reader=False)
 
+    def test_edm_every_write(self):
+        self.check("edm")
+
+    def test_cross_every_write(self):
+        self.check("cross")
+
+    def test_hist_every_write(self):
+        self.check("hist")
+
+    def test_knn_every_write(self):
+        self.check("knn")
+
     def test_radius_every_write(self):
         self.check("radius")
 
     def test_collide_every_write(self):
         self.check("collide")
+
+    def test_triplet_every_write(self):
+        self.check("triplet")
+
+    def test_fractal_every_write(self):
+        self.check("fractal")
 
 
 class KnnStopTest(TempDirTest):

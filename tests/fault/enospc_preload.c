@@ -16,6 +16,10 @@
  *                         whatever their size. So a test can fail each write
  *                         a run makes in turn. K = 0 with TDSOLVE_ENOSPC_COUNT:
  *                         no write fails (a clean run, counted).
+ *   TDSOLVE_ENOSPC_RANK   R: only the process of MPI rank R (OMPI_COMM_WORLD_RANK)
+ *                         fails writes; the others write freely (counted).
+ *                         Unset or empty: every process. So a test can make
+ *                         one rank alone meet the full disk.
  *   TDSOLVE_ENOSPC_COUNT  a file: at exit the process appends one line,
  *                         "RANK WRITES REFUSED": its MPI rank
  *                         (OMPI_COMM_WORLD_RANK, or - for a process run
@@ -62,6 +66,7 @@ static const char* pattern;                 /* NULL: inactive */
 static unsigned long long budget;           /* TDSOLVE_ENOSPC_AFTER */
 static unsigned long long fail_call;        /* TDSOLVE_ENOSPC_CALL (0: by bytes) */
 static const char* count_file;              /* TDSOLVE_ENOSPC_COUNT */
+static int exempt;                          /* TDSOLVE_ENOSPC_RANK names another rank */
 static _Atomic unsigned long long written;  /* bytes let through to matching files */
 static _Atomic unsigned long long calls;    /* writes let through to matching files */
 static _Atomic unsigned long long refused;  /* writes failed */
@@ -98,6 +103,13 @@ static void init(void) {
   fail_call = (k && *k) ? strtoull(k, NULL, 10) : 0;
   count_file = (c && *c) ? c : NULL;
   if (k && *k && !a) budget = ~0ULL; /* by calls only */
+  const char* only = getenv("TDSOLVE_ENOSPC_RANK");
+  const char* rank = getenv("OMPI_COMM_WORLD_RANK");
+  exempt = only && *only && !(rank && strcmp(only, rank) == 0);
+  if (exempt) {
+    budget = ~0ULL;
+    fail_call = 0;
+  }
 }
 
 /* TDSOLVE_ENOSPC_COUNT: the writes made, appended at exit. */
