@@ -132,6 +132,11 @@ void check_output_paths(const OutputPaths& o, bool locked) {
         throw UsageError("--stats '" + stats + "' is " + which + " file; choose another name");
     if (stat(stats.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
       throw UsageError("--stats '" + stats + "' is a directory");
+    // A link to nothing yet cannot be compared with the names above, and
+    // could be one of them once the run has made it (the result itself).
+    if (lstat(stats.c_str(), &st) == 0 && S_ISLNK(st.st_mode) && stat(stats.c_str(), &st) != 0)
+      throw UsageError("--stats '" + stats +
+                       "' is a symbolic link to nothing; name the file itself");
     check_regular(stats, "--stats '" + stats + "'", true);
     check_writable_dir(stats, "--stats");
   }
@@ -183,10 +188,23 @@ void create_output(MPI_Comm comm, OutputRun& run, const std::string& creating,
 
 // Never blocks: a name that became a FIFO since the checks fails to open
 // (O_NONBLOCK, no reader) or is left alone, as is anything not a regular file.
-void write_stats(const std::string& path, const OutputRun& run, bool complete) {
+// Nor does it write the result (`output`) or its .partial, whatever the
+// name has become since the checks (a link made meanwhile).
+void write_stats(const std::string& path, const std::string& output, const OutputRun& run,
+                 bool complete) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_NONBLOCK | O_CLOEXEC | O_NOCTTY, 0666);
   struct stat st {};
   const bool regular = fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+  for (const std::string& result : {output, io::partial_path(output)}) {
+    struct stat rs {};
+    if (regular && stat(result.c_str(), &rs) == 0 && rs.st_dev == st.st_dev &&
+        rs.st_ino == st.st_ino) {
+      ::close(fd);
+      std::fprintf(stderr, "tdsolve: warning: --stats '%s' is now the file '%s'; not written\n",
+                   path.c_str(), result.c_str());
+      return;
+    }
+  }
   std::FILE* f = regular && ftruncate(fd, 0) == 0 ? fdopen(fd, "w") : nullptr;
   if (!f) {
     const int e = fd < 0 ? errno : regular ? errno : 0;
@@ -272,7 +290,7 @@ int run_output(MPI_Comm comm, const OutputRequest& r, OutputRun& run) {
   set_abort_hint("");
   if (rank == 0) lock.reset();
   run.finish(complete);
-  if (rank == 0 && !r.paths.stats.empty()) write_stats(r.paths.stats, run, complete);
+  if (rank == 0 && !r.paths.stats.empty()) write_stats(r.paths.stats, out, run, complete);
   return complete ? 0 : kStoppedExitCode;
 }
 

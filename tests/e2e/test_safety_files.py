@@ -265,6 +265,28 @@ class SafetyTest(TempDirTest):
         self.assert_refused(r, "FIFO", code=2)
         self.assertFalse(os.path.exists(out) or os.path.exists(out + ".partial"))
 
+    def test_stats_link_to_the_result_never_writes_it(self):
+        # --stats a link to nothing yet, which the run itself then makes:
+        # the result. Refused up front; and a link made while the run goes
+        # (after the checks) is not written through either.
+        out, stats = self.path("d.h5"), self.path("s.json")
+        os.symlink(os.path.basename(out), stats)
+        r = run_job(["edm", "--generate", "uniform:300:2:1", *CPU, "--output", out, "--stats", stats])
+        self.assert_refused(r, "--stats", "symbolic link", code=2)
+        self.assertFalse(os.path.exists(out))
+        os.remove(stats)
+        job = [BIN, "hist", "--generate", "uniform:60000:3:1", "--bins", "8", "--range", "0:2", *CPU, "--output",
+               out, "--stats", stats]
+        p = subprocess.Popen(job, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while not os.path.exists(out + ".partial") and p.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)  # the checks are behind it once the .partial exists
+        os.symlink(os.path.basename(out), stats)
+        _, err = p.communicate(timeout=120)
+        self.assertEqual(p.returncode, 0, err)
+        self.assertIn("not written", err)
+        self.assertEqual(tdsolve("info", out).returncode, 0, f"the result is gone\n{err}")
+
     def test_csv_fifo_refused_never_waited_on(self):
         # bench's and fractal --bench's --csv: a FIFO with no reader would
         # block the open forever; it is refused in one line instead.
