@@ -142,6 +142,14 @@ void check_output_paths(const OutputPaths& o, bool locked) {
   }
 }
 
+void check_not_an_input(const std::string& path, const char* option,
+                        const std::vector<std::pair<std::string, std::string>>& inputs) {
+  for (const auto& [in, which] : inputs)
+    if (!path.empty() && !in.empty() && same_path(path, in))
+      throw UsageError(std::string(option) + " '" + path + "' is " + which +
+                       " file; choose another name");
+}
+
 // The old output stays until the new one is complete, so it does not count
 // as free; an unfinished .partial is either continued or replaced, so it does.
 void check_output_space(const std::string& output, double bytes) {

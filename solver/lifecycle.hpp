@@ -57,6 +57,10 @@ struct OutputPaths {
 // before taking the lock, to fail early, and again holding it); then an
 // unfinished .partial also needs --resume or --overwrite.
 void check_output_paths(const OutputPaths& paths, bool locked);
+// UsageError when `path` (a file the run writes that is no output: bench's
+// --csv) is one of `inputs` (as OutputPaths::inputs), by path or by file.
+void check_not_an_input(const std::string& path, const char* option,
+                        const std::vector<std::pair<std::string, std::string>>& inputs);
 // InputError when the output's folder has less than `bytes` free (an
 // unfinished .partial counts as free: it is continued or replaced).
 void check_output_space(const std::string& output, double bytes);

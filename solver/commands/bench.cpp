@@ -15,6 +15,7 @@
 #include "solver/commands/pairs.hpp"
 #include "solver/commands/triplet.hpp"
 #include "solver/driver.hpp"
+#include "solver/lifecycle.hpp"
 #include "solver/lab/command.hpp"
 #include "solver/mpi_util.hpp"
 #include "solver/progress.hpp"
@@ -151,6 +152,7 @@ void finish_lab(BenchOptions& b, const cli::Choices& c, const cli::po::variables
 template <typename T>
 void bench_typed(const BenchOptions& b, PairCommand<T>& cmd, MPI_Comm comm) {
   const CommandOptions& o = b.cmd;
+  check_not_an_input(b.csv, "--csv", files_read(o));
   Sources src;
   const Problem<T> p = load_problem<T>(cmd, comm, &src);
   std::string kind;

@@ -845,6 +845,19 @@ double PairCommand<T>::result_bytes(const Problem<T>& p, const mapping::ChunkPla
 
 // ---- the run -----------------------------------------------------------------------
 
+std::vector<std::pair<std::string, std::string>> files_read(const CommandOptions& o) {
+  const auto file = [](const std::string& spec) { return io::split_input_spec(spec).path; };
+  const auto vector_file = [&](const std::string& spec) {
+    std::vector<double> inline_list;
+    return parse_number_list(spec, &inline_list) ? std::string() : file(spec);
+  };
+  return {{file(o.in.input), "the input"},
+          {file(o.with.input), "the --with input"},
+          {vector_file(o.compute.weights), "the --weights"},
+          {vector_file(o.compute.variance), "the --variance"},
+          {o.run.config, "the --config"}};
+}
+
 template <typename T>
 int run_pairs(PairCommand<T>& cmd, MPI_Comm comm) {
   const CommandOptions& o = cmd.options();
@@ -854,17 +867,7 @@ int run_pairs(PairCommand<T>& cmd, MPI_Comm comm) {
   r.paths.overwrite = o.out.overwrite;
   r.paths.resume = o.out.resume;
   r.paths.stats = o.run.stats;
-  // Every file the run reads (a generated input and an inline vector are none).
-  const auto file = [](const std::string& spec) { return io::split_input_spec(spec).path; };
-  const auto vector_file = [&](const std::string& spec) {
-    std::vector<double> inline_list;
-    return parse_number_list(spec, &inline_list) ? std::string() : file(spec);
-  };
-  r.paths.inputs = {{file(o.in.input), "the input"},
-                    {file(o.with.input), "the --with input"},
-                    {vector_file(o.compute.weights), "the --weights"},
-                    {vector_file(o.compute.variance), "the --variance"},
-                    {o.run.config, "the --config"}};
+  r.paths.inputs = files_read(o);
   r.command = o.run.command;
   r.resume_command = o.run.resume_command;
   r.quiet = o.run.quiet;

@@ -677,15 +677,19 @@ class FractalRun final : public OutputRun {
 
 int run_root(const FractalOptions& o, MPI_Comm comm) {
   const Job j = make_job(o);
-  if (o.bench) return bench(o, j);
+  const std::vector<std::pair<std::string, std::string>> inputs = {
+      {io::split_input_spec(o.input).path, "the input"}, {o.run.config, "the --config"}};
+  if (o.bench) {
+    check_not_an_input(o.csv, "--csv", inputs);
+    return bench(o, j);
+  }
   OutputRequest r;
   r.name = "fractal";
   r.paths.output = o.out.output;  // the checks every command makes of its paths
   r.paths.overwrite = o.out.overwrite;
   r.paths.resume = o.out.resume;
   r.paths.stats = o.run.stats;
-  r.paths.inputs = {{io::split_input_spec(o.input).path, "the input"},
-                    {o.run.config, "the --config"}};
+  r.paths.inputs = inputs;
   r.command = o.run.command;
   r.resume_command = o.run.resume_command;
   r.quiet = o.run.quiet;

@@ -287,6 +287,26 @@ class SafetyTest(TempDirTest):
         self.assertIn("not written", err)
         self.assertEqual(tdsolve("info", out).returncode, 0, f"the result is gone\n{err}")
 
+    def test_csv_is_never_a_file_the_run_reads(self):
+        # bench's and fractal --bench's --csv append to their file: naming
+        # the input (or a hard link to it) or the --config would add a row
+        # to it. Refused in one line, the file unchanged.
+        pts, link, ini = self.path("p.npy"), self.path("h.npy"), self.path("c.ini")
+        np.save(pts, np.random.default_rng(1).random((100, 3)))
+        os.link(pts, link)
+        with open(ini, "w") as f:
+            f.write("[fractal]\nshape = sierpinski-triangle\n")
+        cases = [(["bench", "--input", pts, "--backend", "cpu", "--repeat", 1], pts, "the input"),
+                 (["bench", "--input", pts, "--backend", "cpu", "--repeat", 1], link, "the input"),
+                 (["fractal", "--config", ini, "--level", 4, "--steps", 2, "--backend", "cpu", "--bench",
+                   "--repeat", 1], ini, "the --config")]
+        for job, csv, which in cases:
+            with self.subTest(command=job[0], csv=os.path.basename(csv)):
+                before = digest(csv)
+                r = run_job([*job, "--csv", csv], timeout=60)
+                self.assert_refused(r, "--csv", which, code=2)
+                self.assertEqual(digest(csv), before, "the file changed")
+
     def test_csv_fifo_refused_never_waited_on(self):
         # bench's and fractal --bench's --csv: a FIFO with no reader would
         # block the open forever; it is refused in one line instead.
