@@ -233,8 +233,7 @@ void write_stats(const std::string& path, const std::string& output, const Outpu
     (void)::truncate(path.c_str(), 0);
   }
   if (failed)
-    std::fprintf(stderr,
-                 "tdsolve: warning: writing --stats file '%s' failed: %s (left empty)\n",
+    std::fprintf(stderr, "tdsolve: warning: writing --stats file '%s' failed: %s (left empty)\n",
                  path.c_str(), std::strerror(e ? e : EIO));
 }
 

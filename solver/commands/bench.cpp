@@ -15,8 +15,8 @@
 #include "solver/commands/pairs.hpp"
 #include "solver/commands/triplet.hpp"
 #include "solver/driver.hpp"
-#include "solver/lifecycle.hpp"
 #include "solver/lab/command.hpp"
+#include "solver/lifecycle.hpp"
 #include "solver/mpi_util.hpp"
 #include "solver/progress.hpp"
 

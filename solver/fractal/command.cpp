@@ -481,11 +481,10 @@ int bench(const FractalOptions& o, const Job& j) {
       double(f.cells) / med, human_bytes(double(e->device_bytes())).c_str());
   if (!o.csv.empty()) {
     off_t before = 0;
-    CsvFile fp =
-        open_bench_csv(o.csv,
-                       "device,shape,k,s,level,n,cells,map,rho,tensor_cores,steps,repeat,"
-                       "median_ms_per_step,min_ms_per_step,cells_per_s,state_bytes\n",
-                       &before);
+    CsvFile fp = open_bench_csv(o.csv,
+                                "device,shape,k,s,level,n,cells,map,rho,tensor_cores,steps,repeat,"
+                                "median_ms_per_step,min_ms_per_step,cells_per_s,state_bytes\n",
+                                &before);
     std::fprintf(fp.get(), "\"%s\",%s,%d,%d,%d,%llu,%llu,%s,%llu,%d,%ld,%d,%.6f,%.6f,%.6g,%llu\n",
                  e->describe().c_str(), j.shape.name.c_str(), f.k, f.s, f.levels,
                  (unsigned long long)f.n, (unsigned long long)f.cells,

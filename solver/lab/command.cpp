@@ -90,13 +90,13 @@ void run_lab(const LabOptions& o, int repeat, const std::string& csv, MPI_Comm c
   const std::string device = engine->describe();
 
   off_t before = 0;
-  CsvFile out =
-      csv.empty() ? nullptr
-                  : open_bench_csv(csv,
-                                   "device,problem,features,n,block,map_eval,m,map,passes,"
-                                   "launched_blocks,tiles,repeat,median_ms,min_ms,improvement,"
-                                   "checked,wrong,count,reference\n",
-                                   &before);
+  CsvFile out = csv.empty()
+                    ? nullptr
+                    : open_bench_csv(csv,
+                                     "device,problem,features,n,block,map_eval,m,map,passes,"
+                                     "launched_blocks,tiles,repeat,median_ms,min_ms,improvement,"
+                                     "checked,wrong,count,reference\n",
+                                     &before);
   std::printf(
       "bench: map laboratory, %s, --problem %s, B = %d (%d threads a block), the map evaluated "
       "by %s, median of %d after a warm-up; I = T_bb / T_map (> 1: faster than the bounding "
