@@ -91,15 +91,34 @@ def recount(f):
     f["count"][()] = f["count"][()] + 1
 
 
+def list_shorter(name):
+    # One list a row shorter than the other, still growable: only the two
+    # lists' lengths disagree (jobs/mutate.py: resume.list-lengths-unchecked).
+    def damage(f):
+        x = f[name][()][:-1]
+        replace(f, name, x, maxshape=(None,) + x.shape[1:])
+    return (f"/{name} a row shorter than the other list", f"/{name}", damage)
+
+
+def changed(name, at=1):
+    # A value the job writes at creation (/edges, /weights) changed by one
+    # ulp, shape and type kept (jobs/mutate.py: resume.extras-values-unchecked).
+    def damage(f):
+        x = f[name][()]
+        x[at] = np.nextafter(x[at], np.inf)
+        f[name][...] = x
+    return (f"/{name} with one value changed", f"/{name}", damage)
+
+
 # A damage of each command's .partial that --resume must refuse: (what,
 # the dataset the line names, how). Every command also gets a done flag
 # that holds 2, and one that holds 3.
 DAMAGES = {
     "edm": [longer("distances"), shorter("distances"), retyped("distances", np.float64)],
     "cross": [longer("distances"), retyped("distances", np.float64)],
-    "hist": [longer("counts"), retyped("counts", np.float64), shorter("edges")],
+    "hist": [longer("counts"), retyped("counts", np.float64), shorter("edges"), changed("edges")],
     "knn": [longer("distances"), longer("indices"), retyped("indices", np.int32)],
-    "radius": [wider("pairs"), retyped("distances", np.float64, maxshape=(None,))],
+    "radius": [wider("pairs"), retyped("distances", np.float64, maxshape=(None,)), list_shorter("distances")],
     "collide": [wider("pairs"), ("/count off by one", "/count", recount)],
     "triplet": [longer("energy_per_point"), retyped("forces", np.float32), longer("progress/sums")],
     "fractal": [longer("live"), retyped("states", np.int16), shorter("steps")],

@@ -142,6 +142,19 @@ TEST(Csv, RaggedRowsAndBadValuesNameTheLine) {
   std::remove(f.c_str());
 }
 
+// Only the first row may be a header: a line of words further down (a
+// second file pasted under the first, a stray label) is refused, naming its
+// line, not skipped as another header (jobs/mutate.py:
+// readers.header-anywhere).
+TEST(Csv, OnlyTheFirstRowMayBeAHeader) {
+  const std::string f = tmp("h.csv");
+  write_file(f, "x,y\n1,2\nx,y\n3,4\n");
+  EXPECT_NE(error_of(f).find("line 3 is not a row of numbers"), std::string::npos) << error_of(f);
+  write_file(f, "# comment\n1,2\nlabel\n");
+  EXPECT_NE(error_of(f).find("line 3 is not a row of numbers"), std::string::npos) << error_of(f);
+  std::remove(f.c_str());
+}
+
 TEST(Input, NonFiniteValuesAreNamed) {
   const std::string f = tmp("e.csv");
   write_file(f, "1,2\n3,nan\ninf,4\n");
