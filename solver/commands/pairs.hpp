@@ -145,12 +145,12 @@ extern template class PairCommand<double>;
 
 // ---- helpers for the typed pieces ----
 
-// C(n,2) pairs, C(n,3) triplets, rows × cols distances: InputError beyond
-// 2^62 (what tdsolve indexes).
 // Every file a pair command reads, as (path, what it is) for the registry
 // (OutputPaths::inputs); a generated input and an inline vector are none.
 std::vector<std::pair<std::string, std::string>> files_read(const CommandOptions& o);
 
+// C(n,2) pairs, C(n,3) triplets, rows × cols distances: InputError beyond
+// 2^62 (what tdsolve indexes).
 index_t pair_total(index_t n, const std::string& source);
 index_t triplet_total(index_t n, const std::string& source);
 index_t rect_total(index_t rows, index_t cols);
