@@ -125,10 +125,16 @@ bool held_by_heartbeat(const LockHolder& h, const struct stat& st) {
 }
 
 // Opens an existing lock file for `flags`, never through a symbolic link
-// (O_NOFOLLOW) nor blocking on a FIFO; -1 with errno ENOENT when there is
-// none, ELOOP for a link, EINVAL for anything that is not a regular file.
+// (O_NOFOLLOW); -1 with errno ENOENT when there is none, ELOOP for a link,
+// EINVAL for anything that is not a regular file.
 int open_lock_file(const std::string& path, int flags, struct stat* st) {
-  const int fd = ::open(path.c_str(), flags | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  return open_regular(path, flags | O_NOFOLLOW, st);
+}
+
+}  // namespace
+
+int open_regular(const std::string& path, int flags, struct stat* st) {
+  const int fd = ::open(path.c_str(), flags | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, 0666);
   if (fd < 0) return -1;
   if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode)) {
     ::close(fd);
@@ -137,8 +143,6 @@ int open_lock_file(const std::string& path, int flags, struct stat* st) {
   }
   return fd;
 }
-
-}  // namespace
 
 std::string LockHolder::describe() const {
   std::string s =

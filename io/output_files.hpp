@@ -28,6 +28,11 @@ std::string partial_path(const std::string& output);
 std::string output_of_partial(const std::string& path);
 std::string lock_path(const std::string& output);
 std::string creating_path(const std::string& output);
+// open(2) of `path` with `flags` (O_CLOEXEC, O_NONBLOCK and O_NOCTTY added;
+// mode 0666 where O_CREAT makes it) that never blocks on a FIFO and keeps
+// only a regular file: its descriptor and `st`, or -1 with errno (EINVAL:
+// the name is no regular file). For every file a run writes beside HDF5.
+int open_regular(const std::string& path, int flags, struct stat* st);
 // The output that `path` is the .partial, .lock or .creating of, by name
 // ("" when it is none of these): no run may write such a name as its own.
 std::string output_of_companion(const std::string& path);

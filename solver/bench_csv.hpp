@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "io/output_files.hpp"
 
 namespace tdsolve {
 
@@ -37,13 +38,9 @@ inline CsvFile open_bench_csv(const std::string& path, const char* header, off_t
   struct stat st {};
   if (stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
     throw InputError("--csv '" + path + "' is not a regular file");
-  const int fd =
-      ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NONBLOCK | O_CLOEXEC | O_NOCTTY, 0666);
+  const int fd = io::open_regular(path, O_WRONLY | O_CREAT | O_APPEND, &st);
+  if (fd < 0 && errno == EINVAL) throw InputError("--csv '" + path + "' is not a regular file");
   if (fd < 0) throw InputError("cannot append to --csv '" + path + "': " + std::strerror(errno));
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    throw InputError("--csv '" + path + "' is not a regular file");
-  }
   CsvFile f(fdopen(fd, "a"));
   if (!f) {
     const int e = errno;

@@ -200,26 +200,27 @@ void create_output(MPI_Comm comm, OutputRun& run, const std::string& creating,
 // name has become since the checks (a link made meanwhile).
 void write_stats(const std::string& path, const std::string& output, const OutputRun& run,
                  bool complete) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_NONBLOCK | O_CLOEXEC | O_NOCTTY, 0666);
   struct stat st {};
-  const bool regular = fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+  const int fd = io::open_regular(path, O_WRONLY | O_CREAT, &st);
+  const auto cannot = [&](int e) {
+    std::fprintf(stderr, "tdsolve: warning: cannot write --stats file '%s': %s\n", path.c_str(),
+                 e == EINVAL ? "not a regular file" : std::strerror(e));
+  };
+  if (fd < 0) return cannot(errno);
   for (const std::string& result : {output, io::partial_path(output)}) {
     struct stat rs {};
-    if (regular && stat(result.c_str(), &rs) == 0 && rs.st_dev == st.st_dev &&
-        rs.st_ino == st.st_ino) {
+    if (stat(result.c_str(), &rs) == 0 && rs.st_dev == st.st_dev && rs.st_ino == st.st_ino) {
       ::close(fd);
       std::fprintf(stderr, "tdsolve: warning: --stats '%s' is now the file '%s'; not written\n",
                    path.c_str(), result.c_str());
       return;
     }
   }
-  std::FILE* f = regular && ftruncate(fd, 0) == 0 ? fdopen(fd, "w") : nullptr;
+  std::FILE* f = ftruncate(fd, 0) == 0 ? fdopen(fd, "w") : nullptr;
   if (!f) {
-    const int e = fd < 0 ? errno : regular ? errno : 0;
-    if (fd >= 0) ::close(fd);
-    std::fprintf(stderr, "tdsolve: warning: cannot write --stats file '%s': %s\n", path.c_str(),
-                 e ? std::strerror(e) : "not a regular file");
-    return;
+    const int e = errno;
+    ::close(fd);
+    return cannot(e);
   }
   run.write_stats(f, complete);
   // A full disk shows here (the writes happen inside the C library): an
