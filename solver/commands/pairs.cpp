@@ -16,6 +16,7 @@
 #include <stdexcept>
 
 #include "core/error.hpp"
+#include "core/fnv.hpp"
 #include "core/knobs.hpp"
 #include "io/output_files.hpp"
 #include "io/schema.hpp"
@@ -87,16 +88,9 @@ std::string utc_now() {
 // the input's identity for --resume, whatever file or generator it came from.
 // (Python: functools.reduce over numpy.ascontiguousarray(X, '<f8').tobytes().)
 std::string content_hash(const io::PointSet& pts) {
-  std::uint64_t h = 0xcbf29ce484222325ull;
-  const auto* bytes = reinterpret_cast<const unsigned char*>(pts.values.data());
-  const size_t size = pts.values.size() * sizeof(double);
-  for (size_t i = 0; i < size; ++i) {
-    h ^= bytes[i];
-    h *= 0x100000001b3ull;
-  }
-  char buf[20];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
-  return buf;
+  Fnv1a64 h;
+  h.add(pts.values.data(), pts.values.size() * sizeof(double));
+  return h.hex();
 }
 
 // A --weights or --variance vector: an inline list, or a file holding one

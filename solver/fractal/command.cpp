@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/fnv.hpp"
 #include "io/h5.hpp"
 #include "io/input.hpp"
 #include "io/output_files.hpp"
@@ -198,14 +199,11 @@ void load_input_state(const std::string& spec, const Fractal& f, Engine& engine)
 // What --resume compares of an --input state: its cells, not its path (the
 // file at that path may have been replaced since). FNV-1a over the cells.
 std::string input_state_digest(const std::string& spec, const Fractal& f) {
-  std::uint64_t h = 0xcbf29ce484222325ull;
+  Fnv1a64 h;
   read_input_state(spec, f, [&](std::uint64_t, hsize_t count, const std::uint8_t* cells) {
-    for (hsize_t i = 0; i < count; ++i)
-      h = (h ^ cells[i]) * 0x100000001b3ull;
+    h.add(cells, count);
   });
-  char text[17];
-  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(h));
-  return text;
+  return h.hex();
 }
 
 void write_dataset(hid_t file, const char* name, hid_t mem_type, hid_t file_type,
