@@ -18,6 +18,7 @@
 #include "io/json.hpp"
 #include "io/output_files.hpp"
 #include "io/schema.hpp"
+#include "io/walk.hpp"
 
 namespace tdsolve::io {
 
@@ -732,16 +733,21 @@ void show_end(hid_t file, const std::string& kind, bool complete, std::ostream& 
 
 // One file: what it holds and whether it is complete. *command: the
 // command line it records.
-int describe_file(const std::string& path, std::ostream& out, std::string* command) {
+// *agree: false when its records disagree or it is no tdsolve result.
+int describe_file(const std::string& path, std::ostream& out, std::string* command, bool* agree) {
   struct stat st {};
   if (stat(path.c_str(), &st) != 0)
     throw InputError("cannot open '" + path + "': " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) throw InputError(not_regular(path, st.st_mode));
   if (H5Fis_hdf5(path.c_str()) <= 0) {
     H5Eclear2(H5E_DEFAULT);
     throw InputError("'" + path + "' is not an HDF5 file");
   }
   Hid file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
   if (!file.valid()) throw InputError("cannot open '" + path + "': " + hdf5_error_text());
+  // Everything of it a reader might read, before any of it is shown:
+  // what HDF5 cannot read is a damaged file (exit 1), not a verdict.
+  walk_objects(file, path);
 
   out << "file:      " << path << " (" << st.st_size << " bytes)\n";
   out << "software:  " << root_attr(file, "software") << " " << root_attr(file, "version") << "\n";
@@ -759,6 +765,7 @@ int describe_file(const std::string& path, std::ostream& out, std::string* comma
 
   const auto inconsistent = [&](const std::string& why) {
     out << "progress:  INCONSISTENT: " << one_line(why) << "\n";
+    *agree = false;
     return kInfoIncomplete;
   };
   // An attribute of the wrong shape (an array where one value belongs) makes
@@ -772,6 +779,7 @@ int describe_file(const std::string& path, std::ostream& out, std::string* comma
     const std::string guessed = guess_kind(file, &why);
     if (!rec.has && guessed.empty()) {
       out << "status:    " << why << "\n";
+      *agree = false;
       return kInfoIncomplete;
     }
     const std::string kind = rec.has ? rec.kind : guessed;
@@ -828,19 +836,39 @@ int describe_file(const std::string& path, std::ostream& out, std::string* comma
 
 }  // namespace
 
-int describe_result(const std::string& path, std::ostream& out) {
+std::string file_to_read(const std::string& path) {
+  const std::string of_partial = output_of_partial(path);
+  struct stat st {};
+  if (of_partial.empty() && stat(path.c_str(), &st) != 0 &&
+      stat(partial_path(path).c_str(), &st) == 0)
+    return partial_path(path);
+  return path;
+}
+
+std::string not_regular(const std::string& path, unsigned mode) {
+  const char* what = S_ISDIR(mode)    ? "a directory"
+                     : S_ISFIFO(mode) ? "a FIFO (named pipe)"
+                     : S_ISSOCK(mode) ? "a socket"
+                     : S_ISCHR(mode)  ? "a character device"
+                     : S_ISBLK(mode)  ? "a block device"
+                                      : "no regular file";
+  return "'" + path + "' is " + what + ", not a result file";
+}
+
+int describe_result(const std::string& path, std::ostream& out, bool* agree) {
+  bool agree_here = true;
+  if (!agree) agree = &agree_here;
+  *agree = true;
   const std::string of_partial = output_of_partial(path);
   const bool is_partial = !of_partial.empty();
   const std::string output = is_partial ? of_partial : path;
   const std::string partial = partial_path(output);
   struct stat st {};
-  std::string file = path;
-  if (!is_partial && stat(path.c_str(), &st) != 0 && stat(partial.c_str(), &st) == 0) {
+  const std::string file = file_to_read(path);
+  if (file != path)
     out << "note:      '" << path << "' does not exist yet: the run that writes it is unfinished\n";
-    file = partial;
-  }
   std::string command;
-  const int code = describe_file(file, out, &command);
+  const int code = describe_file(file, out, &command, agree);
   if (file == output) {
     if (stat(partial.c_str(), &st) == 0)
       out << "note:      an unfinished newer run of this output is in '" << partial << "'\n";
@@ -859,6 +887,25 @@ int describe_result(const std::string& path, std::ostream& out) {
         << "\n";
   }
   return code == kInfoComplete ? kInfoIncomplete : code;
+}
+
+int describe_isolated(const std::string& path, std::ostream& out, std::ostream& err) {
+  const std::string file = file_to_read(path);
+  struct stat st {};
+  // Never opened when it is no regular file: a FIFO or a device would block.
+  if (stat(file.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    throw InputError(not_regular(file, st.st_mode));
+  const ChildWalk w = walk_in_child(path);
+  if (!w.ran) {  // no process can be started here: read it in this one, as before
+    err << "tdsolve: warning: '" << file << "': " << w.error << "; reading it unguarded\n";
+    return describe_result(path, out);
+  }
+  const std::string damage = w.damage(file);
+  if (!damage.empty()) throw DamagedFile(damage);
+  out << w.out;
+  err << w.err;
+  if (!w.exited) return 1;
+  return w.code == kWalkInconsistent ? kInfoIncomplete : w.code;
 }
 
 }  // namespace tdsolve::io

@@ -1,10 +1,12 @@
 // tdsolve info: what a result file holds and whether it is complete. No MPI.
+#include <cstdio>
 #include <iostream>
 #include <string>
 
 #include "core/error.hpp"
 #include "io/h5.hpp"
 #include "io/info.hpp"
+#include "io/walk.hpp"
 #include "solver/commands/command.hpp"
 
 namespace tdsolve {
@@ -31,6 +33,13 @@ class InfoCommand final : public Command {
              "(or written by a newer tdsolve).\n";
       return argc < 3 ? 2 : 0;
     }
+    // The child that reads the file for a reader in another process
+    // (io/walk.hpp); not for people.
+    if (argc == 4 && std::string(argv[2]) == "--isolated-walk") {
+      walk_ = true;
+      file_ = argv[3];
+      return std::nullopt;
+    }
     if (argc > 3) throw UsageError("tdsolve info takes one file");
     file_ = argv[2];
     return std::nullopt;
@@ -38,11 +47,21 @@ class InfoCommand final : public Command {
 
   int run(MPI_Comm) override {
     io::quiet_hdf5_errors();
-    return io::describe_result(file_, std::cout);
+    if (!walk_) return io::describe_isolated(file_, std::cout, std::cerr);
+    try {
+      bool agree = true;
+      const int code = io::describe_result(file_, std::cout, &agree);
+      return agree ? code : io::kWalkInconsistent;
+    } catch (const io::DamagedFile& e) {
+      std::cout.flush();
+      std::fprintf(stderr, "tdsolve: error: %s\n", one_line(e.what()).c_str());
+      return io::kWalkDamaged;
+    }
   }
 
  private:
   std::string file_;
+  bool walk_ = false;
 };
 
 }  // namespace
