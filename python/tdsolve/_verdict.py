@@ -24,12 +24,13 @@ number, no value at all), and a /progress dataset with more values than its
 first dimension make the file inconsistent, in both, with the same words.
 """
 import os
+import stat
 
 import h5py
 import numpy as np
 from h5py import h5a, h5s, h5t
 
-from . import _schema
+from . import _isolate, _schema
 
 COMPLETE = "complete"
 INCOMPLETE = "incomplete"
@@ -566,51 +567,83 @@ def _resolve(path):
     return path, file, output
 
 
-def inspect(path, keep_open=False):
+def _inspect_here(path, file, output):
+    """The verdict, computed in this process (the child of inspect): HDF5
+    reads the file. As io/info.cpp describe_file: never raises."""
+
+    def unreadable(why):
+        return Verdict(UNREADABLE, f"unreadable: {why}", path, file)
+
+    try:
+        if not h5py.h5f.is_hdf5(file.encode()):
+            return unreadable(f"'{file}' is not an HDF5 file")
+    except Exception as e:
+        return unreadable(f"'{file}' is not an HDF5 file ({e.__class__.__name__})")
+    try:
+        f = h5py.File(file, "r")
+    except Exception as e:
+        return unreadable(f"cannot open '{file}': {e}")
+    try:
+        try:
+            _isolate.walk(f, file)  # what HDF5 cannot read is a damaged file, not a verdict
+            v = _check_open(f, path, file)
+        except _isolate.Damaged as e:
+            return unreadable(str(e))
+        except _Inconsistent as e:
+            v = Verdict(INCONSISTENT, f"inconsistent: {e}", path, file)
+        except _Unreadable as e:
+            v = unreadable(str(e))
+        except Exception as e:  # OSError, KeyError, MemoryError, ...: a read that failed
+            v = unreadable(f"{e.__class__.__name__}: {e}")
+    finally:
+        f.close()
+    if file != output and v.status == COMPLETE:
+        # Every chunk is flagged, but the run has not renamed it yet.
+        v.status = INCOMPLETE
+        v.message = (f"INCOMPLETE: every chunk is written, but the run has not renamed {file} to {output} "
+                     "(still finishing, or stopped just before)")
+    elif file != path and v.status != UNREADABLE:
+        v.message += f" (read {file}: {path} does not exist yet, its run is unfinished)"
+    return v
+
+
+def inspect(path, keep_open=False, timeout=None):
     """(Verdict, open h5py.File or None). With keep_open, the file stays open
-    when it could be read (the caller closes it)."""
+    when it is complete or incomplete (the caller closes it). HDF5 reads the file first
+    in a child process (_isolate): a file that makes it crash or loop is
+    "unreadable: damaged: ..."; a path that is no regular file (a FIFO, a
+    device, a directory, a socket) is never opened. timeout: seconds the
+    child may take (default TDSOLVE_READ_TIMEOUT_S, else 120)."""
     path, file, output = _resolve(path)
 
     def unreadable(why):
         return Verdict(UNREADABLE, f"unreadable: {why}", path, file)
 
-    if not os.path.exists(file):
-        return unreadable(f"cannot open '{file}': No such file or directory"), None
     try:
-        if not h5py.h5f.is_hdf5(file.encode()):
-            return unreadable(f"'{file}' is not an HDF5 file"), None
-    except Exception as e:
-        return unreadable(f"'{file}' is not an HDF5 file ({e.__class__.__name__})"), None
+        st = os.stat(file)
+    except OSError as e:
+        return unreadable(f"cannot open '{file}': {e.strerror}"), None
+    if not stat.S_ISREG(st.st_mode):
+        return unreadable(_isolate.not_regular(file, st.st_mode)), None
     try:
+        v = _isolate.call(_inspect_here, (path, file, output), file, timeout)
+    except _isolate.Damaged as e:
+        return unreadable(str(e)), None
+    # Opened here only when the child found its records agreeing: HDF5 may
+    # survive a damaged file in one process and not in another.
+    if not keep_open or v.status not in (COMPLETE, INCOMPLETE):
+        return v, None
+    try:  # it survived the child's walk, which read all that a Result reads of it
         f = h5py.File(file, "r")
     except Exception as e:
         return unreadable(f"cannot open '{file}': {e}"), None
-    try:
-        try:
-            v = _check_open(f, path, file)
-        except _Inconsistent as e:
-            v = Verdict(INCONSISTENT, f"inconsistent: {e}", path, file)
-        except _Unreadable as e:
-            v = unreadable(str(e))
-        except (OSError, KeyError, RuntimeError, ValueError, TypeError) as e:
-            v = unreadable(f"{e.__class__.__name__}: {e}")
-        if file != output and v.status == COMPLETE:
-            # Every chunk is flagged, but the run has not renamed it yet.
-            v.status = INCOMPLETE
-            v.message = (f"INCOMPLETE: every chunk is written, but the run has not renamed {file} to {output} "
-                         "(still finishing, or stopped just before)")
-        elif file != path and v.status != UNREADABLE:
-            v.message += f" (read {file}: {path} does not exist yet, its run is unfinished)"
-    except BaseException:
-        f.close()
-        raise
-    if keep_open and v.status != UNREADABLE:
-        return v, f
-    f.close()
-    return v, None
+    return v, f
 
 
-def check(path):
+def check(path, timeout=None):
     """The verdict of `tdsolve info path` on a result file, as a Verdict
-    (never raises for a bad file: an unreadable one is status "unreadable")."""
-    return inspect(path)[0]
+    (never raises for a bad file: an unreadable one, a damaged one among
+    them, is status "unreadable"). HDF5 reads the file in a child process;
+    timeout: the seconds it may take (default TDSOLVE_READ_TIMEOUT_S, else
+    120) before the file is called damaged."""
+    return inspect(path, timeout=timeout)[0]
