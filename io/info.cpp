@@ -40,6 +40,23 @@ std::string type_name(hid_t dset) {
   }
 }
 
+// The schema's name of a dataset's type ("float32", ...: HDF5's standard
+// types, either byte order), "" for any other (_verdict.py _dtype_name).
+std::string dtype_name(hid_t dset) {
+  Hid t(H5Dget_type(dset), H5Tclose);
+  if (!t.valid()) return "";
+  const std::pair<const char*, std::pair<hid_t, hid_t>> known[] = {
+      {"uint8", {H5T_STD_U8LE, H5T_STD_U8BE}},
+      {"int64", {H5T_STD_I64LE, H5T_STD_I64BE}},
+      {"uint64", {H5T_STD_U64LE, H5T_STD_U64BE}},
+      {"float32", {H5T_IEEE_F32LE, H5T_IEEE_F32BE}},
+      {"float64", {H5T_IEEE_F64LE, H5T_IEEE_F64BE}}};
+  for (const auto& [name, types] : known)
+    if (H5Tequal(t, types.first) > 0 || H5Tequal(t, types.second) > 0) return name;
+  H5Eclear2(H5E_DEFAULT);
+  return "";
+}
+
 std::string shape_of(hid_t dset) {
   std::string s = "[";
   const auto dims = dataset_shape(dset);
@@ -517,6 +534,16 @@ class Checker {
       if (off.size() != o_.done.size() + 1 || off.back() != eval(st.at("to").str()) ||
           !std::is_sorted(off.begin(), off.end()))
         message();
+    } else if (check == "dtype") {  // where it exists, one of the dtypes its declaration allows
+      const std::string& name = st.at("of").str();
+      if (!exists(file_, name.c_str())) return;
+      const std::string t = dtype_name(dataset(name));
+      bool ok = false;
+      for (const Json* d : schema_datasets(kind_))
+        if (d->at("name").str() == name)
+          for (const Json& a : d->at("dtype").items())
+            ok = ok || a.str() == t;
+      if (!ok) message();
     } else if (check == "offsets_multiple") {
       const std::uint64_t k = eval(st.at("of").str());
       if (k == 0 || std::any_of(o_.offsets.begin(), o_.offsets.end(),

@@ -210,6 +210,20 @@ def _dims(ds):
     return tuple(ds.shape) if ds.shape is not None else ()
 
 
+# The dtypes the schema names, each exactly (HDF5's standard types, either byte order).
+_DTYPES = {"uint8": (h5t.STD_U8LE, h5t.STD_U8BE), "int64": (h5t.STD_I64LE, h5t.STD_I64BE),
+           "uint64": (h5t.STD_U64LE, h5t.STD_U64BE), "float32": (h5t.IEEE_F32LE, h5t.IEEE_F32BE),
+           "float64": (h5t.IEEE_F64LE, h5t.IEEE_F64BE)}
+
+
+def _dtype_name(tid):
+    """info.cpp dtype_name: the schema's name of an HDF5 type, None for any other."""
+    for name, types in _DTYPES.items():
+        if any(tid.equal(t) for t in types):
+            return name
+    return None
+
+
 def _missing_ranges(done):
     parts, c, shown = [], 0, 0
     while c < len(done):
@@ -475,6 +489,10 @@ class _Checker:
             off = [int(x) for x in self.offsets]
             if (len(off) != len(self.done) + 1 or off[-1] != self.eval(st["to"])
                     or any(a > b for a, b in zip(off, off[1:]))):
+                self.say(st)
+        elif check == "dtype":  # where it exists, one of the dtypes its declaration allows
+            if _exists(f, st["of"]) and _dtype_name(_dataset(f, st["of"]).id.get_type()) not in \
+                    _schema.dataset(self.kind, st["of"])["dtype"]:
                 self.say(st)
         elif check == "offsets_multiple":
             k = self.eval(st["of"])
