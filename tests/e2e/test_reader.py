@@ -1,7 +1,8 @@
 """The Python reader (io/python/tdsolve_h5.py) and what an interrupted run
-leaves behind."""
+leaves behind; every reader on a path that is no regular file."""
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -98,6 +99,66 @@ class ReaderTest(TempDirTest):
             for c in np.flatnonzero(done):
                 a, b = offsets[c], offsets[c + 1]
                 np.testing.assert_array_equal(f["distances"][a:b], g["distances"][a:b])
+
+
+PACKAGE_SRC = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../python"))
+
+
+class NonRegularFileTest(TempDirTest):
+    """Issue 32: `tdsolve info` and `tdsolve.check` blocked forever on a FIFO.
+    A FIFO, a socket, a directory or a device (given, or the FILE.h5.partial
+    read for a FILE.h5 that does not exist) gets one line from every reader,
+    at once, and is never opened; --resume refuses such a .partial alike."""
+
+    def cases(self):
+        fifo, sock, folder = self.path("fifo.h5"), self.path("sock.h5"), self.path("dir.h5")
+        os.mkfifo(fifo)
+        self.sock = socket.socket(socket.AF_UNIX)
+        self.sock.bind(sock)
+        os.mkdir(folder)
+        os.mkfifo(self.path("stopped.h5.partial"))
+        return [(fifo, fifo, "a FIFO (named pipe)"), (sock, sock, "a socket"), (folder, folder, "a directory"),
+                ("/dev/null", "/dev/null", "a character device"),
+                (self.path("stopped.h5"), self.path("stopped.h5.partial"), "a FIFO (named pipe)")]
+
+    def tearDown(self):
+        if getattr(self, "sock", None):
+            self.sock.close()
+        super().tearDown()
+
+    def test_info(self):
+        for path, read, what in self.cases():
+            r = tdsolve("info", path, timeout=30)
+            self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+            self.assertEqual(r.stderr, f"tdsolve: error: '{read}' is {what}, not a result file\n")
+            self.assertEqual(r.stdout, "")
+
+    def test_package(self):
+        code = ("import sys; sys.path.insert(0, sys.argv[1]); import tdsolve\n"
+                "v = tdsolve.check(sys.argv[2]); print(v.status, v.exit_code, v.message, sep='|')\n"
+                "print(tdsolve.validate(sys.argv[2]) if sys.argv[2] == sys.argv[3] else '-')\n"
+                "try:\n    tdsolve.open(sys.argv[2])\nexcept tdsolve.UnreadableResult as e:\n    print(e)\n")
+        for path, read, what in self.cases():
+            line = f"'{read}' is {what}, not a result file"
+            r = subprocess.run([sys.executable, "-c", code, PACKAGE_SRC, path, read], capture_output=True, text=True,
+                               timeout=60)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(r.stdout.splitlines(), [f"unreadable|1|unreadable: {line}",
+                                                     f"[\"{line}\"]" if path == read else "-",
+                                                     f"{path}: unreadable: {line}"])
+            r = subprocess.run([sys.executable, "-m", "tdsolve", path], capture_output=True, text=True, timeout=60,
+                               cwd=PACKAGE_SRC)
+            self.assertEqual((r.returncode, r.stdout, r.stderr), (1, "", f"{read}: unreadable: {line}\n"))
+
+    def test_resume(self):
+        out = self.path("r.h5")
+        os.mkfifo(out + ".partial")
+        r = tdsolve("edm", "--generate", "uniform:50:3", "--output", out, "--resume", "--quiet", timeout=60)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertEqual(r.stderr, f"tdsolve: error: cannot resume: '{out}.partial' is not a regular file; start "
+                         "over with --overwrite (without --resume)\n")
+        self.assertFalse(os.path.exists(out))
+        self.assertEqual(sorted(os.listdir(self.dir)), ["r.h5.partial"])
 
 
 if __name__ == "__main__":
