@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdint>
 #include <cstring>
 #include <vector>
 
@@ -38,6 +39,7 @@ class Walker {
   Walker(hid_t file, const std::string& path) : file_(file), path_(path) {}
 
   void run() {
+    if (H5Fget_filesize(file_, &eof_) < 0) fail("its size cannot be read");
     std::vector<std::string> names;
     // Every object reachable by hard links, each once ("." the root),
     // with all of H5Oget_info's fields (which reads the groups' and chunk
@@ -98,8 +100,7 @@ class Walker {
   // allocates so, and a changed address (an object header's, a chunk
   // index's) shows so where it points into other values.
   void storage() {
-    hsize_t eof = 0;
-    if (H5Fget_filesize(file_, &eof) < 0) fail("its size cannot be read");
+    const hsize_t eof = eof_;
     std::sort(extents_.begin(), extents_.end(),
               [](const Extent& a, const Extent& b) { return a.addr < b.addr; });
     for (size_t i = 0; i < extents_.size(); ++i) {
@@ -187,10 +188,11 @@ class Walker {
       H5Eclear2(H5E_DEFAULT);
       if (addr != HADDR_UNDEF) extents_.push_back({addr, H5Dget_storage_size(dset), where});
     }
-    if (layout == H5D_CHUNKED && n > 0) chunks(dset, space, dcpl, type, where);
+    const bool small = n * double(H5Tget_size(type)) <= kWalkReadBytes;
+    if (layout == H5D_CHUNKED && n > 0) chunks(dset, space, dcpl, type, small, where);
     // The values of a small dataset, as its readers read them all; a large
     // one's are not read (where its index is sound, they are only bytes).
-    if (n * double(H5Tget_size(type)) <= kWalkReadBytes)
+    if (small)
       read_values(type, space, n, kWalkReadBytes, where, [&](hid_t mem, void* buf) {
         return H5Dread(dset, mem, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf);
       });
@@ -201,7 +203,10 @@ class Walker {
   // A chunk index that holds more chunks than the shape has room for, or
   // (without filters) a chunk of another size than a chunk's values, was
   // not written by HDF5 (a changed chunk shape shows so).
-  void chunks(hid_t dset, hid_t space, hid_t dcpl, hid_t type, const std::string& where) {
+  // small: each chunk is also read as it is stored (another way through
+  // the index, which a changed key can make disagree with the first).
+  void chunks(hid_t dset, hid_t space, hid_t dcpl, hid_t type, bool small,
+              const std::string& where) {
     const int rank = H5Sget_simple_extent_ndims(space);
     if (rank <= 0 || rank > H5S_MAX_RANK) fail(where + ": its rank cannot be read");
     std::vector<hsize_t> dims(rank), chunk(rank), at(rank, 0);
@@ -222,6 +227,7 @@ class Walker {
            " chunks, more than its shape has room for");
     const int filters = H5Pget_nfilters(dcpl);
     if (filters < 0) fail(where + ": its filters cannot be read");
+    hsize_t found = 0;
     for (hsize_t lookups = 0; lookups < kWalkChunkLookups; ++lookups) {
       unsigned mask = 0;
       haddr_t addr = 0;
@@ -233,6 +239,18 @@ class Walker {
           fail(where + ": a chunk holds " + std::to_string(size) + " bytes, not " +
                std::to_string(static_cast<unsigned long long>(bytes)));
         extents_.push_back({addr, size, where});
+        ++found;
+        // Before a chunk is read into memory: a changed size may claim any.
+        if (size > eof_ || addr > eof_ - size)
+          fail("the values of " + where + " lie past the end of the file");
+        if (small) {
+          hsize_t stored_size = 0;
+          std::uint32_t mask32 = 0;
+          std::vector<unsigned char> raw(size);
+          if (H5Dget_chunk_storage_size(dset, at.data(), &stored_size) < 0 || stored_size != size ||
+              H5Dread_chunk(dset, H5P_DEFAULT, at.data(), &mask32, raw.data()) < 0)
+            fail(where + ": a chunk cannot be read as it is stored");
+        }
       }
       int a = rank - 1;  // the next chunk, row-major
       for (; a >= 0; --a) {
@@ -240,7 +258,13 @@ class Walker {
         if (at[a] < dims[a]) break;
         at[a] = 0;
       }
-      if (a < 0) return;
+      if (a >= 0) continue;
+      // Every chunk of the shape looked up: the index holds no other (HDF5
+      // drops those outside when a shape shrinks; a changed key shows so).
+      if (found != stored)
+        fail(where + ": its chunk index holds " + std::to_string(stored) + " chunks, " +
+             std::to_string(stored - found) + " of them at no place of its shape");
+      return;
     }
   }
 
@@ -255,6 +279,7 @@ class Walker {
   hid_t file_;
   const std::string& path_;
   std::vector<Extent> extents_;
+  hsize_t eof_ = 0;  // the file's size
 };
 
 std::string signal_text(int sig) {

@@ -27,11 +27,13 @@ struct DamagedFile : InputError {
 // each one's attributes (their values, in the type HDF5 gives them), each
 // dataset's type, shape and creation properties, the index of every chunk
 // of a chunked dataset, and the values of every dataset of at most
-// kWalkReadBytes. Throws DamagedFile naming what failed, or what HDF5 never
-// writes: a string type of a character set or padding HDF5 does not have, a
-// chunk index with more chunks than the shape has room for, a chunk without
-// filters of another size than its values, stored values of two datasets
-// or chunks that overlap or lie past the end of the file. Never for a file
+// kWalkReadBytes (each of its chunks also read as stored). Throws
+// DamagedFile naming what failed, or what HDF5 never writes: a string type
+// of a character set or padding HDF5 does not have, a chunk index with
+// more chunks than the shape has room for or with chunks at no place of
+// it, a chunk without filters of another size than its values, stored
+// values of two datasets or chunks that overlap or lie past the end of the
+// file. Never for a file
 // HDF5 wrote: whatever it writes it reads back. python/tdsolve/_isolate.py
 // walk() is its twin, step for step.
 void walk_objects(hid_t file, const std::string& path);

@@ -112,12 +112,8 @@ def _sane_type(tid, what, path):
         _sane_type(tid.get_super(), what, path)
 
 
-def _storage(f, extents, path):
+def _storage(eof, extents, path):
     """io/walk.cpp storage: no two stored values overlap, and all lie inside the file."""
-    try:
-        eof = f.id.get_filesize()
-    except _HDF5_ERRORS as e:
-        _fail(path, "its size cannot be read", e)
     extents.sort(key=lambda e: e[0])
     for i, (addr, size, where) in enumerate(extents):
         if size > eof or addr > eof - size:
@@ -176,10 +172,11 @@ def _wrap(fn, tid, what, path):
         _fail(path, f"{what}: its type cannot be read", e)
 
 
-def _chunks(dsid, shape, dcpl, tid, where, path, extents):
-    """io/walk.cpp chunks: every chunk of the shape looked up in the index; an
-    index with more chunks than the shape has room for, or (without filters)
-    a chunk of another size than a chunk's values, is damage."""
+def _chunks(dsid, shape, dcpl, tid, small, where, path, extents, eof):
+    """io/walk.cpp chunks: every chunk of the shape looked up in the index (and,
+    small, read as it is stored: another way through the index); an index with
+    chunks at no place of the shape, or (without filters) a chunk of another
+    size than a chunk's values, is damage."""
     try:
         chunk = dcpl.get_chunk()
     except _HDF5_ERRORS as e:
@@ -200,7 +197,7 @@ def _chunks(dsid, shape, dcpl, tid, where, path, extents):
         filters = dcpl.get_nfilters()
     except _HDF5_ERRORS as e:
         _fail(path, f"{where}: its filters cannot be read", e)
-    at = [0] * len(shape)
+    at, found = [0] * len(shape), 0
     for _ in range(_CHUNK_LOOKUPS):
         try:
             info = dsid.get_chunk_info_by_coord(tuple(at))
@@ -210,6 +207,17 @@ def _chunks(dsid, shape, dcpl, tid, where, path, extents):
             if filters == 0 and info.size != nbytes:
                 _fail(path, f"{where}: a chunk holds {info.size} bytes, not {int(nbytes)}")
             extents.append((info.byte_offset, info.size, where))
+            found += 1
+            # Before a chunk is read into memory: a changed size may claim any.
+            if info.size > eof or info.byte_offset > eof - info.size:
+                _fail(path, f"the values of {where} lie past the end of the file")
+            if small:
+                try:
+                    raw = dsid.read_direct_chunk(tuple(at))[1]
+                except _HDF5_ERRORS as e:
+                    _fail(path, f"{where}: a chunk cannot be read as it is stored", e)
+                if len(raw) != info.size:
+                    _fail(path, f"{where}: a chunk cannot be read as it is stored")
         a = len(shape) - 1  # the next chunk, row-major
         while a >= 0:
             at[a] += chunk[a]
@@ -218,10 +226,15 @@ def _chunks(dsid, shape, dcpl, tid, where, path, extents):
             at[a] = 0
             a -= 1
         if a < 0:
+            # Every chunk of the shape looked up: the index holds no other (HDF5
+            # drops those outside when a shape shrinks; a changed key shows so).
+            if found != stored:
+                _fail(path, f"{where}: its chunk index holds {stored} chunks, {stored - found} of them at no "
+                      "place of its shape")
             return
 
 
-def _dataset(dsid, where, path, extents):
+def _dataset(dsid, where, path, extents, eof):
     try:
         shape, tid, dcpl = _shape(dsid.get_space()), dsid.get_type(), dsid.get_create_plist()
         layout = dcpl.get_layout()
@@ -236,11 +249,12 @@ def _dataset(dsid, where, path, extents):
                 extents.append((addr, dsid.get_storage_size(), where))
         except _HDF5_ERRORS:
             pass
+    small = count * tid.get_size() <= WALK_READ_BYTES
     if layout == h5d.CHUNKED and count > 0:
-        _chunks(dsid, shape, dcpl, tid, where, path, extents)
+        _chunks(dsid, shape, dcpl, tid, small, where, path, extents, eof)
     # The values of a small dataset, as its readers read them all; a large
     # one's are not read (where its index is sound, they are only bytes).
-    if count * tid.get_size() <= WALK_READ_BYTES:
+    if small:
         _read_values(path, where, shape, tid, WALK_READ_BYTES,
                      lambda out, t: dsid.read(h5s.ALL, h5s.ALL, out, mtype=t))
 
@@ -251,6 +265,10 @@ def walk(f, path):
     links, its attributes' values, each dataset's type, shape, creation
     properties, chunk index and (up to WALK_READ_BYTES) values. Raises Damaged."""
     names, extents = [b"."], []  # h5py's visit leaves out the root, which H5Ovisit lists first
+    try:
+        eof = f.id.get_filesize()
+    except _HDF5_ERRORS as e:
+        _fail(path, "its size cannot be read", e)
     try:
         h5o.visit(f.id, lambda name: names.append(name), idx_type=h5.INDEX_NAME, order=h5.ITER_INC)
     except _HDF5_ERRORS as e:
@@ -263,8 +281,8 @@ def walk(f, path):
             _fail(path, f"{where} cannot be opened", e)
         _attributes(oid, where, path)
         if isinstance(oid, h5d.DatasetID):
-            _dataset(oid, where, path, extents)
-    _storage(f, extents, path)
+            _dataset(oid, where, path, extents, eof)
+    _storage(eof, extents, path)
 
 
 # --- the child ---------------------------------------------------------------

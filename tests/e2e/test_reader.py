@@ -161,5 +161,63 @@ class NonRegularFileTest(TempDirTest):
         self.assertEqual(sorted(os.listdir(self.dir)), ["r.h5.partial"])
 
 
+def chunk_keys_at(data, rank):
+    """Where the keys of the one v1 B-tree of chunks ("TREE", type 1) start,
+    and how far apart: 4-byte size, 4-byte filter mask, rank + 1 offsets of
+    8 bytes, then the child's 8-byte address."""
+    found = [i for i in range(len(data)) if data[i:i + 5] == b"TREE\x01"]
+    assert len(found) == 1, f"{len(found)} chunk B-trees"
+    return found[0] + 24, 8 + 8 * (rank + 1) + 8
+
+
+class DamagedMetadataTest(TempDirTest):
+    """Damage the corruption fuzz (test_fuzz.py) found, each made once by
+    hand: what every reader must see in a file HDF5 1.10 reads without an
+    error."""
+
+    def verdicts(self, path):
+        """(info's exit status and last line, check's status and message)."""
+        info = tdsolve("info", path, timeout=60)
+        code = ("import sys; sys.path.insert(0, sys.argv[1]); import tdsolve\n"
+                "v = tdsolve.check(sys.argv[2]); print(v.status, v.message, sep='|')\n")
+        r = subprocess.run([sys.executable, "-c", code, PACKAGE_SRC, path], capture_output=True, text=True,
+                           timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        line = (info.stderr.strip() or info.stdout.strip()).splitlines()[-1]
+        return info.returncode, line, r.stdout.strip()
+
+    def damaged(self, src, name, change):
+        with open(src, "rb") as f:
+            data = bytearray(f.read())
+        change(data)
+        path = self.path(name)
+        with open(path, "wb") as f:
+            f.write(data)
+        return path
+
+    def test_chunk_moved_out_of_the_shape(self):
+        """A B-tree key of fractal's /states says row 7 of 5 (it was row 3): HDF5
+        finds no row 3 and reads it as the fill value, a "complete" file with a
+        row of zeros, until every chunk is also read as stored and the index is
+        held to the shape."""
+        src = self.path("f.h5")
+        tdsolve("fractal", "--shape", "sierpinski-carpet", "--level", "3", "--steps", "10", "--snapshot-every", "3",
+                "--output", src, "--quiet", "--progress", "none", check=True)
+        self.assertEqual(tdsolve("info", src).returncode, 0)
+        for row, to in ((3, 7), (4, 9)):
+            def move(data):
+                keys, step = chunk_keys_at(data, 2)
+                at = keys + step * row + 8  # the key's row offset
+                self.assertEqual(int.from_bytes(data[at:at + 8], "little"), row)
+                data[at:at + 8] = to.to_bytes(8, "little")
+            path = self.damaged(src, f"moved{row}.h5", move)
+            rc, line, check = self.verdicts(path)
+            self.assertEqual(rc, 1, line)
+            self.assertRegex(line, r"^tdsolve: error: damaged: '.*': /states: (a chunk cannot be read as it is "
+                             r"stored|its chunk index holds 5 chunks, 1 of them at no place of its shape)")
+            self.assertEqual(check.split("|")[0], "unreadable", check)
+            self.assertIn("damaged: ", check)
+
+
 if __name__ == "__main__":
     unittest.main()
