@@ -39,6 +39,10 @@ class Walker {
   Walker(hid_t file, const std::string& path) : file_(file), path_(path) {}
 
   void run() {
+    Hid fcpl(H5Fget_create_plist(file_), H5Pclose);
+    size_t sizeof_size = 0;
+    if (!fcpl.valid() || H5Pget_sizes(fcpl, &address_bytes_, &sizeof_size) < 0)
+      fail("the size of its addresses cannot be read");
     if (H5Fget_filesize(file_, &eof_) < 0) fail("its size cannot be read");
     std::vector<std::string> names;
     // Every object reachable by hard links, each once ("." the root),
@@ -69,10 +73,31 @@ class Walker {
   };
 
   // Types HDF5 would not write: a string's character set or padding that
-  // is none of HDF5's (whatever else a type holds, HDF5 reads as it is).
+  // is none of HDF5's, a number whose bits HDF5's own setters refuse
+  // (H5Tset_precision, H5Tset_offset, H5Tset_fields: HDF5 converts such a
+  // float, reading bits that are no part of it, into a wrong value).
+  // Whatever else a type holds, HDF5 reads as it is.
   void sane_type(hid_t type, const std::string& what) {
     const H5T_class_t cls = H5Tget_class(type);
-    if (cls == H5T_STRING) {
+    if (cls == H5T_INTEGER || cls == H5T_FLOAT || cls == H5T_BITFIELD) {
+      const size_t size = H5Tget_size(type), precision = H5Tget_precision(type);
+      const int offset = H5Tget_offset(type);
+      if (size == 0 || precision == 0 || offset < 0 || size_t(offset) + precision > 8 * size)
+        fail(what + ": a number of " + std::to_string(precision) + " bits at bit " +
+             std::to_string(offset) + " of " + std::to_string(size) + " bytes");
+      if (cls == H5T_FLOAT) {
+        size_t spos = 0, epos = 0, esize = 0, mpos = 0, msize = 0;
+        H5Tget_fields(type, &spos, &epos, &esize, &mpos, &msize);
+        const auto inside = [](size_t bit, size_t pos, size_t n) { return bit >= pos && bit < pos + n; };
+        if (epos + esize > precision || mpos + msize > precision || spos >= precision ||
+            inside(spos, epos, esize) || inside(spos, mpos, msize) ||
+            (mpos < epos && mpos + msize > epos) || (epos < mpos && epos + esize > mpos))
+          fail(what + ": a float whose sign, exponent and mantissa (bits " + std::to_string(spos) +
+               ", " + std::to_string(epos) + "+" + std::to_string(esize) + ", " +
+               std::to_string(mpos) + "+" + std::to_string(msize) + ") do not fit its " +
+               std::to_string(precision) + " bits");
+      }
+    } else if (cls == H5T_STRING) {
       const H5T_cset_t cset = H5Tget_cset(type);
       const H5T_str_t pad = H5Tget_strpad(type);
       if (cset != H5T_CSET_ASCII && cset != H5T_CSET_UTF8)
@@ -167,6 +192,18 @@ class Walker {
       sane_type(type, what);
       const double n = elements(space);
       if (n < 0) fail(what + ": its shape cannot be read");
+      // A variable-length value is stored as its length and where it lies
+      // (4 + an address + 4 bytes); a type of another size in the file makes
+      // HDF5 read past the attribute (H5Aget_type gives the type as in
+      // memory, so its stored size is the one witness).
+      if (H5Tget_class(type) == H5T_VLEN || H5Tis_variable_str(type) > 0) {
+        const double stored = double(H5Aget_storage_size(attr));
+        if (stored != n * double(8 + address_bytes_))
+          fail(what + ": its variable-length values take " +
+               std::to_string(static_cast<unsigned long long>(stored)) + " bytes, not " +
+               std::to_string(static_cast<unsigned long long>(n * double(8 + address_bytes_))));
+      }
+      H5Eclear2(H5E_DEFAULT);
       read_values(type, space, n, kWalkAttrBytes, what,
                   [&](hid_t mem, void* buf) { return H5Aread(attr, mem, buf); });
     }
@@ -279,7 +316,8 @@ class Walker {
   hid_t file_;
   const std::string& path_;
   std::vector<Extent> extents_;
-  hsize_t eof_ = 0;  // the file's size
+  size_t address_bytes_ = 8;  // the file's addresses (its superblock says)
+  hsize_t eof_ = 0;           // the file's size
 };
 
 std::string signal_text(int sig) {

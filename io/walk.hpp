@@ -29,7 +29,10 @@ struct DamagedFile : InputError {
 // of a chunked dataset, and the values of every dataset of at most
 // kWalkReadBytes (each of its chunks also read as stored). Throws
 // DamagedFile naming what failed, or what HDF5 never writes: a string type
-// of a character set or padding HDF5 does not have, a chunk index with
+// of a character set or padding HDF5 does not have, a number whose bits
+// HDF5's setters refuse (a float's fields outside its precision), an
+// attribute of variable-length values stored in another size than HDF5
+// stores them (it then reads past the attribute), a chunk index with
 // more chunks than the shape has room for or with chunks at no place of
 // it, a chunk without filters of another size than its values, stored
 // values of two datasets or chunks that overlap or lie past the end of the

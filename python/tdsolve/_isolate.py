@@ -97,9 +97,24 @@ def _shape(space):
 
 
 def _sane_type(tid, what, path):
-    """io/walk.cpp sane_type: a string's character set and padding are HDF5's."""
+    """io/walk.cpp sane_type: a string's character set and padding are HDF5's;
+    a number's bits are what HDF5's own setters allow."""
     cls = tid.get_class()
-    if cls == h5t.STRING:
+    if cls in (h5t.INTEGER, h5t.FLOAT, h5t.BITFIELD):
+        size, precision, offset = tid.get_size(), tid.get_precision(), tid.get_offset()
+        if size == 0 or precision == 0 or offset < 0 or offset + precision > 8 * size:
+            _fail(path, f"{what}: a number of {precision} bits at bit {offset} of {size} bytes")
+        if cls == h5t.FLOAT:
+            spos, epos, esize, mpos, msize = tid.get_fields()
+
+            def inside(bit, pos, n):
+                return pos <= bit < pos + n
+            if epos + esize > precision or mpos + msize > precision or spos >= precision or \
+                    inside(spos, epos, esize) or inside(spos, mpos, msize) or \
+                    (mpos < epos < mpos + msize) or (epos < mpos < epos + esize):
+                _fail(path, f"{what}: a float whose sign, exponent and mantissa (bits {spos}, {epos}+{esize}, "
+                      f"{mpos}+{msize}) do not fit its {precision} bits")
+    elif cls == h5t.STRING:
         cset, pad = tid.get_cset(), tid.get_strpad()
         if cset not in (h5t.CSET_ASCII, h5t.CSET_UTF8):
             _fail(path, f"{what}: a string of character set {cset}")
@@ -141,7 +156,7 @@ def _read_values(path, what, shape, tid, limit, read):
         _fail(path, f"{what} cannot be read", e)
 
 
-def _attributes(oid, where, path):
+def _attributes(oid, where, path, address_bytes):
     names = []
     try:  # in creation order first, as info and h5py list them where it is tracked (else it fails)
         h5a.iterate(oid, lambda name, *info: None, index_type=h5.INDEX_CRT_ORDER, order=h5.ITER_INC)
@@ -162,6 +177,16 @@ def _attributes(oid, where, path):
         except _HDF5_ERRORS as e:
             _fail(path, f"{what}: its shape or type cannot be read", e)
         _wrap(_sane_type, tid, what, path)
+        # io/walk.cpp attributes: a variable-length value is stored in 4 + an
+        # address + 4 bytes; a type of another size makes HDF5 read past it.
+        try:
+            vlen = tid.get_class() == h5t.VLEN or (tid.get_class() == h5t.STRING and tid.is_variable_str())
+            stored = aid.get_storage_size() if vlen else None
+        except _HDF5_ERRORS as e:
+            _fail(path, f"{what}: its type cannot be read", e)
+        count = 0 if shape is None else int(np.prod(shape, dtype=object))
+        if vlen and stored != count * (8 + address_bytes):
+            _fail(path, f"{what}: its variable-length values take {stored} bytes, not {count * (8 + address_bytes)}")
         _read_values(path, what, shape, tid, _ATTR_BYTES, lambda out, t: aid.read(out, mtype=t))
 
 
@@ -266,6 +291,10 @@ def walk(f, path):
     properties, chunk index and (up to WALK_READ_BYTES) values. Raises Damaged."""
     names, extents = [b"."], []  # h5py's visit leaves out the root, which H5Ovisit lists first
     try:
+        address_bytes = f.id.get_create_plist().get_sizes()[0]
+    except _HDF5_ERRORS as e:
+        _fail(path, "the size of its addresses cannot be read", e)
+    try:
         eof = f.id.get_filesize()
     except _HDF5_ERRORS as e:
         _fail(path, "its size cannot be read", e)
@@ -279,7 +308,7 @@ def walk(f, path):
             oid = h5o.open(f.id, name)
         except _HDF5_ERRORS as e:
             _fail(path, f"{where} cannot be opened", e)
-        _attributes(oid, where, path)
+        _attributes(oid, where, path, address_bytes)
         if isinstance(oid, h5d.DatasetID):
             _dataset(oid, where, path, extents, eof)
     _storage(eof, extents, path)

@@ -161,6 +161,19 @@ class NonRegularFileTest(TempDirTest):
         self.assertEqual(sorted(os.listdir(self.dir)), ["r.h5.partial"])
 
 
+def attr_type_at(data, name):
+    """Where the datatype of the one attribute `name` starts in the file's
+    bytes: a version 1 attribute message (as tdsolve's files have them) is
+    1, 0, the name's size (2 bytes), then two more sizes, the name padded
+    to 8 bytes and the datatype."""
+    key = name.encode() + b"\0"
+    found = [i + 8 + (len(key) + 7) // 8 * 8 for i in range(len(data))
+             if data[i:i + 2] == b"\x01\x00" and int.from_bytes(data[i + 2:i + 4], "little") == len(key)
+             and data[i + 8:i + 8 + len(key)] == key]
+    assert len(found) == 1, f"attribute {name}: {len(found)} messages"
+    return found[0]
+
+
 def chunk_keys_at(data, rank):
     """Where the keys of the one v1 B-tree of chunks ("TREE", type 1) start,
     and how far apart: 4-byte size, 4-byte filter mask, rank + 1 offsets of
@@ -173,7 +186,7 @@ def chunk_keys_at(data, rank):
 class DamagedMetadataTest(TempDirTest):
     """Damage the corruption fuzz (test_fuzz.py) found, each made once by
     hand: what every reader must see in a file HDF5 1.10 reads without an
-    error."""
+    error, or reads out of bounds."""
 
     def verdicts(self, path):
         """(info's exit status and last line, check's status and message)."""
@@ -217,6 +230,33 @@ class DamagedMetadataTest(TempDirTest):
                              r"stored|its chunk index holds 5 chunks, 1 of them at no place of its shape)")
             self.assertEqual(check.split("|")[0], "unreadable", check)
             self.assertIn("damaged: ", check)
+
+    def hist_file(self):
+        src = self.path("h.h5")
+        tdsolve("hist", "--generate", "uniform:60:3:3", "--bins", "12", "--range", "0:0.5", "--output", src,
+                "--quiet", "--progress", "none", check=True)
+        self.assertEqual(tdsolve("info", src).returncode, 0)
+        return src
+
+    def retyped(self, src, name, offset, value, size):
+        """A copy of src with `size` bytes at `offset` of attribute `name`'s type set to `value`."""
+        def change(data):
+            i = attr_type_at(data, name) + offset
+            data[i:i + size] = value.to_bytes(size, "little")
+        return self.damaged(src, f"{name}.h5", change)
+
+    def test_types_hdf5_never_writes(self):
+        """A variable-length string stored in 7 bytes (HDF5 reads 16 from
+        there: garbage, or a crash), a float whose mantissa is wider than the
+        float (HDF5 converts its 0.5 to 0.50000084): damaged."""
+        src = self.hist_file()
+        for name, where, offset, value, size, words in [
+                ("command", "/", 4, 7, 4, "its variable-length values take 7 bytes, not 16"),
+                ("range_hi", "/counts", 15, 154, 1, "a float whose sign, exponent and mantissa (bits 63, 52+11, "
+                                                    "0+154) do not fit its 64 bits")]:
+            path = self.retyped(src, name, offset, value, size)
+            words = f"damaged: '{path}': attribute '{name}' of {where}: {words}"
+            self.assertEqual(self.verdicts(path), (1, f"tdsolve: error: {words}", f"unreadable|unreadable: {words}"))
 
 
 if __name__ == "__main__":
