@@ -154,6 +154,42 @@ double read_attr_f64(hid_t obj, const char* name) {
   return v;
 }
 
+// A number the checks read (read_attr_u64, or with `floats`
+// read_attr_f64): one of HDF5's standard integer types (with `floats`, or
+// IEEE float types), all a tdsolve writes, else AttrShapeError. Another
+// type (a 33-byte integer, a float of another exponent bias: a changed
+// byte of its type) converts to some value, which is no record
+// (_verdict.py _attr_number).
+void require_standard_number(hid_t obj, const char* name, bool floats) {
+  Hid attr = attr_handle(H5Aopen(obj, name, H5P_DEFAULT), std::string("H5Aopen ") + name);
+  Hid type = type_handle(H5Aget_type(attr), std::string("H5Aget_type ") + name);
+  const hid_t integers[] = {H5T_STD_I8LE,  H5T_STD_I8BE,  H5T_STD_I16LE, H5T_STD_I16BE,
+                            H5T_STD_I32LE, H5T_STD_I32BE, H5T_STD_I64LE, H5T_STD_I64BE,
+                            H5T_STD_U8LE,  H5T_STD_U8BE,  H5T_STD_U16LE, H5T_STD_U16BE,
+                            H5T_STD_U32LE, H5T_STD_U32BE, H5T_STD_U64LE, H5T_STD_U64BE};
+  const hid_t ieee[] = {H5T_IEEE_F32LE, H5T_IEEE_F32BE, H5T_IEEE_F64LE, H5T_IEEE_F64BE};
+  for (const hid_t t : integers)
+    if (H5Tequal(type, t) > 0) return;
+  if (floats)
+    for (const hid_t t : ieee)
+      if (H5Tequal(type, t) > 0) return;
+  H5Eclear2(H5E_DEFAULT);
+  throw AttrShapeError(std::string("attribute '") + name + "' is of no standard " +
+                       (floats ? "number" : "integer") + " type");
+}
+
+std::uint64_t record_u64(hid_t obj, const char* name) {
+  const std::uint64_t v = read_attr_u64(obj, name);
+  require_standard_number(obj, name, false);
+  return v;
+}
+
+double record_f64(hid_t obj, const char* name) {
+  const double v = read_attr_f64(obj, name);
+  require_standard_number(obj, name, true);
+  return v;
+}
+
 bool exists(hid_t file, const char* name) {
   const bool yes = H5Lexists(file, name, H5P_DEFAULT) > 0;
   H5Eclear2(H5E_DEFAULT);
@@ -217,7 +253,7 @@ Recorded read_recorded(hid_t file, const std::string& path) {
     r.problem = "the root's `schema_version` attribute is not one integer";
     return r;
   }
-  r.version = read_attr_u64(file, "schema_version");
+  r.version = record_u64(file, "schema_version");
   if (r.version == 0) {
     r.problem = "the root's `schema_version` attribute is 0 (versions start at 1)";
     return r;
@@ -375,7 +411,7 @@ class Checker {
     if (f == "named") return named(a[0]);
     if (f == "attr") {
       Hid obj = open(a[0]);
-      return read_attr_u64(obj, a[1].c_str());
+      return record_u64(obj, a[1].c_str());
     }
     Hid d = dataset(a[0]);
     if (f == "dim") {
@@ -423,9 +459,9 @@ class Checker {
   // converting), or one string. t: its type.
   void read_typed(hid_t obj, const std::string& t, const std::string& name) {
     if (t == "uint64")
-      read_attr_u64(obj, name.c_str());
+      record_u64(obj, name.c_str());
     else if (t == "float64")
-      read_attr_f64(obj, name.c_str());
+      record_f64(obj, name.c_str());
     else
       read_attr_text(obj, name.c_str());
   }
@@ -463,7 +499,7 @@ class Checker {
         Hid obj = open(s.substr(0, at));
         const std::string name = s.substr(at + 1);
         if (has_attr(obj, name.c_str()))
-          v = read_attr_u64(obj, name.c_str());
+          v = record_u64(obj, name.c_str());
         else if (const Json* d = st.find("default"))
           v = eval(d->str());
         else
@@ -513,7 +549,7 @@ class Checker {
       Hid obj = open(s.substr(0, at));
       const std::string name = s.substr(at + 1);
       if (has_attr(obj, name.c_str()) &&
-          read_attr_u64(obj, name.c_str()) != eval(st.at("equals").str()))
+          record_u64(obj, name.c_str()) != eval(st.at("equals").str()))
         message();
     } else if (check == "rising") {  // 0, strictly increasing, up to `to`
       const std::string& name = st.at("of").str();

@@ -142,10 +142,16 @@ def _elements(shape):
     return 0 if shape is None else int(np.prod(shape, dtype=np.int64))
 
 
-def _attr_number(obj, name, mtype, dtype, wrong):
-    """read_attr_u64 / read_attr_f64: an attribute of exactly one element
-    reads as that, HDF5 converting (or failing: exit 1); of none or of more,
-    info.cpp refuses it (AttrShapeError: inconsistent, `wrong` its words)."""
+_STD_INTEGERS = tuple(getattr(h5t, f"STD_{s}{b}{o}") for s in "IU" for b in (8, 16, 32, 64) for o in ("LE", "BE"))
+_IEEE_FLOATS = (h5t.IEEE_F32LE, h5t.IEEE_F32BE, h5t.IEEE_F64LE, h5t.IEEE_F64BE)
+
+
+def _attr_number(obj, name, mtype, dtype, wrong, floats):
+    """read_attr_u64 / read_attr_f64 as info.cpp record_number: an attribute
+    of exactly one element reads as that, HDF5 converting (or failing: exit
+    1); of none or of more, info.cpp refuses it (AttrShapeError:
+    inconsistent, `wrong` its words), and of a type that is none of HDF5's
+    standard integers (nor, `floats`, IEEE floats) too."""
     aid = h5a.open(obj.id, name.encode())
     count = _elements(aid.shape)
     if count != 1:
@@ -155,17 +161,20 @@ def _attr_number(obj, name, mtype, dtype, wrong):
         aid.read(v, mtype=mtype)
     except Exception as e:
         raise _Unreadable(f"cannot read attribute `{name}` of {obj.name} as a number: {e}") from None
+    tid = aid.get_type()
+    if not any(tid.equal(t) for t in _STD_INTEGERS + (_IEEE_FLOATS if floats else ())):
+        raise _Inconsistent(f"attribute '{name}' is of no standard {'number' if floats else 'integer'} type")
     return v.reshape(-1)[0]
 
 
 def _attr_u64(obj, name):
     return int(_attr_number(obj, name, h5t.NATIVE_UINT64, np.uint64,
-                            lambda count: f"attribute '{name}' holds {count} values, not one"))
+                            lambda count: f"attribute '{name}' holds {count} values, not one", False))
 
 
 def _attr_f64(obj, name):
     return float(_attr_number(obj, name, h5t.NATIVE_DOUBLE, np.float64,
-                              lambda count: f"attribute '{name}' does not hold one value"))
+                              lambda count: f"attribute '{name}' does not hold one value", True))
 
 
 def _attr_string(obj, name):

@@ -258,6 +258,17 @@ class DamagedMetadataTest(TempDirTest):
             words = f"damaged: '{path}': attribute '{name}' of {where}: {words}"
             self.assertEqual(self.verdicts(path), (1, f"tdsolve: error: {words}", f"unreadable|unreadable: {words}"))
 
+    def test_records_of_types_tdsolve_never_writes(self):
+        """A 33-byte integer `chunks`, a float64 `range_lo` of another exponent
+        bias: HDF5 converts them to some value, NumPy has no dtype for them,
+        and no tdsolve writes them: inconsistent."""
+        src = self.hist_file()
+        for name, offset, value, size, words in [
+                ("chunks", 4, 33, 4, "attribute 'chunks' is of no standard integer type"),
+                ("range_lo", 16, 5243903, 4, "attribute 'range_lo' is of no standard number type")]:
+            path = self.retyped(src, name, offset, value, size)
+            self.assertEqual(self.verdicts(path),
+                             (3, f"progress:  INCONSISTENT: {words}", f"inconsistent|inconsistent: {words}"))
 
 if __name__ == "__main__":
     unittest.main()
