@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -15,6 +16,7 @@
 #include <cstdio>
 #include <cstdint>
 #include <cstring>
+#include <fstream>
 #include <vector>
 
 #include "core/knobs.hpp"
@@ -355,6 +357,21 @@ bool drain(int fd, std::string* to) {
 void walk_objects(hid_t file, const std::string& path) {
   Walker(file, path).run();
   H5Eclear2(H5E_DEFAULT);
+}
+
+void bound_walk_memory() {
+  // VmData: what RLIMIT_DATA counts (heap and private writable mappings).
+  std::ifstream status("/proc/self/status");
+  double held = -1;
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("VmData:", 0) == 0) held = std::strtod(line.c_str() + 7, nullptr) * 1024;
+  struct rlimit rl {};
+  if (held < 0 || getrlimit(RLIMIT_DATA, &rl) != 0) return;
+  rlim_t want = static_cast<rlim_t>(held + kWalkMemoryBytes);
+  if (rl.rlim_max != RLIM_INFINITY && want > rl.rlim_max) want = rl.rlim_max;
+  if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur <= want) return;
+  rl.rlim_cur = want;
+  setrlimit(RLIMIT_DATA, &rl);
 }
 
 double read_timeout_s() {

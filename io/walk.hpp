@@ -48,6 +48,20 @@ constexpr double kWalkReadBytes = 16.0 * 1024 * 1024;
 constexpr int kWalkDamaged = 4;
 constexpr int kWalkInconsistent = 5;
 
+// The memory a walking child may take beyond what it holds when it starts
+// (RLIMIT_DATA: its heap and private mappings): a damaged length makes
+// HDF5 allocate and clear gigabytes (a variable-length value of 2^32
+// elements), as fast as the machine can, until the time limit. A walk of
+// a file HDF5 wrote needs far less (values of at most kWalkReadBytes a
+// dataset, HDF5's caches, the checks' flags and offsets). Past it, HDF5's
+// allocations fail (an HDF5 error: damaged).
+constexpr double kWalkMemoryBytes = 1024.0 * 1024 * 1024;
+
+// Lowers this process's RLIMIT_DATA to what it holds now plus
+// kWalkMemoryBytes (never above the hard limit). For the child only:
+// `tdsolve info --isolated-walk` calls it first.
+void bound_walk_memory();
+
 // Seconds a child may take to walk a file before it is called damaged:
 // TDSOLVE_READ_TIMEOUT_S (default 120).
 double read_timeout_s();

@@ -27,6 +27,7 @@ import numpy as np
 from h5py import h5, h5a, h5d, h5o, h5s, h5t
 
 WALK_READ_BYTES = 16 * 1024 * 1024  # io/walk.hpp kWalkReadBytes
+WALK_MEMORY_BYTES = 1024 * 1024 * 1024  # io/walk.hpp kWalkMemoryBytes
 _ATTR_BYTES = 64 * 1024 * 1024
 _CHUNK_LOOKUPS = 1 << 20
 _ENV = "TDSOLVE_READ_TIMEOUT_S"
@@ -317,6 +318,25 @@ def walk(f, path):
 # --- the child ---------------------------------------------------------------
 
 
+def _bound_memory():
+    """io/walk.cpp bound_walk_memory: RLIMIT_DATA lowered to what this child
+    holds now (a fork holds its parent's) plus WALK_MEMORY_BYTES. A damaged
+    length makes HDF5 allocate and clear gigabytes; past the bound its
+    allocations fail (an HDF5 error, or MemoryError: damaged)."""
+    try:
+        import resource
+        with open("/proc/self/status") as f:
+            held = next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmData:"))
+        soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
+        want = held + WALK_MEMORY_BYTES
+        if hard != resource.RLIM_INFINITY:
+            want = min(want, hard)
+        if soft == resource.RLIM_INFINITY or want < soft:
+            resource.setrlimit(resource.RLIMIT_DATA, (want, hard))
+    except (ImportError, OSError, StopIteration, ValueError):
+        pass  # no /proc, no such limit: unbounded, as before
+
+
 def _answer(fn, args):
     try:
         return pickle.dumps(("ok", fn(*args)))
@@ -337,6 +357,7 @@ def _forked(fn, args, limit):
             null = os.open(os.devnull, os.O_WRONLY)
             os.dup2(null, 1)
             os.dup2(null, 2)
+            _bound_memory()
             data = _answer(fn, args)
             view = memoryview(data)
             while view:
@@ -379,6 +400,7 @@ _SPAWN = ("import sys; sys.path.insert(0, sys.argv[1]); from tdsolve import _iso
 
 
 def _spawned_child():
+    _bound_memory()
     fn_module, fn_name, args = pickle.load(sys.stdin.buffer)
     module = __import__(fn_module, fromlist=[fn_name])
     sys.stdout.buffer.write(_answer(getattr(module, fn_name), args))

@@ -1,6 +1,7 @@
 // tdsolve info: what a result file holds and whether it is complete. No MPI.
 #include <cstdio>
 #include <iostream>
+#include <new>
 #include <string>
 
 #include "core/error.hpp"
@@ -48,6 +49,7 @@ class InfoCommand final : public Command {
   int run(MPI_Comm) override {
     io::quiet_hdf5_errors();
     if (!walk_) return io::describe_isolated(file_, std::cout, std::cerr);
+    io::bound_walk_memory();
     try {
       bool agree = true;
       const int code = io::describe_result(file_, std::cout, &agree);
@@ -55,6 +57,13 @@ class InfoCommand final : public Command {
     } catch (const io::DamagedFile& e) {
       std::cout.flush();
       std::fprintf(stderr, "tdsolve: error: %s\n", one_line(e.what()).c_str());
+      return io::kWalkDamaged;
+    } catch (const std::bad_alloc&) {  // past io::kWalkMemoryBytes
+      std::cout.flush();
+      std::fprintf(stderr,
+                   "tdsolve: error: damaged: '%s': reading it took more than %.0f MiB of memory: "
+                   "its metadata are damaged\n",
+                   io::file_to_read(file_).c_str(), io::kWalkMemoryBytes / (1024 * 1024));
       return io::kWalkDamaged;
     }
   }
