@@ -31,7 +31,10 @@ class InfoCommand final : public Command {
              "of it was written, by the checks the schema gives its kind (its `kind`\n"
              "attribute; files of older versions are known by their datasets). Exit status:\n"
              "0 complete, 3 incomplete, inconsistent or not a tdsolve result, 1 unreadable\n"
-             "(or written by a newer tdsolve).\n";
+             "(or written by a newer tdsolve). The file is read in a child process first: one\n"
+             "that HDF5 crashes or loops on there, or cannot read whole within 1 GiB of memory,\n"
+             "is damaged (exit 1); one that is no regular file (a FIFO, a device) is never\n"
+             "opened (exit 1).\n";
       return argc < 3 ? 2 : 0;
     }
     // The child that reads the file for a reader in another process
