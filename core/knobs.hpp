@@ -76,6 +76,7 @@ inline void check_all() {
   integer("TDSOLVE_TEST_SLOW_MS", 0, 600000);
   number("TDSOLVE_TEST_CHECKPOINT_S", 0, 1e9);
   choice("TDSOLVE_TEST_LOCK", {"heartbeat"});
+  integer("TDSOLVE_TEST_LOCK_DELAY_MS", 0, 600000);
   flag("TDSOLVE_TEST_MASKED_ONLY");
   choice("TDSOLVE_TEST_STORE_SCHEDULE", {"strips", "lanes"});
   choice("TDSOLVE_STRIP_ROWS", {"8", "16", "32", "64", "128"});

@@ -943,11 +943,9 @@ int describe_result(const std::string& path, std::ostream& out, bool* agree) {
     out << "writer:    RUNNING (" << h.describe() << ")"
         << (h.can_tell ? "" : " [no file locks here: judged by the heartbeat]") << "\n";
   } else {
-    const bool again = command.find(" --resume") != std::string::npos;
     out << "writer:    none: the run stopped or was killed; continue it (any rank count) with\n"
-        << "           " << (command.empty() ? "the same command" : command)
-        << (again || command.empty() ? "" : " --resume") << (command.empty() ? " and --resume" : "")
-        << "\n";
+        << "           "
+        << (command.empty() ? "the same command and --resume" : resume_command_of(command)) << "\n";
   }
   return code == kInfoComplete ? kInfoIncomplete : code;
 }

@@ -339,6 +339,9 @@ PointSet read_text(const std::string& path) {
   bool first = true;
   while (std::getline(in, line)) {
     ++line_no;
+    // A UTF-8 byte-order mark (Excel's "CSV UTF-8", Windows editors) is not
+    // part of the first value: left in, it made the first row a "header".
+    if (line_no == 1 && line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);
     const size_t nb = line.find_first_not_of(" \t\r");
     if (nb == std::string::npos || line[nb] == '#') continue;
     if (!parse_row(line, &row)) {
@@ -485,6 +488,9 @@ std::vector<std::string> split_spec(const std::string& spec) {
   std::stringstream ss(spec);
   for (std::string part; std::getline(ss, part, ':');)
     parts.push_back(part);
+  // getline drops a last empty field: "uniform:5:3:" must not read as
+  // "uniform:5:3" (seed 0) but as an empty SEED.
+  if (!spec.empty() && spec.back() == ':') parts.emplace_back();
   return parts;
 }
 

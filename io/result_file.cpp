@@ -6,6 +6,7 @@
 
 #include <hdf5_hl.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -304,12 +305,19 @@ void create_result_file(const ResultLayout& L) {
       L.path, [&](hid_t file) { build_structure(file, L); }, true);
 }
 
-ResultWriter::ResultWriter(MPI_Comm comm, const ResultLayout& L) : layout_(L) {
+ResultWriter::ResultWriter(MPI_Comm comm, const ResultLayout& L,
+                           const std::function<void(MPI_File)>& on_open)
+    : layout_(L), comm_(comm) {
   MPI_Comm_rank(comm, &rank_);
   mem_type_ = memory_type(L.result.type);
   Hid fapl = make_parallel_fapl(comm);
   file_ = file_handle(H5Fopen(L.path.c_str(), H5F_ACC_RDWR, fapl),
                       "cannot open output file '" + L.path + "' for writing");
+  if (on_open) {
+    void* handle = nullptr;  // the MPI-IO driver's MPI_File
+    check_status(H5Fget_vfd_handle(file_, fapl, &handle), "H5Fget_vfd_handle");
+    if (handle) on_open(*static_cast<MPI_File*>(handle));
+  }
   xfer_ = plist_handle(H5Pcreate(H5P_DATASET_XFER), "H5Pcreate(transfer)");
   check_status(H5Pset_dxpl_mpio(xfer_, H5FD_MPIO_COLLECTIVE), "H5Pset_dxpl_mpio");
   if (!L.result.name.empty())
@@ -381,6 +389,143 @@ void ResultWriter::close() {
   if (companion_.valid()) companion_.close("H5Dclose /" + layout_.companion.name);
   xfer_.reset();
   file_.close("H5Fclose (flushing the output file)");
+}
+
+namespace {
+
+std::string type_text(hid_t t) {
+  const std::pair<hid_t, const char*> known[] = {{H5T_IEEE_F32LE, "float32"},
+                                                 {H5T_IEEE_F64LE, "float64"},
+                                                 {H5T_STD_I64LE, "int64"},
+                                                 {H5T_STD_U8LE, "uint8"},
+                                                 {H5T_STD_U64LE, "uint64"}};
+  for (const auto& [type, name] : known)
+    if (H5Tequal(t, type) > 0) return name;
+  H5Eclear2(H5E_DEFAULT);
+  return "another type";
+}
+
+std::string dims_text(const std::vector<hsize_t>& dims, bool list) {
+  if (dims.empty()) return "a scalar";
+  std::string s;
+  for (size_t a = 0; a < dims.size(); ++a)
+    s += (a ? " × " : "") + (list && a == 0 ? std::string("m") : std::to_string(dims[a]));
+  return s;
+}
+
+}  // namespace
+
+std::vector<hsize_t> check_dataset(hid_t file, const ExpectedDataset& e) {
+  const std::string what = "/" + e.name;
+  const std::vector<hsize_t> want(e.dims.begin(), e.dims.end());
+  const std::string wants = dims_text(want, e.list) + " " + type_text(e.type);
+  // Each link of the path, so that a missing group is "missing", not an error.
+  for (size_t at = e.name.find('/'); at != std::string::npos; at = e.name.find('/', at + 1))
+    if (H5Lexists(file, e.name.substr(0, at).c_str(), H5P_DEFAULT) <= 0) {
+      H5Eclear2(H5E_DEFAULT);
+      throw InputError(what + " is missing (the job writes " + wants + ")");
+    }
+  if (H5Lexists(file, e.name.c_str(), H5P_DEFAULT) <= 0) {
+    H5Eclear2(H5E_DEFAULT);
+    throw InputError(what + " is missing (the job writes " + wants + ")");
+  }
+  Hid d(H5Dopen2(file, e.name.c_str(), H5P_DEFAULT), H5Dclose);
+  if (!d.valid()) {
+    H5Eclear2(H5E_DEFAULT);
+    throw InputError(what + " is not a dataset that can be read (the job writes " + wants + ")");
+  }
+  Hid type(H5Dget_type(d), H5Tclose);
+  Hid space(H5Dget_space(d), H5Sclose);
+  const int rank = space.valid() ? H5Sget_simple_extent_ndims(space) : -1;
+  if (!type.valid() || rank < 0) {
+    H5Eclear2(H5E_DEFAULT);
+    throw InputError(what + " cannot be read (the job writes " + wants + ")");
+  }
+  std::vector<hsize_t> dims(static_cast<size_t>(rank)), most(dims.size());
+  if (rank > 0) H5Sget_simple_extent_dims(space, dims.data(), most.data());
+  bool same = H5Tequal(type, e.type) > 0 && dims.size() == want.size();
+  for (size_t a = 0; same && a < dims.size(); ++a)
+    same = e.list && a == 0 ? most[0] == H5S_UNLIMITED : dims[a] == want[a];
+  H5Eclear2(H5E_DEFAULT);
+  if (!same)
+    throw InputError(what + " is " + dims_text(dims, false) + " " + type_text(type) +
+                     ", the job writes " + wants);
+  return dims;
+}
+
+std::vector<unsigned char> read_flags(hid_t file, const std::string& name) {
+  Hid d = dataset_handle(H5Dopen2(file, name.c_str(), H5P_DEFAULT), "H5Dopen /" + name);
+  const std::vector<hsize_t> k = dataset_shape(d);
+  std::vector<unsigned char> v(k.empty() ? 0 : k[0]);
+  check_status(H5Dread(d, H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()),
+               "reading /" + name);
+  for (size_t c = 0; c < v.size(); ++c)
+    if (v[c] > 1)
+      throw InputError("/" + name + " holds " + std::to_string(v[c]) + " for chunk " +
+                       std::to_string(c) + " (a flag is 0 or 1)");
+  return v;
+}
+
+ResumableFile check_resumable(const std::string& path, const ResultLayout& L) {
+  Hid file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+  if (!file.valid()) {
+    H5Eclear2(H5E_DEFAULT);
+    throw InputError("it cannot be opened");
+  }
+  const index_t chunks = L.chunk_offsets.size() - 1;
+  ResumableFile out;
+  check_dataset(file, {"progress/done", H5T_STD_U8LE, {chunks}});
+  check_dataset(file, {"progress/offsets", H5T_STD_U64LE, {chunks + 1}});
+  try {
+    out.done = read_flags(file, "progress/done");
+    std::vector<index_t> offsets(chunks + 1);
+    static_assert(sizeof(index_t) == sizeof(std::uint64_t), "64-bit offsets");
+    Hid d = dataset_handle(H5Dopen2(file, "progress/offsets", H5P_DEFAULT), "H5Dopen");
+    check_status(H5Dread(d, H5T_NATIVE_UINT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, offsets.data()),
+                 "reading /progress/offsets");
+    if (offsets != L.chunk_offsets)
+      throw InputError("/progress/offsets are not the chunk plan they describe");
+    if (!L.result.name.empty())
+      check_dataset(file, {L.result.name, file_type(L.result.type), L.result.dims});
+    if (!L.companion.name.empty())
+      check_dataset(file, {L.companion.name, file_type(L.companion.type), L.companion.dims});
+    const bool all = std::all_of(out.done.begin(), out.done.end(), [](auto f) { return f == 1; });
+    for (const DatasetSpec& x : L.lists) {
+      const std::vector<hsize_t> dims =
+          check_dataset(file, {x.name, file_type(x.type), x.dims, true});
+      const auto rows = static_cast<std::int64_t>(dims[0]);
+      if (all && out.list_rows >= 0 && rows != out.list_rows)
+        throw InputError("/" + x.name + " has " + std::to_string(rows) + " rows, /" +
+                         L.lists[0].name + " " + std::to_string(out.list_rows) +
+                         ", with every chunk flagged done");
+      if (all) out.list_rows = rows;
+    }
+    for (const DatasetSpec& x : L.extras) {
+      check_dataset(file, {x.name, file_type(x.type), x.dims});
+      if (x.initial.empty() && !(x.name == "count" && out.list_rows >= 0)) continue;
+      Hid d = dataset_handle(H5Dopen2(file, x.name.c_str(), H5P_DEFAULT), "H5Dopen /" + x.name);
+      if (!x.initial.empty()) {
+        std::vector<double> v(x.initial.size());
+        check_status(H5Dread(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()),
+                     "reading /" + x.name);
+        if (std::memcmp(v.data(), x.initial.data(), v.size() * sizeof(double)) != 0)
+          throw InputError("/" + x.name + " does not hold the job's values");
+      } else {  // a list's /count, written with it
+        std::int64_t m = -1;
+        check_status(H5Dread(d, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, &m),
+                     "reading /count");
+        if (m != out.list_rows)
+          throw InputError("/count says " + std::to_string(m) + ", /" + L.lists[0].name + " has " +
+                           std::to_string(out.list_rows) + " rows, with every chunk flagged done");
+      }
+    }
+    if (L.store_points)
+      check_dataset(file, {"points", file_type(L.points_type), {L.points, L.features}});
+  } catch (const H5Error& e) {
+    H5Eclear2(H5E_DEFAULT);
+    throw InputError(e.what());
+  }
+  return out;
 }
 
 index_t ExistingResult::chunks_done() const {

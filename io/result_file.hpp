@@ -120,10 +120,44 @@ struct ExistingResult {
 };
 ExistingResult read_existing(const std::string& path);
 
+// One dataset of an existing file as a job expects it (--resume).
+struct ExpectedDataset {
+  std::string name;              // from the root: "distances", "progress/done"
+  hid_t type = H5I_INVALID_HID;  // its type in the file (H5Tequal), e.g. H5T_IEEE_F32LE
+  std::vector<index_t> dims;     // empty: a scalar
+  bool list = false;             // a list: the first axis unlimited, of any length
+};
+// The dataset `e.name` of `file` exists and has e's type and shape; returns
+// its dimensions. Throws InputError naming it (and what it is, what the job
+// writes) otherwise. Reads only.
+std::vector<hsize_t> check_dataset(hid_t file, const ExpectedDataset& e);
+// The flags of `name` (uint8, checked by check_dataset first): InputError
+// naming the first that is neither 0 nor 1 (a damaged byte), else the flags.
+std::vector<unsigned char> read_flags(hid_t file, const std::string& name);
+
+// --resume, before anything is written: every dataset of an existing result
+// against the job's layout (as make_layout gives it for the file's plan):
+// the result, its companion, the lists, the extras (those with values known
+// up front, as /edges or /weights, hold them), /points, /progress/done (each
+// flag 0 or 1) and /progress/offsets (the plan's). InputError naming the
+// first dataset that differs. Reads only.
+struct ResumableFile {
+  std::vector<unsigned char> done;  // the flags, each 0 or 1
+  // The rows every list holds when every flag is set (they are checked to
+  // agree, with /count where the layout has one); -1 when the layout has no
+  // lists or some flag is 0.
+  std::int64_t list_rows = -1;
+};
+ResumableFile check_resumable(const std::string& path, const ResultLayout& layout);
+
 class ResultWriter {
  public:
   // Collective: opens the file create_result_file made, for writing.
-  ResultWriter(MPI_Comm comm, const ResultLayout& layout);
+  // on_open (if given) gets the file's MPI-IO handle as soon as it is open,
+  // before anything is written to it (the caller watches its writes:
+  // guard_output_file, solver/driver.hpp).
+  ResultWriter(MPI_Comm comm, const ResultLayout& layout,
+               const std::function<void(MPI_File)>& on_open = {});
   ResultWriter(const ResultWriter&) = delete;
   ResultWriter& operator=(const ResultWriter&) = delete;
 
@@ -149,9 +183,12 @@ class ResultWriter {
   void write_points(const void* data);
   // Collective; flushes and reports failure.
   void close();
+  // The ranks that write the file.
+  MPI_Comm comm() const { return comm_; }
 
  private:
   ResultLayout layout_;
+  MPI_Comm comm_;
   int rank_ = 0;
   Hid file_, values_, companion_, done_, points_, xfer_;
   hid_t mem_type_;

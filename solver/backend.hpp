@@ -45,6 +45,12 @@ class Backend {
   // The largest chunk (values) whose buffers fit this backend's memory;
   // a histogram buffers no values, so its chunks are bounded elsewhere.
   virtual index_t max_chunk_elements() const = 0;
+  // The most comparisons (domain elements) a chunk of a top-k search
+  // (knn --k) may hold so that it computes in about a second or less on
+  // this backend, whatever n: the run checks for a stop request (a signal,
+  // --max-hours) between chunks, and knn's chunks, bounded by their output
+  // alone, would hold all n² comparisons. ~0: no bound (other epilogues).
+  virtual index_t max_chunk_work() const { return ~index_t(0); }
   // Allocate buffers for chunks of up to `elements` values.
   virtual void reserve(index_t elements) = 0;
   // Results stay on the device (bench): no device-to-host copy.

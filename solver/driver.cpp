@@ -1,7 +1,9 @@
 #include "solver/driver.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <thread>
 
 #include "core/error.hpp"
 #include "solver/fault.hpp"
@@ -18,6 +20,9 @@ mapping::ChunkPlan agree_plan(const Problem<T>& p, Backend<T>& backend, index_t 
     hard = backend.max_chunk_elements();
     limit = std::min(limit, hard);
   }
+  // knn --k: bounded by the work as well as by the output, so that a stop
+  // request is honoured within a chunk or two.
+  if (p.knn()) limit = std::min(limit, std::max<index_t>(1, backend.max_chunk_work()));
   index_t agreed = limit;
   check_mpi(MPI_Allreduce(&limit, &agreed, 1, MPI_UINT64_T, MPI_MIN, comm), "MPI_Allreduce");
   mapping::ChunkPlan plan = make_plan(p, agreed);
@@ -168,6 +173,37 @@ std::string g_abort_hint;
 
 void set_abort_hint(const std::string& hint) {
   g_abort_hint = hint;
+}
+
+void agree_min(MPI_Comm comm, const int* in, int* out, int count, const std::string& why) {
+  MPI_Request request = MPI_REQUEST_NULL;
+  check_mpi(MPI_Iallreduce(in, out, count, MPI_INT, MPI_MIN, comm, &request), "MPI_Iallreduce");
+  if (why.empty()) {
+    check_mpi(MPI_Wait(&request, MPI_STATUS_IGNORE), "MPI_Wait");
+    return;
+  }
+  // The others may never come: they can be inside the collective call that
+  // failed here, waiting for this rank.
+  const double deadline = MPI_Wtime() + kStepAgreeSeconds;
+  int arrived = 0;
+  while (true) {
+    check_mpi(MPI_Test(&request, &arrived, MPI_STATUS_IGNORE), "MPI_Test");
+    if (arrived) return;
+    if (MPI_Wtime() >= deadline) abort_run(comm, why);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+void agree_step(MPI_Comm comm, const std::string& why) {
+  const int ranks = comm_size(comm);
+  const int me = why.empty() ? ranks : comm_rank(comm);
+  int first = ranks;
+  agree_min(comm, &me, &first, 1, why);
+  if (first == ranks) return;
+  if (me == first) abort_run(comm, why);
+  // Rank `first` ends the job; wait for it (never returns).
+  while (true)
+    std::this_thread::sleep_for(std::chrono::seconds(1));
 }
 
 void abort_run(MPI_Comm comm, const std::string& what) {

@@ -84,6 +84,20 @@ LoopResult run_chunks(const mapping::ChunkPlan& plan, const std::vector<unsigned
 [[noreturn]] void abort_run(MPI_Comm comm, const std::string& what);
 // What abort_run adds after the error once the output exists ("" none).
 void set_abort_hint(const std::string& hint);
+// From now on a write, sync or resize of `file` (the output's MPI-IO handle,
+// io::ResultWriter, open at `path`) that fails on this rank, writes less
+// than it was given, or during which a system call's write of the file
+// failed (a full disk: Open MPI's OMPIO reports some of those as success),
+// ends the job as that call returns: abort_run on `comm`, one line naming
+// `output` (the run's --output). Parallel HDF5 would otherwise go on, on
+// this rank alone, into collective calls the other ranks never match
+// (inside H5Fflush, H5Fclose, a dataset's allocation), and the job would
+// hang there, out of reach of any status exchange. When several ranks fail
+// together, the lowest prints the one line: each tells the ranks above it,
+// and one that hears from a rank below within 2 s leaves the line and the
+// abort to it. solver/output_guard.cpp has the wrappers.
+void guard_output_file(MPI_Comm comm, MPI_File file, const std::string& path,
+                       const std::string& output);
 
 template <typename F>
 void contain(MPI_Comm comm, F&& f) {
@@ -94,6 +108,38 @@ void contain(MPI_Comm comm, F&& f) {
   } catch (const std::exception& e) {
     abort_run(comm, e.what());
   }
+}
+
+// Collective, once the output exists: the ranks' verdicts on a step they
+// took together (a collective write, a flush, a close), exchanged before any
+// rank goes on to the next collective operation. `why` is this rank's
+// failure ("" none). When any rank failed, the lowest failing rank prints its
+// one line and ends the job (abort_run) and no rank returns. A rank that
+// failed waits at most kStepAgreeSeconds for the others (they may still be
+// inside the collective call its failure left, which then never ends) and
+// then ends the job itself; one that did not fail waits as long as it takes.
+// So a failure on some ranks never leaves the others in a collective
+// operation that the failed ones do not enter: no hang, one line.
+constexpr double kStepAgreeSeconds = 10;
+void agree_step(MPI_Comm comm, const std::string& why);
+// The exchange under agree_step: MPI_Allreduce(MIN) of `count` ints, where a
+// rank that failed (`why` not "") waits at most kStepAgreeSeconds for the
+// others and then ends the job with `why` (abort_run).
+void agree_min(MPI_Comm comm, const int* in, int* out, int count, const std::string& why);
+
+// Runs f (a step every rank takes together), then agree_step on its outcome.
+template <typename F>
+void step_together(MPI_Comm comm, F&& f) {
+  std::string why;
+  try {
+    f();
+  } catch (const std::bad_alloc&) {
+    why = "out of memory";
+  } catch (const std::exception& e) {
+    why = e.what();
+    if (why.empty()) why = "unknown error";
+  }
+  agree_step(comm, why);
 }
 
 }  // namespace tdsolve

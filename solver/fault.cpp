@@ -38,6 +38,8 @@ const char* stage_name(Stage s) {
       return "kill";
     case Stage::create:
       return "create";
+    case Stage::rename:
+      return "rename";
   }
   return "?";
 }
@@ -53,7 +55,8 @@ void arm_faults(int rank) {
   const auto bad = [&] {
     return UsageError(
         "TDSOLVE_TEST_FAULT='" + s +
-        "': want RANK:CHUNK:STAGE, STAGE one of read, compute, copy, write, mark, kill, create");
+        "': want RANK:CHUNK:STAGE, STAGE one of read, compute, copy, write, mark, kill, create, "
+        "rename");
   };
   if (b == std::string::npos) throw bad();
   const std::string r = s.substr(0, a), c = s.substr(a + 1, b - a - 1), st = s.substr(b + 1);
@@ -67,7 +70,7 @@ void arm_faults(int rank) {
     chunk = v;
   }
   for (Stage k : {Stage::read, Stage::compute, Stage::copy, Stage::write, Stage::mark, Stage::kill,
-                  Stage::create}) {
+                  Stage::create, Stage::rename}) {
     if (st == stage_name(k)) {
       if (which == rank) armed = Armed{true, armed.slow_ms, k, chunk};
       return;
@@ -79,9 +82,11 @@ void arm_faults(int rank) {
 void fault_point(Stage stage, index_t chunk) {
   if (armed.slow_ms > 0 && stage == Stage::write)
     std::this_thread::sleep_for(std::chrono::milliseconds(armed.slow_ms));
-  if (!armed.on || stage != armed.stage || chunk < armed.first_chunk) return;
-  if (stage == Stage::create && chunk != armed.first_chunk) return;
-  if (stage == Stage::kill || stage == Stage::create) {
+  if (!armed.on || stage != armed.stage) return;
+  if (stage == Stage::create ? chunk != armed.first_chunk
+                             : stage != Stage::rename && chunk < armed.first_chunk)
+    return;
+  if (stage == Stage::kill || stage == Stage::create || stage == Stage::rename) {
     std::fprintf(stderr, "tdsolve: injected SIGKILL at %s %llu (TDSOLVE_TEST_FAULT)\n",
                  stage_name(stage), static_cast<unsigned long long>(chunk));
     std::fflush(stderr);

@@ -1,17 +1,21 @@
 // The output lifecycle (solver/lifecycle.hpp), once for every command.
 #include "solver/lifecycle.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <thread>
 
 #include "core/error.hpp"
+#include "core/knobs.hpp"
 #include "io/input.hpp"
 #include "io/walk.hpp"
 #include "solver/driver.hpp"
@@ -64,25 +68,44 @@ bool same_path(const std::string& a, const std::string& b) {
   return absolute(a) == absolute(b) || same_file(a, b);
 }
 
+// A name the run writes that exists must be a regular file: never a
+// symbolic link (its companions) nor a FIFO, device or folder.
+void check_regular(const std::string& path, const std::string& what, bool follow) {
+  struct stat st {};
+  if ((follow ? stat(path.c_str(), &st) : lstat(path.c_str(), &st)) != 0) return;
+  if (S_ISREG(st.st_mode)) return;
+  const char* kind = S_ISLNK(st.st_mode)    ? "a symbolic link"
+                     : S_ISDIR(st.st_mode)  ? "a directory"
+                     : S_ISFIFO(st.st_mode) ? "a FIFO"
+                                            : "not a regular file";
+  throw UsageError(what + " is " + kind + "; tdsolve writes only regular files of its own (" +
+                   (follow ? "choose another name" : "remove it, or choose another --output") +
+                   ")");
+}
+
 }  // namespace
 
-// Every path the run writes (the output, its .partial, .lock and .creating
-// companions, --stats), checked against each other and the inputs before
-// anything is read or computed.
-void check_output_paths(const OutputPaths& o) {
+void check_output_paths(const OutputPaths& o, bool locked) {
   const std::string& out = o.output;
   if (out.empty()) throw UsageError("--output FILE.h5 is required");
-  std::vector<std::pair<std::string, std::string>> inputs;
-  for (const auto& [spec, what] : o.inputs)
-    if (!spec.empty()) inputs.push_back({io::split_input_spec(spec).path, what});
+  const std::string partial = io::partial_path(out);
+  // Neither the output nor --stats may be a name tdsolve keeps for a run of
+  // another output: that run's lock does not cover it.
+  for (const auto& [name, option] : {std::pair{out, "--output"}, std::pair{o.stats, "--stats"}}) {
+    const std::string owner = io::output_of_companion(name);
+    if (!owner.empty())
+      throw UsageError(std::string(option) + " '" + name + "' is the name tdsolve gives the " +
+                       name.substr(owner.size()) + " file of the output '" + owner +
+                       "'; choose another name");
+  }
   const std::vector<std::pair<std::string, std::string>> written = {
       {out, "--output '" + out + "'"},
-      {io::partial_path(out), "the unfinished output '" + io::partial_path(out) + "'"},
+      {partial, "the unfinished output '" + partial + "'"},
       {io::lock_path(out), "the output's lock file '" + io::lock_path(out) + "'"},
       {io::creating_path(out), "the output's temporary '" + io::creating_path(out) + "'"}};
   for (const auto& [path, what] : written)
-    for (const auto& [in, which] : inputs)
-      if (same_path(path, in))
+    for (const auto& [in, which] : o.inputs)
+      if (!in.empty() && same_path(path, in))
         throw UsageError(what + " is " + which + " file; choose another --output");
   struct stat st {};
   if (stat(out.c_str(), &st) == 0) {
@@ -94,19 +117,38 @@ void check_output_paths(const OutputPaths& o) {
                        "' exists; pass --overwrite to replace it (it stays until the new result "
                        "is complete)");
   }
+  for (size_t k = 1; k < written.size(); ++k)
+    check_regular(written[k].first, written[k].second, false);
+  if (locked && !o.overwrite && !o.resume && lstat(partial.c_str(), &st) == 0)
+    throw UsageError("an unfinished run of this output exists ('" + partial +
+                     "'): pass --resume to continue it, or --overwrite to start over");
   check_writable_dir(out, "--output");
   if (!o.stats.empty()) {
     const std::string& stats = o.stats;
     for (const auto& [path, what] : written)
       if (same_path(stats, path))
         throw UsageError("--stats '" + stats + "' is " + what + "; choose another name");
-    for (const auto& [in, which] : inputs)
-      if (same_path(stats, in))
+    for (const auto& [in, which] : o.inputs)
+      if (!in.empty() && same_path(stats, in))
         throw UsageError("--stats '" + stats + "' is " + which + " file; choose another name");
     if (stat(stats.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
       throw UsageError("--stats '" + stats + "' is a directory");
+    // A link to nothing yet cannot be compared with the names above, and
+    // could be one of them once the run has made it (the result itself).
+    if (lstat(stats.c_str(), &st) == 0 && S_ISLNK(st.st_mode) && stat(stats.c_str(), &st) != 0)
+      throw UsageError("--stats '" + stats +
+                       "' is a symbolic link to nothing; name the file itself");
+    check_regular(stats, "--stats '" + stats + "'", true);
     check_writable_dir(stats, "--stats");
   }
+}
+
+void check_not_an_input(const std::string& path, const char* option,
+                        const std::vector<std::pair<std::string, std::string>>& inputs) {
+  for (const auto& [in, which] : inputs)
+    if (!path.empty() && !in.empty() && same_path(path, in))
+      throw UsageError(std::string(option) + " '" + path + "' is " + which +
+                       " file; choose another name");
 }
 
 // The old output stays until the new one is complete, so it does not count
@@ -139,7 +181,7 @@ void create_output(MPI_Comm comm, OutputRun& run, const std::string& creating,
   if (root) fault_point(Stage::create, 1);
   run.open(creating);
   if (root) fault_point(Stage::create, 2);
-  if (shared) contain(comm, [&] { run.flush(); });
+  if (shared) step_together(comm, [&] { run.flush(); });
   if (root) fault_point(Stage::create, 3);
   const auto rename = [&] {
     if (root) io::rename_durably(creating, partial);
@@ -153,15 +195,47 @@ void create_output(MPI_Comm comm, OutputRun& run, const std::string& creating,
   if (root) fault_point(Stage::create, 4);
 }
 
-void write_stats(const std::string& path, const OutputRun& run, bool complete) {
-  std::FILE* f = std::fopen(path.c_str(), "w");
+// Never blocks: a name that became a FIFO since the checks fails to open
+// (O_NONBLOCK, no reader) or is left alone, as is anything not a regular file.
+// Nor does it write the result (`output`) or its .partial, whatever the
+// name has become since the checks (a link made meanwhile).
+void write_stats(const std::string& path, const std::string& output, const OutputRun& run,
+                 bool complete) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_NONBLOCK | O_CLOEXEC | O_NOCTTY, 0666);
+  struct stat st {};
+  const bool regular = fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+  for (const std::string& result : {output, io::partial_path(output)}) {
+    struct stat rs {};
+    if (regular && stat(result.c_str(), &rs) == 0 && rs.st_dev == st.st_dev &&
+        rs.st_ino == st.st_ino) {
+      ::close(fd);
+      std::fprintf(stderr, "tdsolve: warning: --stats '%s' is now the file '%s'; not written\n",
+                   path.c_str(), result.c_str());
+      return;
+    }
+  }
+  std::FILE* f = regular && ftruncate(fd, 0) == 0 ? fdopen(fd, "w") : nullptr;
   if (!f) {
+    const int e = fd < 0 ? errno : regular ? errno : 0;
+    if (fd >= 0) ::close(fd);
     std::fprintf(stderr, "tdsolve: warning: cannot write --stats file '%s': %s\n", path.c_str(),
-                 std::strerror(errno));
+                 e ? std::strerror(e) : "not a regular file");
     return;
   }
   run.write_stats(f, complete);
-  std::fclose(f);
+  // A full disk shows here (the writes happen inside the C library): an
+  // object cut short is worse than none, so the file is left empty.
+  bool failed = std::fflush(f) != 0 || std::ferror(f) != 0;
+  int e = failed ? errno : 0;
+  if (failed) (void)ftruncate(fd, 0);
+  if (std::fclose(f) != 0 && !failed) {
+    failed = true;
+    e = errno;
+    (void)::truncate(path.c_str(), 0);
+  }
+  if (failed)
+    std::fprintf(stderr, "tdsolve: warning: writing --stats file '%s' failed: %s (left empty)\n",
+                 path.c_str(), std::strerror(e ? e : EIO));
 }
 
 }  // namespace
@@ -172,10 +246,15 @@ int run_output(MPI_Comm comm, const OutputRequest& r, OutputRun& run) {
   const std::string partial = io::partial_path(out), creating = io::creating_path(out);
 
   // Up front, before any input is read: the paths, then the output's lock.
+  // The checks that decide are those made holding the lock: a run of the
+  // same output that finishes meanwhile changes what exists.
   std::unique_ptr<io::OutputLock> lock;
   on_root(comm, [&] {
-    check_output_paths(r.paths);
+    check_output_paths(r.paths, false);
+    if (const auto ms = knobs::integer("TDSOLVE_TEST_LOCK_DELAY_MS", 0, 600000))
+      std::this_thread::sleep_for(std::chrono::milliseconds(*ms));
     lock = std::make_unique<io::OutputLock>(out, r.command);
+    check_output_paths(r.paths, true);
     io::remove_stale_creating(out);
   });
   run.load();
@@ -202,8 +281,7 @@ int run_output(MPI_Comm comm, const OutputRequest& r, OutputRun& run) {
   } else {
     create_output(comm, run, creating, partial);
   }
-  const std::string resume_cmd =
-      r.command + (r.command.find(" --resume") == std::string::npos ? " --resume" : "");
+  const std::string& resume_cmd = r.resume_command;
   set_abort_hint(run.abort_hint(partial, resume_cmd));
 
   // From here on the file exists.
@@ -211,6 +289,7 @@ int run_output(MPI_Comm comm, const OutputRequest& r, OutputRun& run) {
   const bool complete = run.loop(context);
   // Only a complete result takes the output's name (replacing an old one).
   if (complete) {
+    fault_point(Stage::rename, 0);  // TDSOLVE_TEST_FAULT=RANK:0:rename
     const auto rename = [&] {
       if (rank == 0) io::rename_durably(partial, out);
     };
@@ -223,7 +302,7 @@ int run_output(MPI_Comm comm, const OutputRequest& r, OutputRun& run) {
   set_abort_hint("");
   if (rank == 0) lock.reset();
   run.finish(complete);
-  if (rank == 0 && !r.paths.stats.empty()) write_stats(r.paths.stats, run, complete);
+  if (rank == 0 && !r.paths.stats.empty()) write_stats(r.paths.stats, out, run, complete);
   return complete ? 0 : kStoppedExitCode;
 }
 

@@ -4,8 +4,10 @@
 // its own (an OutputRun): what it reads, how it judges an existing output,
 // the file it makes and the loop that fills it.
 //
-//   1. rank 0 checks every name the run writes and takes FILE.h5.lock
-//      (then removes a stale FILE.h5.creating), before any input is read;
+//   1. rank 0 checks every name the run writes and reads, takes
+//      FILE.h5.lock and checks them all again holding it (so no run that
+//      finishes meanwhile can change the verdict), then removes a stale
+//      FILE.h5.creating; all before any input is read;
 //   2. the command reads its input (load) and rank 0 inspects what exists:
 //      start fresh, resume FILE.h5.partial, or report FILE.h5 complete;
 //   3. a new file is made as FILE.h5.creating, opened by every rank, flushed
@@ -29,20 +31,36 @@
 
 namespace tdsolve {
 
-// Every name a run writes and every input it reads, as checked before
-// anything is read or computed.
+// The registry of a run's files: every name it writes and every file it
+// reads, checked against each other before anything is read or computed.
 struct OutputPaths {
   std::string output;
   bool overwrite = false, resume = false;
   std::string stats;  // --stats, or ""
-  // (input spec, what it is): FILE or FILE.h5:/dataset, "the input"
+  // Every file the run reads, as (path, what it is): (the FILE of
+  // FILE.h5:/dataset, "the input"), (..., "the --weights"), (..., "the
+  // --config") ...; an empty path is skipped (a generated input, an inline
+  // --weights list).
   std::vector<std::pair<std::string, std::string>> inputs;
 };
 
-// The output and its companions (.partial, .lock, .creating) against each
-// other and the inputs, an existing output without --overwrite or --resume,
-// a folder that is missing or read-only, the --stats file: UsageError.
-void check_output_paths(const OutputPaths& paths);
+// Rank 0: the registry's rules, UsageError for the first broken. The names
+// the run writes (the output, its .partial, .lock and .creating, --stats)
+// are none of the files it reads, nor each other, by path or, where they
+// exist, by (device, inode); neither the output nor --stats is itself some
+// output's .partial, .lock or .creating; the output, if it exists, is a
+// regular file and is replaced only with --overwrite (or reported by
+// --resume); its .partial, .lock and .creating, if they exist, are regular
+// files (not symbolic links); --stats, if it exists, is a regular file;
+// their folders exist and are writable. `locked`: the caller holds the
+// output's lock, so this is the decision that counts (run_output checks
+// before taking the lock, to fail early, and again holding it); then an
+// unfinished .partial also needs --resume or --overwrite.
+void check_output_paths(const OutputPaths& paths, bool locked);
+// UsageError when `path` (a file the run writes that is no output: bench's
+// --csv) is one of `inputs` (as OutputPaths::inputs), by path or by file.
+void check_not_an_input(const std::string& path, const char* option,
+                        const std::vector<std::pair<std::string, std::string>>& inputs);
 // InputError when the output's folder has less than `bytes` free (an
 // unfinished .partial counts as free: it is continued or replaced).
 void check_output_space(const std::string& output, double bytes);
@@ -105,7 +123,8 @@ class OutputRun {
 struct OutputRequest {
   const char* name;  // the command, for "tdsolve NAME: ..." lines
   OutputPaths paths;
-  std::string command;  // the command line (the lock file's text)
+  std::string command;         // the command line (the lock file's text)
+  std::string resume_command;  // the command line that continues the run (RunOptions)
   bool quiet = false;
 };
 

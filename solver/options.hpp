@@ -55,6 +55,10 @@ struct RunOptions {
   double max_hours = 0;  // stop cleanly before this much wall time (0: no limit)
   std::string stats;     // JSON timing summary path, or ""
   std::string command;   // argv as one line, recorded in the file
+  // argv without --overwrite and with --resume: the line that continues
+  // this run, for the hints of a run that stops or fails.
+  std::string resume_command;
+  std::string config;  // the --config file, or ""
   // Every option's final value, as a config file; recorded in the file.
   std::string effective;
 };

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -28,10 +29,13 @@ bool launcher_rank0() {
   return true;
 }
 
-std::string join_command(int argc, char** argv) {
+namespace {
+
+// Words as one line, quoted for a shell where needed.
+std::string join_words(const std::vector<std::string>& words) {
   std::string s;
-  for (int i = 0; i < argc; ++i) {
-    std::string a = argv[i];
+  for (size_t i = 0; i < words.size(); ++i) {
+    std::string a = words[i];
     const bool quote = a.empty() || a.find_first_of(" \t'\"$\\") != std::string::npos;
     if (quote) {
       std::string q = "'";
@@ -42,6 +46,12 @@ std::string join_command(int argc, char** argv) {
     s += (i ? " " : "") + a;
   }
   return s;
+}
+
+}  // namespace
+
+std::string join_command(int argc, char** argv) {
+  return join_words(std::vector<std::string>(argv, argv + argc));
 }
 
 void check_choice(const std::string& what, const std::string& v,
@@ -155,8 +165,8 @@ po::options_description compute_group(ComputeOptions& o, Choices& c, int flags) 
                     (flags & kTriplets)
                         ? "with --store-triplets: largest chunk of triplet energies computed "
                           "and written at once, in MiB (1 to 1024); less if memory is short"
-                        : "largest chunk of output computed and written at once, in MiB (1 to "
-                          "1024); less if memory is short");
+                        : "output computed and written at once, in MiB (1 to 1024): as many "
+                          "block rows as fit, at least one; less if memory is short");
   if (flags & kSelectChunks)
     g.add_options()("chunk-mb", po::value(&o.chunk_mb)->default_value(0)->value_name("MB"),
                     "0: chunks of about 1/256 of the pairs tested (at most 2^28 pairs); 1 to "
@@ -220,8 +230,10 @@ namespace {
 // relative to its folder (for input and with, the FILE of FILE.h5:/dataset).
 const char* const kPathOptions[] = {"input", "with",    "output",  "stats",
                                     "csv",   "weights", "variance"};
-// Pairs of options that give one input: the layer that gives either wins.
-const char* const kInputPairs[][2] = {{"input", "generate"}, {"with", "with-generate"}};
+// Pairs of options that are one choice (an input; continue or start over):
+// the layer that gives either wins.
+const char* const kChoicePairs[][2] = {
+    {"input", "generate"}, {"with", "with-generate"}, {"overwrite", "resume"}};
 
 bool is_path_option(const std::string& name) {
   for (const char* p : kPathOptions)
@@ -258,8 +270,13 @@ struct ConfigText {
 };
 
 ConfigText read_config(const std::string& path, const std::string& name) {
+  // A folder opens as a stream that reads nothing: it would pass as an
+  // empty file. (A pipe, e.g. --config <(...), is read as a file.)
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw UsageError("--config '" + path + "' is a folder, not an INI file");
   std::ifstream f(path);
-  if (!f) throw UsageError("cannot read --config '" + path + "'");
+  if (!f) throw UsageError("cannot read --config '" + path + "': " + std::strerror(errno));
   const std::vector<std::string> sections = command_names(true);
   ConfigText t;
   std::string* to = &t.common;
@@ -284,7 +301,17 @@ ConfigText read_config(const std::string& path, const std::string& name) {
       *to += line + "\n";
     }
   }
+  if (f.bad()) throw UsageError("cannot read --config '" + path + "': " + std::strerror(errno));
   return t;
+}
+
+// `config = ...` and `help = ...` in a config file would be taken and then
+// do nothing (a file names no further file, and asks for no help).
+void refuse_config_only_keys(const po::parsed_options& p, const std::string& path) {
+  for (const po::option& o : p.options)
+    if (o.string_key == "config" || o.string_key == "help")
+      throw UsageError("--config '" + path + "': '" + o.string_key +
+                       "' cannot be set in a config file (give it on the command line)");
 }
 
 bool mentions(const po::parsed_options& p, const char* name) {
@@ -305,9 +332,10 @@ void drop(po::parsed_options& p, const char* a, const char* b) {
 
 // Parses argv[2..] with `desc` (the options of command `name`), then the
 // --config file: the command line wins over the file's [name] section, which
-// wins over the file's common part. Of an input pair (--input/--generate,
-// --with/--with-generate) only the first of these that gives either member
-// counts. False when it printed help.
+// wins over the file's common part. Of a pair of alternatives
+// (--input/--generate, --with/--with-generate, --overwrite/--resume) only
+// the first of these that gives either member counts. False when it
+// printed help.
 bool parse(int argc, char** argv, const po::options_description& desc, const char* usage,
            const char* name, po::variables_map& vm) {
   try {
@@ -324,7 +352,9 @@ bool parse(int argc, char** argv, const po::options_description& desc, const cha
       std::istringstream own_text(text.own), common_text(text.common);
       po::parsed_options own = po::parse_config_file(own_text, desc);
       po::parsed_options common = po::parse_config_file(common_text, desc);
-      for (const auto& pair : kInputPairs) {
+      refuse_config_only_keys(own, path);
+      refuse_config_only_keys(common, path);
+      for (const auto& pair : kChoicePairs) {
         if (mentions(cl, pair[0]) || mentions(cl, pair[1])) drop(own, pair[0], pair[1]);
         if (mentions(cl, pair[0]) || mentions(cl, pair[1]) || mentions(own, pair[0]) ||
             mentions(own, pair[1]))
@@ -491,17 +521,53 @@ void finish_compute(ComputeOptions& o, const Choices& c, int flags) {
     throw UsageError("--chunk-mb must be between 0 (automatic) and 1024");
   if ((flags & kBenchChunks) && !(o.chunk_mb >= 0 && o.chunk_mb <= 1048576))
     throw UsageError("--chunk-mb must be between 0 and 1048576");
-  if (o.threads < 0 || o.threads > 4096)
-    throw UsageError("--threads must be between 0 (automatic) and 4096");
-  if (o.device < -1) throw UsageError("--device must be -1 (automatic) or a GPU number");
+  check_threads(o.threads);
+  check_device(o.device, o.backend);
 }
 
-void finish_run(RunOptions& o, const Choices& c, int argc, char** argv) {
+void check_threads(int threads) {
+  if (threads < 0 || threads > kMaxThreads)
+    throw UsageError("--threads must be between 0 (automatic) and " + std::to_string(kMaxThreads));
+}
+
+void check_device(int device, BackendKind backend) {
+  if (device < -1) throw UsageError("--device must be -1 (automatic) or a GPU number");
+  if (device >= 0 && backend == BackendKind::cpu)
+    throw UsageError("--device " + std::to_string(device) +
+                     " names a GPU, but --backend cpu uses none (leave out one of them)");
+}
+
+namespace {
+
+// The command line that continues this run: argv without --overwrite (in
+// any spelling the parser took for it) and with --resume, unless it has
+// one. A --config file's overwrite then gives way to the command line's
+// --resume (kChoicePairs).
+std::string resume_command(int argc, char** argv, const po::options_description& desc) {
+  const std::vector<std::string> args(argv + std::min(argc, 2), argv + argc);
+  const po::parsed_options cl = po::command_line_parser(args).options(desc).run();
+  std::vector<std::string> words(argv, argv + std::min(argc, 2));
+  bool resume = false;
+  for (const po::option& o : cl.options) {
+    if (o.string_key == "overwrite") continue;
+    resume = resume || o.string_key == "resume";
+    words.insert(words.end(), o.original_tokens.begin(), o.original_tokens.end());
+  }
+  if (!resume) words.push_back("--resume");
+  return join_words(words);
+}
+
+}  // namespace
+
+void finish_run(RunOptions& o, const Choices& c, const po::options_description& all,
+                const po::variables_map& vm, int argc, char** argv) {
   if (!(o.max_hours >= 0 && o.max_hours < 1e6))
     throw UsageError("--max-hours must be between 0 (no limit) and 1e6");
   check_choice("--progress", c.progress, {"auto", "bar", "log", "none"});
   o.progress = o.quiet ? ProgressMode::none : parse_progress(c.progress);
   o.command = join_command(argc, argv);
+  o.resume_command = resume_command(argc, argv, all);
+  o.config = vm.count("config") ? vm["config"].as<std::string>() : "";
 }
 
 double parse_finite(const std::string& s, const std::string& what) {

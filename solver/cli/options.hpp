@@ -71,9 +71,10 @@ po::options_description hist_group(HistOptions& h, Choices& c);
 
 // Parses argv[2..] with `desc` (the options of command `name`), then the
 // --config file: the command line wins over the file's [name] section, which
-// wins over the file's common part. Of an input pair (--input/--generate,
-// --with/--with-generate) only the first of these that gives either member
-// counts. False when it printed help.
+// wins over the file's common part. Of a pair of alternatives
+// (--input/--generate, --with/--with-generate, --overwrite/--resume) only
+// the first of these that gives either member counts. False when it
+// printed help.
 bool parse(int argc, char** argv, const po::options_description& desc, const char* usage,
            const char* name, po::variables_map& vm);
 
@@ -93,7 +94,14 @@ std::string option_text(const std::string& name, const boost::any& v);
 void finish_input(InputOptions& in, const char* a, const char* b, bool pairs,
                   const po::variables_map& vm, bool spheres = false);
 void finish_compute(ComputeOptions& o, const Choices& c, int flags);
-void finish_run(RunOptions& o, const Choices& c, int argc, char** argv);
+// One bound on --threads for every command (fractal too): more than this is
+// a typo, and OpenMP would try to start them all.
+constexpr int kMaxThreads = 4096;
+void check_threads(int threads);
+// --device: -1 (automatic) or a GPU number, and no GPU with --backend cpu.
+void check_device(int device, BackendKind backend);
+void finish_run(RunOptions& o, const Choices& c, const po::options_description& all,
+                const po::variables_map& vm, int argc, char** argv);
 void finish_hist(HistOptions& h, const Choices& c, const po::variables_map& vm, Metric metric,
                  const std::string& weights);
 

@@ -16,6 +16,7 @@
 #include "solver/commands/triplet.hpp"
 #include "solver/driver.hpp"
 #include "solver/lab/command.hpp"
+#include "solver/lifecycle.hpp"
 #include "solver/mpi_util.hpp"
 #include "solver/progress.hpp"
 
@@ -151,6 +152,7 @@ void finish_lab(BenchOptions& b, const cli::Choices& c, const cli::po::variables
 template <typename T>
 void bench_typed(const BenchOptions& b, PairCommand<T>& cmd, MPI_Comm comm) {
   const CommandOptions& o = b.cmd;
+  check_not_an_input(b.csv, "--csv", files_read(o));
   Sources src;
   const Problem<T> p = load_problem<T>(cmd, comm, &src);
   std::string kind;
@@ -203,11 +205,13 @@ void bench_typed(const BenchOptions& b, PairCommand<T>& cmd, MPI_Comm comm) {
   }
   std::printf("\n");
   if (!b.csv.empty()) {
-    const CsvFile f = open_bench_csv(
+    off_t before = 0;
+    CsvFile f = open_bench_csv(
         b.csv,
         "device,problem,backend,map,n,cols,d,metric,precision,block,launches,pairs,bytes,repeat,"
         "median_ms,min_ms,pairs_per_s,gbytes_per_s,memset_ms,memset_gbytes_per_s,store_ms,"
-        "store_gbytes_per_s,fraction_of_memset\n");
+        "store_gbytes_per_s,fraction_of_memset\n",
+        &before);
     std::fprintf(f.get(),
                  "\"%s\",%s,%s,%s,%llu,%llu,%llu,%s,%s,%llu,%llu,%llu,%.0f,%d,%.4f,%.4f,%.4g,"
                  "%.2f,%.4f,%.2f,%.4f,%.2f,%.4f\n",
@@ -219,6 +223,7 @@ void bench_typed(const BenchOptions& b, PairCommand<T>& cmd, MPI_Comm comm) {
                  memset_ms > 0 ? bytes / (memset_ms * 1e-3) / 1e9 : 0.0, store_ms,
                  store_ms > 0 ? bytes / (store_ms * 1e-3) / 1e9 : 0.0,
                  memset_ms > 0 ? memset_ms / med : 0.0);
+    close_bench_csv(f, b.csv, before);
   }
 }
 

@@ -124,9 +124,9 @@ class Collide final : public PairCommand<T> {
         this->name(), (unsigned long long)p.rows, (unsigned long long)p.d,
         (unsigned long long)plan.total(), (unsigned long long)p.rho);
   }
-  std::unique_ptr<Sink<T>> make_sink(io::ResultWriter& w, MPI_Comm comm, const Problem<T>& p,
-                                     const Existing&) override {
-    auto list = std::make_unique<OverlapSink<T>>(w, comm);
+  std::unique_ptr<Sink<T>> make_sink(io::ResultWriter& w, MPI_Comm, const Problem<T>& p,
+                                     const Existing& ex) override {
+    auto list = std::make_unique<OverlapSink<T>>(w, ex.held_pairs);
     list_ = list.get();
     return list;
   }

@@ -143,10 +143,10 @@ class Knn final : public PairCommand<T> {
                         : ("every pair within " + number_text(this->options().knn.radius)).c_str(),
                 metric_name(p.metric), precision_name<T>(), (unsigned long long)p.rho);
   }
-  std::unique_ptr<Sink<T>> make_sink(io::ResultWriter& w, MPI_Comm comm, const Problem<T>& p,
-                                     const Existing&) override {
+  std::unique_ptr<Sink<T>> make_sink(io::ResultWriter& w, MPI_Comm, const Problem<T>& p,
+                                     const Existing& ex) override {
     if (p.knn()) return std::make_unique<ArraySink<T>>(w, p.cols, p.k, true);
-    auto list = std::make_unique<RadiusSink<T>>(w, comm);
+    auto list = std::make_unique<RadiusSink<T>>(w, ex.held_pairs);
     list_ = list.get();
     return list;
   }

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <ctime>
 #include <limits>
+#include <stdexcept>
 
 #include "core/error.hpp"
 #include "core/knobs.hpp"
@@ -221,19 +222,26 @@ double checkpoint_seconds() {
   return knobs::number("TDSOLVE_TEST_CHECKPOINT_S", 0, 1e9).value_or(300.0);
 }
 
-// Opens the file on every rank. If only some ranks fail, those that hold it
-// cannot close it (a collective close would wait for the others): abort.
-std::unique_ptr<io::ResultWriter> open_writer(MPI_Comm comm, const io::ResultLayout& L) {
+// Opens the file on every rank, its writes guarded (guard_output_file: a
+// failed write ends the job, naming `output`). If only some ranks fail,
+// those that hold it cannot close it (a collective close would wait for the
+// others): abort.
+std::unique_ptr<io::ResultWriter> open_writer(MPI_Comm comm, const io::ResultLayout& L,
+                                              const std::string& output) {
   std::unique_ptr<io::ResultWriter> w;
   std::string why;
   try {
-    w = std::make_unique<io::ResultWriter>(comm, L);
+    w = std::make_unique<io::ResultWriter>(
+        comm, L, [&](MPI_File file) { guard_output_file(comm, file, L.path, output); });
   } catch (const std::exception& e) {
     why = e.what();
   }
-  int ok = w ? 1 : 0, all = 0, any = 0;
-  check_mpi(MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
-  check_mpi(MPI_Allreduce(&ok, &any, 1, MPI_INT, MPI_MAX, comm), "MPI_Allreduce");
+  // A rank that failed waits only so long for the others (they may be inside
+  // the collective open it left): then it ends the job.
+  const int ok[2] = {w ? 1 : 0, w ? -1 : 0};
+  int agreed[2] = {0, 0};
+  agree_min(comm, ok, agreed, 2, why);
+  const bool all = agreed[0] == 1, any = agreed[1] == -1;
   if (all) return w;
   if (any) {
     if (!w) abort_run(comm, why);
@@ -315,6 +323,20 @@ io::ResultLayout make_layout(const PairCommand<T>& cmd, const Problem<T>& p,
   return L;
 }
 
+// The plan a file's /progress/offsets describe (knn --k counts values of
+// /distances there, K a row; the plan counts comparisons, n a row).
+// std::invalid_argument when they are not block-row boundaries of `p`.
+template <typename T>
+mapping::ChunkPlan plan_of_file(const Problem<T>& p, std::vector<index_t> offsets) {
+  if (p.knn())
+    for (index_t& off : offsets) {
+      if (off % p.k != 0)
+        throw std::invalid_argument("an offset is not a multiple of K = " + std::to_string(p.k));
+      off = off / p.k * p.cols;
+    }
+  return plan_from_offsets(p, offsets);
+}
+
 // Rank 0, holding the lock: start fresh, continue the .partial, or report
 // the output complete; refuses what would lose or mix up work.
 template <typename T>
@@ -334,11 +356,24 @@ Existing inspect_output(const PairCommand<T>& cmd, const Problem<T>& p, const So
       throw InputError("--resume: '" + path + "' is a different job (" + diff +
                        "); rerun it as it was, or start over without --resume (with --overwrite)");
   };
+  // The same job's file, before anything is written: every dataset of it
+  // against what this job writes in its plan (type, shape, flags 0 or 1).
+  const auto check_file = [&](const io::ExistingResult& r, const std::string& path) {
+    mapping::ChunkPlan plan;
+    try {
+      plan = plan_of_file(p, r.offsets);
+    } catch (const std::invalid_argument& x) {
+      throw InputError("cannot resume '" + path + "': its chunk plan does not fit: " + x.what());
+    }
+    try {
+      return io::check_resumable(path, make_layout(cmd, p, plan, src, ""));
+    } catch (const InputError& x) {
+      throw InputError("cannot resume '" + path + "': " + x.what() +
+                       ": the file is damaged; start over with --overwrite (without --resume)");
+    }
+  };
   if (stat(partial.c_str(), &st) == 0) {
-    if (!o.out.resume) {
-      if (!o.out.overwrite)
-        throw UsageError("an unfinished run of this output exists ('" + partial +
-                         "'): pass --resume to continue it, or --overwrite to start over");
+    if (!o.out.resume) {  // --overwrite (the lifecycle refused neither)
       if (::unlink(partial.c_str()) != 0)
         throw InputError("cannot remove '" + partial + "': " + std::strerror(errno));
       return e;
@@ -351,9 +386,20 @@ Existing inspect_output(const PairCommand<T>& cmd, const Problem<T>& p, const So
                        "; start over with --overwrite (without --resume)");
     }
     same_job(r, partial);
+    const io::ResumableFile f = check_file(r, partial);
     e.start = Start::resume;
     e.offsets = r.offsets;
-    e.done = r.done;
+    e.done = f.done;
+    // A list run (knn --radius, collide) writes its pairs, syncs them, then
+    // sets every flag at once: a file with every flag set holds every pair
+    // (the run ended between the flags and the rename), one without holds
+    // none that a resume can use, and every chunk is computed again.
+    if (cmd.list_run()) {
+      if (f.list_rows >= 0)
+        e.held_pairs = f.list_rows;
+      else
+        e.done.assign(e.done.size(), 0);
+    }
     if (p.epilogue == EpilogueKind::histogram && r.chunks_done() > 0) {
       const index_t bins = p.hist.bins;
       if (r.counts.size() != bins + 2)
@@ -379,6 +425,7 @@ Existing inspect_output(const PairCommand<T>& cmd, const Problem<T>& p, const So
       throw InputError(std::string("--resume: ") + x.what());
     }
     same_job(r, out);
+    check_file(r, out);
     if (!r.complete())
       throw InputError("--resume: '" + out + "' is incomplete but not a run tdsolve can continue " +
                        "(written in place by an older version?); start over with --overwrite");
@@ -410,6 +457,9 @@ class PairRun final : public OutputRun {
     ex_.start = start;
     bcast_vector(comm_, &ex_.offsets);
     bcast_vector(comm_, &ex_.done);
+    index_t held = static_cast<index_t>(ex_.held_pairs + 1);
+    bcast_u64(comm_, &held);
+    ex_.held_pairs = static_cast<std::int64_t>(held) - 1;
   }
 
   void prepare(bool resuming) override {
@@ -419,15 +469,7 @@ class PairRun final : public OutputRun {
     if (resuming) {
       all_agree(comm_, [&] {
         try {
-          std::vector<index_t> offsets = ex_.offsets;
-          if (p_.knn())  // the file counts values of /distances: rows × K
-            for (index_t& off : offsets) {
-              if (off % p_.k != 0)
-                throw std::invalid_argument("an offset is not a multiple of K = " +
-                                            std::to_string(p_.k));
-              off = off / p_.k * p_.cols;
-            }
-          plan_ = plan_from_offsets(p_, offsets);
+          plan_ = plan_of_file(p_, ex_.offsets);  // rank 0 checked it (inspect_output)
         } catch (const std::invalid_argument& e) {
           throw InputError("cannot resume '" + partial +
                            "': its chunk plan does not fit: " + e.what());
@@ -468,7 +510,7 @@ class PairRun final : public OutputRun {
   }
   void open(const std::string& path) override {
     layout_.path = path;
-    writer_ = open_writer(comm_, layout_);
+    writer_ = open_writer(comm_, layout_, o_.out.output);
   }
   void flush() override { writer_->flush(); }
 
@@ -490,9 +532,11 @@ class PairRun final : public OutputRun {
                        resume_cmd_);
       sink_ = cmd_.make_sink(*writer_, comm_, p_, ex_);
       if (o_.out.store_points)
-        writer_->write_points(rank_ != 0                 ? nullptr
-                              : p_.stored_points.empty() ? p_.a.data()
-                                                         : p_.stored_points.data());
+        step_together(comm_, [&] {
+          writer_->write_points(rank_ != 0                 ? nullptr
+                                : p_.stored_points.empty() ? p_.a.data()
+                                                           : p_.stored_points.data());
+        });
       Progress progress(rank_ == 0 ? o_.run.progress : ProgressMode::none, plan_.total(),
                         p_.stores_values() && !list ? sizeof(T) : 0, already_, element_name(p_));
       StopPolicy stop;
@@ -504,6 +548,10 @@ class PairRun final : public OutputRun {
       sink_->close(res_.done);
       res_.time.sink += MPI_Wtime() - w0;
     });
+    // A list run's pairs are in the file now, flagged: a failure from here on
+    // (the rename) leaves a .partial that a resume finishes as it is.
+    if (list && std::all_of(res_.done.begin(), res_.done.end(), [](unsigned char d) { return d; }))
+      set_abort_hint(abort_hint(partial_, resume_cmd_));
     // A stopped --radius or collide run kept no pairs: no chunk of it counts
     // as done.
     if (list && !std::all_of(res_.done.begin(), res_.done.end(), [](unsigned char d) { return d; }))
@@ -797,6 +845,19 @@ double PairCommand<T>::result_bytes(const Problem<T>& p, const mapping::ChunkPla
 
 // ---- the run -----------------------------------------------------------------------
 
+std::vector<std::pair<std::string, std::string>> files_read(const CommandOptions& o) {
+  const auto file = [](const std::string& spec) { return io::split_input_spec(spec).path; };
+  const auto vector_file = [&](const std::string& spec) {
+    std::vector<double> inline_list;
+    return parse_number_list(spec, &inline_list) ? std::string() : file(spec);
+  };
+  return {{file(o.in.input), "the input"},
+          {file(o.with.input), "the --with input"},
+          {vector_file(o.compute.weights), "the --weights"},
+          {vector_file(o.compute.variance), "the --variance"},
+          {o.run.config, "the --config"}};
+}
+
 template <typename T>
 int run_pairs(PairCommand<T>& cmd, MPI_Comm comm) {
   const CommandOptions& o = cmd.options();
@@ -806,8 +867,9 @@ int run_pairs(PairCommand<T>& cmd, MPI_Comm comm) {
   r.paths.overwrite = o.out.overwrite;
   r.paths.resume = o.out.resume;
   r.paths.stats = o.run.stats;
-  r.paths.inputs = {{o.in.input, "the input"}, {o.with.input, "the --with input"}};
+  r.paths.inputs = files_read(o);
   r.command = o.run.command;
+  r.resume_command = o.run.resume_command;
   r.quiet = o.run.quiet;
   PairRun<T> run(cmd, comm);
   return run_output(comm, r, run);
@@ -837,7 +899,7 @@ void PairFamilyCommand::check(const cli::po::options_description& all,
   cli::finish_compute(o_.compute, c_, info_.compute_flags);
   o_.compute.chunk_mb_given = vm.count("chunk-mb") > 0 && !vm["chunk-mb"].defaulted();
   check_groups(vm);
-  cli::finish_run(o_.run, c_, argc, argv);
+  cli::finish_run(o_.run, c_, all, vm, argc, argv);
   o_.run.effective = cli::effective_options(all, vm, unused_options());
 }
 

@@ -47,6 +47,9 @@ struct Existing {
   std::vector<unsigned char> done;
   std::vector<std::uint64_t> slots;  // hist: counts a stopped run left, in slot order
   std::vector<std::int64_t> sums;    // triplet: the exact sums a stopped run left
+  // knn --radius, collide: the pairs a resumed file holds when every flag is
+  // set (it is complete but for the rename); -1 none (every chunk is run).
+  std::int64_t held_pairs = -1;
 };
 
 // Adds one `key=value` line to the job identity.
@@ -144,6 +147,10 @@ extern template class PairCommand<double>;
 
 // C(n,2) pairs, C(n,3) triplets, rows × cols distances: InputError beyond
 // 2^62 (what tdsolve indexes).
+// Every file a pair command reads, as (path, what it is) for the registry
+// (OutputPaths::inputs); a generated input and an inline vector are none.
+std::vector<std::pair<std::string, std::string>> files_read(const CommandOptions& o);
+
 index_t pair_total(index_t n, const std::string& source);
 index_t triplet_total(index_t n, const std::string& source);
 index_t rect_total(index_t rows, index_t cols);

@@ -3,6 +3,11 @@
 // pass a test kept to the end (PairListSink: RadiusSink, OverlapSink), the
 // counts of a histogram (HistogramSink), the exact sums of triplets
 // (TripletSink).
+//
+// Every collective call on the file (a write, a flush, the close) is one
+// step_together (solver/driver.hpp): the ranks agree on its outcome before
+// any of them enters the next one, so a rank that failed (a full disk) never
+// leaves the others inside a collective call it does not enter.
 #pragma once
 
 #include <mpi.h>
@@ -47,14 +52,16 @@ class ArraySink final : public Sink<T> {
       : w_(w), per_(per), take_(take), companion_(companion) {}
   void write(bool has, index_t, index_t offset, index_t count, const ChunkResult<T>& r) override {
     const index_t at = has ? offset / per_ * take_ : 0, values = has ? count / per_ * take_ : 0;
-    w_.write(at, values, r.values);
-    if (companion_) w_.write_companion(at, values, r.indices);
+    step_together(w_.comm(), [&] { w_.write(at, values, r.values); });
+    if (companion_) step_together(w_.comm(), [&] { w_.write_companion(at, values, r.indices); });
   }
   void mark(bool has, index_t chunk) override {
-    w_.flush();
-    w_.mark_done(has, chunk);
+    step_together(w_.comm(), [&] { w_.flush(); });
+    step_together(w_.comm(), [&] { w_.mark_done(has, chunk); });
   }
-  void close(const std::vector<unsigned char>&) override { w_.close(); }
+  void close(const std::vector<unsigned char>&) override {
+    step_together(w_.comm(), [&] { w_.close(); });
+  }
 
  private:
   io::ResultWriter& w_;
@@ -68,9 +75,14 @@ class ArraySink final : public Sink<T> {
 // memory (its chunks are contiguous and in order, and each chunk's pairs
 // come in packed order, (i, j) order, so its pairs are sorted); at the end
 // the ranks agree on where each one's pairs go, write /pairs and /distances
-// (and /count, where the layout has it) at once and set every flag. A run
-// stopped before that keeps nothing (every flag stays 0). The list has no
-// bound known in advance: it grows as the pairs come.
+// (and /count, where the layout has it) at once, sync them, and only then
+// set every flag. So a file's flags are all 0 (it holds no pairs a resume
+// can use: a stopped run keeps nothing) or all 1 (it holds every pair). The
+// list has no bound known in advance: it grows as the pairs come.
+//
+// held: a resumed file whose flags were all set already holds its `held`
+// pairs (the run stopped between the flags and the rename): nothing is
+// computed and nothing rewritten, so the file stays as that run wrote it.
 template <typename T>
 class PairListSink : public Sink<T> {
  public:
@@ -81,47 +93,40 @@ class PairListSink : public Sink<T> {
   }
   void mark(bool, index_t) override {}
   void close(const std::vector<unsigned char>& done) override {
-    if (std::all_of(done.begin(), done.end(), [](unsigned char d) { return d; })) {
+    const MPI_Comm comm = w_.comm();
+    if (held_ >= 0) {
+      count_ = static_cast<std::uint64_t>(held_);
+    } else if (std::all_of(done.begin(), done.end(), [](unsigned char d) { return d; })) {
       const std::uint64_t mine = dist_.size();
       std::uint64_t before = 0, total = 0;
-      check_mpi(MPI_Exscan(&mine, &before, 1, MPI_UINT64_T, MPI_SUM, comm_), "MPI_Exscan");
-      if (comm_rank(comm_) == 0) before = 0;
-      check_mpi(MPI_Allreduce(&mine, &total, 1, MPI_UINT64_T, MPI_SUM, comm_), "MPI_Allreduce");
-      // Every rank writes at once, so a full disk fails them all: the
-      // first that failed reports it (one line) and ends the job.
-      std::string why;
-      try {
-        w_.write_list("pairs", total, before, mine, pairs_.data());
-        w_.write_list("distances", total, before, mine, dist_.data());
-        const std::int64_t m = static_cast<std::int64_t>(total);
-        if (count_dataset_) w_.write_extra("count", comm_rank(comm_) == 0 ? &m : nullptr);
-      } catch (const std::exception& e) {
-        why = e.what();
-      }
-      const int me = why.empty() ? comm_size(comm_) : comm_rank(comm_);
-      int first = 0;
-      check_mpi(MPI_Allreduce(&me, &first, 1, MPI_INT, MPI_MIN, comm_), "MPI_Allreduce");
-      if (first < comm_size(comm_)) {
-        if (me == first) abort_run(comm_, why);
-        MPI_Barrier(comm_);  // never returns: rank `first` aborts the job
-      }
-      w_.flush();
-      w_.set_done(comm_rank(comm_) == 0 ? done.data() : nullptr);
-      w_.flush();
+      check_mpi(MPI_Exscan(&mine, &before, 1, MPI_UINT64_T, MPI_SUM, comm), "MPI_Exscan");
+      if (comm_rank(comm) == 0) before = 0;
+      check_mpi(MPI_Allreduce(&mine, &total, 1, MPI_UINT64_T, MPI_SUM, comm), "MPI_Allreduce");
+      // Every rank writes at once, so a full disk may fail some of them (or
+      // all): the first that failed reports it (one line) and ends the job,
+      // before any rank goes on to the next write.
+      step_together(comm, [&] { w_.write_list("pairs", total, before, mine, pairs_.data()); });
+      step_together(comm, [&] { w_.write_list("distances", total, before, mine, dist_.data()); });
+      const std::int64_t m = static_cast<std::int64_t>(total);
+      if (count_dataset_)
+        step_together(comm, [&] { w_.write_extra("count", comm_rank(comm) == 0 ? &m : nullptr); });
+      step_together(comm, [&] { w_.flush(); });
+      step_together(comm, [&] { w_.set_done(comm_rank(comm) == 0 ? done.data() : nullptr); });
+      step_together(comm, [&] { w_.flush(); });
       count_ = total;
     }
-    w_.close();
+    step_together(comm, [&] { w_.close(); });
   }
   std::uint64_t count() const { return count_; }
 
  protected:
-  PairListSink(io::ResultWriter& w, MPI_Comm comm, bool count_dataset)
-      : w_(w), comm_(comm), count_dataset_(count_dataset) {}
+  PairListSink(io::ResultWriter& w, bool count_dataset, std::int64_t held)
+      : w_(w), count_dataset_(count_dataset), held_(held) {}
 
  private:
   io::ResultWriter& w_;
-  MPI_Comm comm_;
   bool count_dataset_;
+  std::int64_t held_;  // -1: none (a new file, or one whose flags are 0)
   std::vector<std::int64_t> pairs_;
   std::vector<T> dist_;
   std::uint64_t count_ = 0;
@@ -131,14 +136,14 @@ class PairListSink : public Sink<T> {
 template <typename T>
 class RadiusSink final : public PairListSink<T> {
  public:
-  RadiusSink(io::ResultWriter& w, MPI_Comm comm) : PairListSink<T>(w, comm, false) {}
+  RadiusSink(io::ResultWriter& w, std::int64_t held) : PairListSink<T>(w, false, held) {}
 };
 
 // collide: the spheres that overlap (with /count in the file).
 template <typename T>
 class OverlapSink final : public PairListSink<T> {
  public:
-  OverlapSink(io::ResultWriter& w, MPI_Comm comm) : PairListSink<T>(w, comm, true) {}
+  OverlapSink(io::ResultWriter& w, std::int64_t held) : PairListSink<T>(w, true, held) {}
 };
 
 // Partial counts summed per rank (integers: the same sum in any order),
@@ -164,7 +169,7 @@ class HistogramSink final : public Sink<T> {
   void checkpoint(const std::vector<unsigned char>& done) override { write_partial(done); }
   void close(const std::vector<unsigned char>& done) override {
     write_partial(done);
-    w_.close();
+    step_together(comm_, [&] { w_.close(); });
   }
 
  private:
@@ -198,15 +203,16 @@ class HistogramSink final : public Sink<T> {
       }
     }
     const std::vector<unsigned char> none(done.size(), 0);
-    w_.set_done(root ? none.data() : nullptr);
-    w_.flush();
-    w_.write_extra("counts", root ? counts.data() : nullptr);
-    w_.write_extra("underflow", root ? &under : nullptr);
-    w_.write_extra("overflow", root ? &over : nullptr);
-    if (h_.box_dims > 0 && complete) w_.write_extra("rdf", root ? rdf.data() : nullptr);
-    w_.flush();
-    w_.set_done(root ? done.data() : nullptr);
-    w_.flush();
+    step_together(comm_, [&] { w_.set_done(root ? none.data() : nullptr); });
+    step_together(comm_, [&] { w_.flush(); });
+    step_together(comm_, [&] { w_.write_extra("counts", root ? counts.data() : nullptr); });
+    step_together(comm_, [&] { w_.write_extra("underflow", root ? &under : nullptr); });
+    step_together(comm_, [&] { w_.write_extra("overflow", root ? &over : nullptr); });
+    if (h_.box_dims > 0 && complete)
+      step_together(comm_, [&] { w_.write_extra("rdf", root ? rdf.data() : nullptr); });
+    step_together(comm_, [&] { w_.flush(); });
+    step_together(comm_, [&] { w_.set_done(root ? done.data() : nullptr); });
+    step_together(comm_, [&] { w_.flush(); });
   }
 
   io::ResultWriter& w_;
@@ -239,7 +245,8 @@ class TripletSink final : public Sink<T> {
   }
   bool wants_results() const override { return true; }
   void write(bool has, index_t, index_t offset, index_t count, const ChunkResult<T>& r) override {
-    if (store_) w_.write(has ? offset : 0, has ? count : 0, r.values);
+    if (store_)
+      step_together(comm_, [&] { w_.write(has ? offset : 0, has ? count : 0, r.values); });
     if (!has) return;
     // A chunk's limbs are normalised (below 2^32 each, the top one signed)
     // before they are added, so the running sums grow by less than 2^32 a
@@ -267,14 +274,14 @@ class TripletSink final : public Sink<T> {
     }
   }
   void mark(bool, index_t) override {
-    if (store_) w_.flush();
+    if (store_) step_together(comm_, [&] { w_.flush(); });
   }
   void checkpoint(const std::vector<unsigned char>& done) override {
     write_partial(done);
   }
   void close(const std::vector<unsigned char>& done) override {
     write_partial(done);
-    w_.close();
+    step_together(comm_, [&] { w_.close(); });
   }
 
  private:
@@ -303,17 +310,18 @@ class TripletSink final : public Sink<T> {
       }
     }
     const std::vector<unsigned char> none(done.size(), 0);
-    w_.set_done(root ? none.data() : nullptr);
-    w_.flush();
-    w_.write_extra("progress/sums", root ? total.data() : nullptr);
+    step_together(comm_, [&] { w_.set_done(root ? none.data() : nullptr); });
+    step_together(comm_, [&] { w_.flush(); });
+    step_together(comm_, [&] { w_.write_extra("progress/sums", root ? total.data() : nullptr); });
     if (complete) {
-      w_.write_extra("energy", root ? &e_total : nullptr);
-      w_.write_extra("energy_per_point", root ? energy.data() : nullptr);
-      w_.write_extra("forces", root ? forces.data() : nullptr);
+      step_together(comm_, [&] { w_.write_extra("energy", root ? &e_total : nullptr); });
+      step_together(comm_,
+                    [&] { w_.write_extra("energy_per_point", root ? energy.data() : nullptr); });
+      step_together(comm_, [&] { w_.write_extra("forces", root ? forces.data() : nullptr); });
     }
-    w_.flush();
-    w_.set_done(root ? done.data() : nullptr);
-    w_.flush();
+    step_together(comm_, [&] { w_.flush(); });
+    step_together(comm_, [&] { w_.set_done(root ? done.data() : nullptr); });
+    step_together(comm_, [&] { w_.flush(); });
   }
 
   io::ResultWriter& w_;

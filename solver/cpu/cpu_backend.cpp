@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <future>
@@ -14,8 +15,43 @@
 
 namespace tdsolve::cpu {
 
-index_t available_host_bytes(int local_ranks) {
-  std::ifstream meminfo("/proc/meminfo");
+namespace {
+
+// The first number in a file ("max" reads as none: no limit).
+bool read_number(const std::string& path, index_t* v) {
+  std::ifstream f(path);
+  std::string text;
+  if (!(f >> text) || text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
+    return false;
+  *v = std::strtoull(text.c_str(), nullptr, 10);
+  return true;
+}
+
+// Headroom of the memory cgroup at `dir` and every one above it, up to the
+// mount point `top` (the least of limit - usage); false when none has a
+// limit.
+bool cgroup_headroom(std::string dir, const std::string& top, const char* limit_file,
+                     const char* usage_file, index_t* headroom) {
+  bool found = false;
+  for (;;) {
+    index_t limit = 0, usage = 0;
+    // A limit near 2^63 is v1's "unlimited".
+    if (read_number(dir + "/" + limit_file, &limit) && limit < (index_t(1) << 62)) {
+      read_number(dir + "/" + usage_file, &usage);
+      const index_t room = limit > usage ? limit - usage : 0;
+      *headroom = found ? std::min(*headroom, room) : room;
+      found = true;
+    }
+    if (dir.size() <= top.size()) break;
+    dir = dir.substr(0, dir.find_last_of('/'));
+  }
+  return found;
+}
+
+}  // namespace
+
+index_t available_host_bytes_under(const std::string& root, int local_ranks) {
+  std::ifstream meminfo(root + "/proc/meminfo");
   std::string key;
   index_t kib = 0;
   while (meminfo >> key) {
@@ -26,7 +62,43 @@ index_t available_host_bytes(int local_ranks) {
     meminfo.ignore(1 << 10, '\n');
   }
   if (kib == 0) kib = index_t(4) << 20;  // unknown: assume 4 GiB
-  return kib * 1024 / static_cast<index_t>(local_ranks > 0 ? local_ranks : 1);
+  index_t bytes = kib * 1024;
+  // The process's cgroups: "0::/path" (v2) or "N:...memory...:/path" (v1).
+  std::ifstream cgroups(root + "/proc/self/cgroup");
+  for (std::string line; std::getline(cgroups, line);) {
+    const size_t a = line.find(':'), b = line.find(':', a + 1);
+    if (a == std::string::npos || b == std::string::npos) continue;
+    const std::string controllers = line.substr(a + 1, b - a - 1);
+    std::string path = line.substr(b + 1);
+    while (path.size() > 1 && path.back() == '/')
+      path.pop_back();
+    if (path == "/") path.clear();
+    std::string top;
+    const char *limit_file, *usage_file;
+    if (controllers.empty()) {
+      top = root + "/sys/fs/cgroup";
+      limit_file = "memory.max";
+      usage_file = "memory.current";
+    } else if (("," + controllers + ",").find(",memory,") != std::string::npos) {
+      top = root + "/sys/fs/cgroup/memory";
+      limit_file = "memory.limit_in_bytes";
+      usage_file = "memory.usage_in_bytes";
+    } else {
+      continue;
+    }
+    // In a container the cgroup's path may not exist under the mount (it
+    // shows the container's own cgroup as the root): then the root's files.
+    std::string dir = top + path;
+    std::ifstream probe(dir + "/" + limit_file);
+    if (!probe) dir = top;
+    index_t room = 0;
+    if (cgroup_headroom(dir, top, limit_file, usage_file, &room)) bytes = std::min(bytes, room);
+  }
+  return bytes / static_cast<index_t>(local_ranks > 0 ? local_ranks : 1);
+}
+
+index_t available_host_bytes(int local_ranks) {
+  return available_host_bytes_under("", local_ranks);
 }
 
 namespace {
@@ -63,9 +135,16 @@ class CpuBackend final : public Backend<T> {
            (threads_ > 1 ? "s" : "") + " per rank)";
   }
   index_t max_chunk_elements() const override {
-    // Two buffers, half of what is available.
+    // Two buffers, half of what is available, each at most kMaxCpuBufferBytes.
     if (knn_) return available_host_bytes(local_ranks_) / (4 * k_ * (sizeof(T) + 8)) * view_.cols;
-    return available_host_bytes(local_ranks_) / (4 * sizeof(T));
+    return std::min(available_host_bytes(local_ranks_) / 4, kMaxCpuBufferBytes) / sizeof(T);
+  }
+  // Comparisons cost about d + 8 operations each (the distance, then the
+  // screen against the worst of the row's list): 2^31 of those is ~1 s on
+  // two cores of an AVX2 machine (d = 3: 2e8 comparisons; cosine at d = 64:
+  // 3e7), well under on a node's many.
+  index_t max_chunk_work() const override {
+    return knn_ ? (index_t(1) << 31) / (view_.d + 8) : ~index_t(0);
   }
   void reserve(index_t elements) override {
     if (knn_) {

@@ -41,8 +41,8 @@ __device__ __forceinline__ T infinity_of() {
 // insertion loop made the kernel too large for the instruction cache.
 template <typename T, typename A>
 __device__ __noinline__ void insert_out_of_line(T* dist, int* idx, A* accs, int k, T value, int j,
-                                                A a) {
-  knn_insert<T, A, int>(dist, idx, accs, k, value, j, a);
+                                                A a, int n) {
+  knn_insert<T, A, int>(dist, idx, accs, k, value, j, a, n);
 }
 
 template <typename T, typename M>
@@ -74,6 +74,7 @@ __global__ void __launch_bounds__(kThreads) knn_kernel(const KnnParams<T> p) {
   A accs[kScreen ? kRows : 1][kScreen ? kMaxGpuNeighbors : 1];
   T worst[kRows];
   A worst_acc[kRows];
+  bool free_slot[kRows];  // the list's last slot is free (index n): solver/knn.hpp
   for (int q = 0; q < kRows; ++q) {
     for (int t = 0; t < k; ++t) {
       dist[q][t] = infinity_of<T>();
@@ -81,6 +82,7 @@ __global__ void __launch_bounds__(kThreads) knn_kernel(const KnnParams<T> p) {
       if constexpr (kScreen) accs[q][t] = infinity_of<A>();
     }
     worst[q] = infinity_of<T>();
+    free_slot[q] = true;
     if constexpr (kScreen) worst_acc[q] = infinity_of<A>();  // A is a number there
   }
 
@@ -134,16 +136,23 @@ __global__ void __launch_bounds__(kThreads) knn_kernel(const KnnParams<T> p) {
 #pragma unroll
     for (int q = 0; q < kRows; ++q) {
       unsigned mask = 0;
+      // A number below the worst; for the metrics that can give nan, also
+      // any number when the worst entry is nan (knn_admits).
+      const bool worst_nan = !kScreen && worst[q] != worst[q];
 #pragma unroll
       for (int c = 0; c < kCols; ++c) {
         bool may;
         if constexpr (kScreen) {
           may = acc[q][c] < worst_acc[q];
         } else {
-          may = m.finalize(acc[q][c], row_norm[q], M::needs_norms ? col_norms[c] : 0.0) < worst[q];
+          const T v = m.finalize(acc[q][c], row_norm[q], M::needs_norms ? col_norms[c] : 0.0);
+          may = v < worst[q] || (worst_nan && v == v);
         }
         if (may && c < width) mask |= 1u << c;
       }
+      // A list not yet full takes any value (nan and +inf too, which the
+      // test above misses): every column. Only a row's first columns.
+      if (free_slot[q]) mask = width == 32 ? ~0u : (1u << width) - 1;
       if (!valid[q]) mask = 0;
       while (mask) {
         const int c = __ffs(mask) - 1;
@@ -154,11 +163,13 @@ __global__ void __launch_bounds__(kThreads) knn_kernel(const KnnParams<T> p) {
         for (index_t f = 0; f < d; ++f)
           a = m.accumulate(a, p.a[row[q] * d + f], p.a[j * d + f], f);
         const T v = m.finalize(a, row_norm[q], M::needs_norms ? p.norms[j] : 0.0);
-        if (!(v < worst[q])) continue;
+        if (!knn_admits<T>(v, worst[q], free_slot[q])) continue;
         A* list_acc = nullptr;
         if constexpr (kScreen) list_acc = accs[q];
-        insert_out_of_line<T, A>(dist[q], idx[q], list_acc, k, v, static_cast<int>(j), a);
+        insert_out_of_line<T, A>(dist[q], idx[q], list_acc, k, v, static_cast<int>(j), a,
+                                 static_cast<int>(n));
         worst[q] = dist[q][k - 1];
+        free_slot[q] = idx[q][k - 1] == static_cast<int>(n);
         if constexpr (kScreen) worst_acc[q] = accs[q][k - 1];
       }
     }

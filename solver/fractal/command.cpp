@@ -122,7 +122,8 @@ void for_each_slab(hid_t dset, hsize_t row, std::uint64_t cells, F&& f) {
 // The initial state from --input FILE.h5:/DATASET: a 1-D integer dataset of
 // the fractal's cells, or a 2-D one (a run's /states) whose last row, or last
 // snapshot marked done in that file's /progress/done, is taken.
-void load_input_state(const std::string& spec, const Fractal& f, Engine& engine) {
+template <typename Sink>
+void read_input_state(const std::string& spec, const Fractal& f, Sink&& sink) {
   const io::InputSpec in = io::split_input_spec(spec);
   const std::string what = "--input '" + spec + "': ";
   if (in.dataset.empty()) throw InputError(what + "name the dataset: FILE.h5:/DATASET");
@@ -184,8 +185,27 @@ void load_input_state(const std::string& spec, const Fractal& f, Engine& engine)
                          std::to_string(buf[i]) + "; a state holds 0 (dead) and 1 (alive)");
       bytes[i] = std::uint8_t(buf[i]);
     }
-    engine.set_state(c0, count, bytes.data());
+    sink(c0, count, bytes.data());
   });
+}
+
+void load_input_state(const std::string& spec, const Fractal& f, Engine& engine) {
+  read_input_state(spec, f, [&](std::uint64_t c0, hsize_t count, const std::uint8_t* cells) {
+    engine.set_state(c0, count, cells);
+  });
+}
+
+// What --resume compares of an --input state: its cells, not its path (the
+// file at that path may have been replaced since). FNV-1a over the cells.
+std::string input_state_digest(const std::string& spec, const Fractal& f) {
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  read_input_state(spec, f, [&](std::uint64_t, hsize_t count, const std::uint8_t* cells) {
+    for (hsize_t i = 0; i < count; ++i)
+      h = (h ^ cells[i]) * 0x100000001b3ull;
+  });
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(h));
+  return text;
 }
 
 void write_dataset(hid_t file, const char* name, hid_t mem_type, hid_t file_type,
@@ -363,6 +383,47 @@ std::string read_job(const std::string& path) {
   }
 }
 
+// --resume, before anything is written: every dataset of the job's file as
+// the job writes it (type and shape; /steps and /replicas hold the job's
+// values; every flag is 0 or 1, and all are 1 in a complete result).
+// InputError naming the first that is not, and the way out.
+void check_resumable(const std::string& path, const Job& j, const FractalOptions& o,
+                     bool complete) {
+  const Fractal& f = j.f;
+  const index_t S = j.steps.size(), k = index_t(f.k);
+  try {
+    Hid file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+    if (!file.valid()) throw InputError("it cannot be opened");
+    io::check_dataset(file, {"states", H5T_STD_U8LE, {S, index_t(f.cells)}});
+    io::check_dataset(file, {"steps", H5T_STD_I64LE, {S}});
+    io::check_dataset(file, {"live", H5T_STD_I64LE, {index_t(o.steps) + 1}});
+    io::check_dataset(file, {"replicas", H5T_STD_I64LE, {k, 2}});
+    io::check_dataset(file, {"progress/done", H5T_STD_U8LE, {S}});
+    const auto read = [&](const char* name, std::size_t count) {
+      std::vector<std::int64_t> v(count);
+      Hid d = io::dataset_handle(H5Dopen2(file, name, H5P_DEFAULT), std::string("H5Dopen ") + name);
+      io::check_status(H5Dread(d, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()),
+                       std::string("reading /") + name);
+      return v;
+    };
+    if (read("steps", S) != std::vector<std::int64_t>(j.steps.begin(), j.steps.end()))
+      throw InputError("/steps are not the job's snapshot steps");
+    std::vector<std::int64_t> table;
+    for (const auto& [x, y] : j.shape.cells) {
+      table.push_back(x);
+      table.push_back(y);
+    }
+    if (read("replicas", 2 * k) != table) throw InputError("/replicas are not the job's table");
+    const std::vector<unsigned char> done = io::read_flags(file, "progress/done");
+    if (complete && std::count(done.begin(), done.end(), 1) != std::ptrdiff_t(done.size()))
+      throw InputError("/progress/done has a snapshot not flagged done");
+  } catch (const std::exception& e) {
+    H5Eclear2(H5E_DEFAULT);
+    throw InputError("--resume: '" + path + "' cannot be " + (complete ? "reported" : "resumed") +
+                     ": " + e.what() + ": the file is damaged; start over with --overwrite");
+  }
+}
+
 void describe_run(const FractalOptions& o, const Job& j, const Engine& e) {
   const Fractal& f = j.f;
   std::printf(
@@ -419,10 +480,11 @@ int bench(const FractalOptions& o, const Job& j) {
       int(o.engine.tensor_cores), med * 1e3, o.repeat, o.steps, per_step[0] * 1e3,
       double(f.cells) / med, human_bytes(double(e->device_bytes())).c_str());
   if (!o.csv.empty()) {
-    const CsvFile fp =
-        open_bench_csv(o.csv,
-                       "device,shape,k,s,level,n,cells,map,rho,tensor_cores,steps,repeat,"
-                       "median_ms_per_step,min_ms_per_step,cells_per_s,state_bytes\n");
+    off_t before = 0;
+    CsvFile fp = open_bench_csv(o.csv,
+                                "device,shape,k,s,level,n,cells,map,rho,tensor_cores,steps,repeat,"
+                                "median_ms_per_step,min_ms_per_step,cells_per_s,state_bytes\n",
+                                &before);
     std::fprintf(fp.get(), "\"%s\",%s,%d,%d,%d,%llu,%llu,%s,%llu,%d,%ld,%d,%.6f,%.6f,%.6g,%llu\n",
                  e->describe().c_str(), j.shape.name.c_str(), f.k, f.s, f.levels,
                  (unsigned long long)f.n, (unsigned long long)f.cells,
@@ -430,6 +492,7 @@ int bench(const FractalOptions& o, const Job& j) {
                  (unsigned long long)(o.engine.rho ? o.engine.rho : default_rho(f)),
                  int(o.engine.tensor_cores), o.steps, o.repeat, med * 1e3, per_step[0] * 1e3,
                  double(f.cells) / med, (unsigned long long)e->device_bytes());
+    close_bench_csv(fp, o.csv, before);
   }
   return 0;
 }
@@ -441,6 +504,12 @@ class FractalRun final : public OutputRun {
   FractalRun(const FractalOptions& o, const Job& j)
       : o_(o), j_(j), t_start_(std::chrono::steady_clock::now()) {}
 
+  // With the lock held: an --input state's cells join the job's identity.
+  void load() override {
+    if (!o_.input.empty())
+      j_.identity += "input_cells=" + input_state_digest(o_.input, j_.f) + "\n";
+  }
+
   Start inspect() override {
     const std::string& out = o_.out.output;
     const std::string partial = io::partial_path(out);
@@ -450,14 +519,16 @@ class FractalRun final : public OutputRun {
         throw InputError("--resume: '" + out +
                          "' is the result of another job; choose another "
                          "--output or pass --overwrite");
+      check_resumable(out, j_, o_, true);
       return Start::complete;
     }
     if (o_.out.resume && stat(partial.c_str(), &st) == 0) {
       if (read_job(partial) != j_.identity)
         throw InputError(
             "--resume: '" + partial +
-            "' was written by another job (shape, level, "
-            "rule, init, steps or version differ); run without --resume to replace it");
+            "' was written by another job (shape, level, rule, init or the --input "
+            "state's cells, steps or version differ); run without --resume to replace it");
+      check_resumable(partial, j_, o_, false);
       return Start::resume;
     }
     return Start::fresh;
@@ -592,7 +663,7 @@ class FractalRun final : public OutputRun {
   }
 
   const FractalOptions& o_;
-  const Job& j_;
+  Job j_;  // a copy: load() completes its identity
   std::chrono::steady_clock::time_point t_start_;
   bool resuming_ = false;
   std::unique_ptr<Engine> engine_;
@@ -605,15 +676,21 @@ class FractalRun final : public OutputRun {
 
 int run_root(const FractalOptions& o, MPI_Comm comm) {
   const Job j = make_job(o);
-  if (o.bench) return bench(o, j);
+  const std::vector<std::pair<std::string, std::string>> inputs = {
+      {io::split_input_spec(o.input).path, "the input"}, {o.run.config, "the --config"}};
+  if (o.bench) {
+    check_not_an_input(o.csv, "--csv", inputs);
+    return bench(o, j);
+  }
   OutputRequest r;
   r.name = "fractal";
   r.paths.output = o.out.output;  // the checks every command makes of its paths
   r.paths.overwrite = o.out.overwrite;
   r.paths.resume = o.out.resume;
   r.paths.stats = o.run.stats;
-  r.paths.inputs = {{o.input, "the input"}};
+  r.paths.inputs = inputs;
   r.command = o.run.command;
+  r.resume_command = o.run.resume_command;
   r.quiet = o.run.quiet;
   FractalRun run(o, j);
   return run_output(comm, r, run);
@@ -653,7 +730,10 @@ class FractalCommand final : public cli::OptionsCommand {
     return "Game of Life (any B/S rule) on an NBB fractal (Sierpinski, Vicsek, ...)\nin compact "
            "form, through the λ/ν maps of seed 003";
   }
-  bool stops_cleanly() const override { return true; }
+  // --bench writes nothing: a signal ends it at once, as it ends `bench`
+  // (with the handler installed, its loop never looked at the flag, and the
+  // first SIGTERM was lost).
+  bool stops_cleanly() const override { return !o_.bench; }
   int run(MPI_Comm comm) override { return run_fractal(o_, comm); }
 
  protected:
@@ -697,7 +777,7 @@ class FractalCommand final : public cli::OptionsCommand {
                                   po::value(&c_.backend)->default_value("auto")->value_name("B"),
                                   "auto (cuda when a GPU is visible, else cpu), cpu or cuda")(
         "threads", po::value(&o_.engine.threads)->default_value(0)->value_name("N"),
-        "CPU threads (0: OMP_NUM_THREADS or all cores)")(
+        "CPU threads, 0 to 4096 (0: OMP_NUM_THREADS or all cores)")(
         "device", po::value(&o_.engine.device)->default_value(-1)->value_name("D"),
         "GPU to use (-1: the first)")(
         "bench", po::bool_switch(&o_.bench),
@@ -752,7 +832,8 @@ class FractalCommand final : public cli::OptionsCommand {
     o_.backend = c_.backend == "cpu"    ? BackendKind::cpu
                  : c_.backend == "cuda" ? BackendKind::cuda
                                         : BackendKind::automatic;
-    if (o_.engine.threads < 0) throw UsageError("--threads must be 0 (automatic) or more");
+    cli::check_threads(o_.engine.threads);
+    cli::check_device(o_.engine.device, o_.backend);
     if (o_.bench) {
       if (!o_.out.output.empty()) throw UsageError("--bench writes no file: leave out --output");
       if (!o_.input.empty()) throw UsageError("--bench starts from --init random:...; not --input");
@@ -768,7 +849,7 @@ class FractalCommand final : public cli::OptionsCommand {
       if (!o_.csv.empty() || !vm["repeat"].defaulted())
         throw UsageError("--repeat and --csv go with --bench");
     }
-    cli::finish_run(o_.run, c_, argc, argv);
+    cli::finish_run(o_.run, c_, all, vm, argc, argv);
     o_.run.effective = cli::effective_options(all, vm);
   }
 

@@ -89,12 +89,14 @@ void run_lab(const LabOptions& o, int repeat, const std::string& csv, MPI_Comm c
   std::unique_ptr<lab::LabEngine> engine = gpu ? lab::make_cuda_lab() : lab::make_cpu_lab();
   const std::string device = engine->describe();
 
-  const CsvFile out =
-      csv.empty() ? nullptr
-                  : open_bench_csv(csv,
-                                   "device,problem,features,n,block,map_eval,m,map,passes,"
-                                   "launched_blocks,tiles,repeat,median_ms,min_ms,improvement,"
-                                   "checked,wrong,count,reference\n");
+  off_t before = 0;
+  CsvFile out = csv.empty()
+                    ? nullptr
+                    : open_bench_csv(csv,
+                                     "device,problem,features,n,block,map_eval,m,map,passes,"
+                                     "launched_blocks,tiles,repeat,median_ms,min_ms,improvement,"
+                                     "checked,wrong,count,reference\n",
+                                     &before);
   std::printf(
       "bench: map laboratory, %s, --problem %s, B = %d (%d threads a block), the map evaluated "
       "by %s, median of %d after a warm-up; I = T_bb / T_map (> 1: faster than the bounding "
@@ -168,6 +170,7 @@ void run_lab(const LabOptions& o, int repeat, const std::string& csv, MPI_Comm c
     }
   }
   engine->release();
+  close_bench_csv(out, csv, before);
   if (failures)
     std::printf(
         "bench: %d map run%s gave wrong results (WRONG above): the float maps past their "

@@ -495,6 +495,77 @@ class TinyTmpfsTest(FaultTestBase):
         self.check_tmpfs("256k", 361)  # 259920 bytes of values in 262144
 
 
+def fill_up(path, piece):
+    """Appends `piece` to path, unbuffered, until the file system is full."""
+    with open(path, "ab", buffering=0) as f:
+        try:
+            while True:
+                f.write(piece)
+        except OSError:
+            pass
+
+
+class FullSideFileTest(FaultTestBase):
+    """The files beside the result on a full file system: `--stats` (every
+    command), bench's and `fractal --bench`'s `--csv`. The C library writes
+    them (the shim cannot reach those writes), so a real full tmpfs."""
+
+    mount = TinyTmpfsTest.mount
+    unmount = staticmethod(TinyTmpfsTest.unmount)
+
+    def full_mount(self):
+        mnt = self.mount("64k")
+        fill_up(os.path.join(mnt, "fill"), b"\0" * 4096)
+        self.addCleanup(os.remove, os.path.join(mnt, "fill"))
+        return mnt
+
+    def test_stats_on_a_full_disk(self):
+        # The result is complete; the stats file is left empty (never half
+        # a JSON object), with one warning line that says why.
+        mnt = self.full_mount()
+        for job in (["edm", "--generate", "uniform:300:3:1"],
+                    ["fractal", "--shape", "sierpinski-triangle", "--level", "5", "--steps", "4"]):
+            with self.subTest(command=job[0]):
+                out, stats = self.path(f"{job[0]}.h5"), os.path.join(mnt, f"{job[0]}.json")
+                run = run_job([*job, "--output", out, "--stats", stats, "--progress", "none", "--quiet"])
+                self.assertEqual(run.returncode, 0, str(run))
+                ours = run.ours()
+                self.assertEqual(len(ours), 1, str(run))
+                self.assertIn("warning: writing --stats file", ours[0])
+                self.assertIn("No space left on device", ours[0])
+                self.assertEqual(os.path.getsize(stats), 0, "a stats file cut short")
+                self.assertEqual(tdsolve("info", out).returncode, 0, "the result is not complete")
+                self.addCleanup(os.remove, stats)
+
+    def test_bench_csv_on_a_full_disk(self):
+        # An error (the row is what bench was run for), and the file keeps
+        # exactly its earlier rows: no half row for the next append to follow.
+        mnt = self.mount("64k")
+        csv = os.path.join(mnt, "b.csv")
+        jobs = {"bench": ["bench", "--generate", "uniform:300:3:1", "--repeat", "1", "--csv", csv],
+                "fractal": ["fractal", "--shape", "sierpinski-triangle", "--level", "5", "--steps", "4", "--bench",
+                            "--repeat", "1", "--csv", csv]}
+        for name, job in jobs.items():
+            with self.subTest(command=name):
+                if os.path.exists(csv):
+                    os.remove(csv)
+                self.assertEqual(run_job(job).returncode, 0)
+                with open(csv, "rb") as f:
+                    before = f.read()
+                self.assertEqual(before.count(b"\n"), 2, before)
+                # Fill the file system, then also the rest of the file's page.
+                filler = os.path.join(mnt, "fill")
+                fill_up(filler, b"\0" * 4096)
+                fill_up(csv, b"#")
+                with open(csv, "rb") as f:
+                    padded = f.read()
+                run = run_job(job)
+                os.remove(filler)
+                self.assert_one_error(run, f"{name} --csv on a full disk", words=("--csv", "No space left"))
+                with open(csv, "rb") as f:
+                    self.assertEqual(f.read(), padded, "the file changed: a half row stayed")
+
+
 class CharacterDeviceOutputTest(FaultTestBase):
     """--output /dev/null --overwrite: the file cannot be created as HDF5
     needs. First a private null device in the test's directory, so that a

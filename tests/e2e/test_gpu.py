@@ -233,6 +233,24 @@ class GpuTest(TempDirTest):
             self.assertEqual(outs[1], outs[0], f"{what}: GPU != CPU")
             self.assertEqual(outs[2], outs[0], f"{what}: 2 ranks on one GPU != CPU")
 
+    def test_knn_nan_rows_identical_to_cpu(self):
+        # dice of two all-false points is nan: rows of such points list their
+        # 10 numbers, then nan by index (solver/knn.hpp), on both backends;
+        # 590 such rows (past two blocks of 256), columns past one tile.
+        import numpy as np
+        x = (np.random.default_rng(3).random((600, 40)) < 0.3).astype(np.float64)
+        x[:590] = 0
+        x[590:, 0] = 1
+        src = self.path("bool.npy")
+        np.save(src, x)
+        for precision, k in (("float32", 16), ("float64", 256)):
+            args = ["--input", src, "--k", k, "--metric", "dice", "--precision", precision]
+            outs = self.knn_files(args, [("cpu", 1), ("cuda", 1), ("cuda", 2)], "nan")
+            indices = np.frombuffer(outs[0][0], dtype=np.int64)
+            self.assertTrue((indices >= 0).all() and (indices < len(x)).all(), "an index out of range")
+            self.assertEqual(outs[1], outs[0], f"dice nan rows {precision} k={k}: GPU != CPU")
+            self.assertEqual(outs[2], outs[0], f"dice nan rows {precision} k={k}: 2 ranks != CPU")
+
     @unittest.skipUnless(HAVE_SKLEARN, "scikit-learn is not installed here (test_knn.py compares the CPU with it)")
     def test_knn_equals_sklearn_at_n_20000(self):
         import numpy as np

@@ -13,6 +13,8 @@ installed or we are not root; fails instead under TDSOLVE_REQUIRE_SLURM=1.
   the bytes of an uninterrupted run;
 - the same with the warning sent by hand (scancel --batch --signal=USR1)
   under mpirun, the job continued by `scontrol requeue`;
+- SIGTERM without the warning (scancel, preemption) ends the chain, the
+  file resumable;
 - a tdsolve error ends the chain; a GPU job without a GPU fails at once.
 
 Runs are slowed with TDSOLVE_TEST_SLOW_MS (a sleep before each chunk) so that
@@ -258,6 +260,33 @@ class SlurmJobTest(TempDirTest):
         self.assertIn(f"requeued job {job}", log)
         self.assertIn("resuming", log)
         self.assert_result(out, log, self.ref_bytes)
+
+    def test_sigterm_ends_the_chain(self):
+        # scancel (and preemption, the same SIGTERM): Slurm signals every
+        # process of the job, without the time-limit warning first; the ranks
+        # under srun stop cleanly (75). No next job may be submitted (68463c1
+        # submitted one), and the file stays resumable.
+        name, out = "sigterm", self.path("st.h5")
+        t0 = time.monotonic()
+        job = self.sbatch("-J", name, "-N1", "-n2", SCRIPT, "edm", *JOB, "--output", out, TDSOLVE_BACKEND="cpu",
+                          TDSOLVE_TEST_SLOW_MS="700")
+        while not os.path.exists(out + ".partial"):
+            self.assertLess(time.monotonic() - t0, 60, f"the job did not start\n{self.logs(name)}")
+            time.sleep(0.2)
+        time.sleep(3)
+        self.slurm("scancel", job)
+        jobs = self.wait_chain(name, 120)
+        time.sleep(2)  # a next job submitted at the very end would show now
+        jobs = self.jobs(name)
+        log = self.logs(name)
+        self.assertEqual(len(jobs), 1, f"SIGTERM must end the chain\n{log}")
+        self.assertIn("SIGTERM: Slurm ends the job", log)
+        self.assertIn("stopped cleanly (SIGTERM)", log)  # the ranks' clean stop: the path that went on
+        self.assertIn("the chain stops here", log)
+        self.assertFalse(os.path.exists(out), log)
+        self.assertTrue(os.path.exists(out + ".partial"), log)
+        i = tdsolve("info", out)
+        self.assertEqual(i.returncode, 3, f"resumable, incomplete:\n{i.stdout}{i.stderr}\n{log}")
 
     def test_error_ends_the_chain(self):
         name, out = "broken", self.path("broken.h5")

@@ -10,8 +10,26 @@
  *                         (default 0). A write that would take the total past
  *                         it writes nothing and fails with ENOSPC, as do all
  *                         later ones. Zero-length writes succeed.
+ *   TDSOLVE_ENOSPC_CALL   K >= 1: instead of a byte budget, the K-th write
+ *                         (call) to matching files fails with ENOSPC, and
+ *                         every later one; the earlier ones go through
+ *                         whatever their size. So a test can fail each write
+ *                         a run makes in turn. K = 0 with TDSOLVE_ENOSPC_COUNT:
+ *                         no write fails (a clean run, counted).
+ *   TDSOLVE_ENOSPC_RANK   R: only the process of MPI rank R (OMPI_COMM_WORLD_RANK)
+ *                         fails writes; the others write freely (counted).
+ *                         Unset or empty: every process. So a test can make
+ *                         one rank alone meet the full disk.
+ *   TDSOLVE_ENOSPC_COUNT  a file: at exit the process appends one line,
+ *                         "RANK WRITES REFUSED": its MPI rank
+ *                         (OMPI_COMM_WORLD_RANK, or - for a process run
+ *                         alone), the writes to matching files it let through
+ *                         and those it failed; mpirun's own processes (no
+ *                         rank, no write) append nothing, nor does a process
+ *                         that ends by MPI_Abort or a signal. A process that
+ *                         exits normally after a failed write ignored it.
  *
- * The budget is per process: under mpirun each rank has its own.
+ * The budget and the count are per process: under mpirun each rank has its own.
  *
  * Intercepted: write, pwrite, pwrite64, writev, pwritev, pwritev64, pwritev2,
  * pwritev64v2, aio_write and aio_write64. That covers what Open MPI 4.1
@@ -46,7 +64,12 @@
 
 static const char* pattern;                 /* NULL: inactive */
 static unsigned long long budget;           /* TDSOLVE_ENOSPC_AFTER */
+static unsigned long long fail_call;        /* TDSOLVE_ENOSPC_CALL (0: by bytes) */
+static const char* count_file;              /* TDSOLVE_ENOSPC_COUNT */
+static int exempt;                          /* TDSOLVE_ENOSPC_RANK names another rank */
 static _Atomic unsigned long long written;  /* bytes let through to matching files */
+static _Atomic unsigned long long calls;    /* writes let through to matching files */
+static _Atomic unsigned long long refused;  /* writes failed */
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static ssize_t (*real_write)(int, const void*, size_t);
@@ -73,8 +96,34 @@ static void init(void) {
   real_aio_write64 = dlsym(RTLD_NEXT, "aio_write64");
   const char* p = getenv("TDSOLVE_ENOSPC_PATH");
   const char* a = getenv("TDSOLVE_ENOSPC_AFTER");
+  const char* k = getenv("TDSOLVE_ENOSPC_CALL");
+  const char* c = getenv("TDSOLVE_ENOSPC_COUNT");
   pattern = (p && *p) ? p : NULL;
   budget = a ? strtoull(a, NULL, 10) : 0;
+  fail_call = (k && *k) ? strtoull(k, NULL, 10) : 0;
+  count_file = (c && *c) ? c : NULL;
+  if (k && *k && !a) budget = ~0ULL; /* by calls only */
+  const char* only = getenv("TDSOLVE_ENOSPC_RANK");
+  const char* rank = getenv("OMPI_COMM_WORLD_RANK");
+  exempt = only && *only && !(rank && strcmp(only, rank) == 0);
+  if (exempt) {
+    budget = ~0ULL;
+    fail_call = 0;
+  }
+}
+
+/* TDSOLVE_ENOSPC_COUNT: the writes made, appended at exit. */
+__attribute__((destructor)) static void report_calls(void) {
+  pthread_once(&once, init);
+  if (!count_file || !real_write) return;
+  const int fd = open(count_file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) return;
+  const char* rank = getenv("OMPI_COMM_WORLD_RANK");
+  const unsigned long long made = atomic_load(&calls), failed = atomic_load(&refused);
+  char line[80];
+  const int n = snprintf(line, sizeof line, "%s %llu %llu\n", rank ? rank : "-", made, failed);
+  if ((rank || made > 0) && n > 0) (void)real_write(fd, line, (size_t)n);
+  close(fd);
 }
 
 static int matches(int fd) {
@@ -105,13 +154,26 @@ static int matches(int fd) {
 static int admit(int fd, size_t count) {
   pthread_once(&once, init);
   if (count == 0 || !matches(fd)) return 1;
+  if (fail_call > 0) {
+    unsigned long long made = atomic_load(&calls);
+    do {
+      if (made + 1 >= fail_call) {
+        atomic_fetch_add(&refused, 1);
+        errno = ENOSPC;
+        return 0;
+      }
+    } while (!atomic_compare_exchange_weak(&calls, &made, made + 1));
+    return 1;
+  }
   unsigned long long cur = atomic_load(&written);
   do {
     if (cur > budget || count > budget - cur) {
+      atomic_fetch_add(&refused, 1);
       errno = ENOSPC;
       return 0;
     }
   } while (!atomic_compare_exchange_weak(&written, &cur, cur + count));
+  atomic_fetch_add(&calls, 1);
   return 1;
 }
 

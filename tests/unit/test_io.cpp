@@ -142,6 +142,19 @@ TEST(Csv, RaggedRowsAndBadValuesNameTheLine) {
   std::remove(f.c_str());
 }
 
+// Only the first row may be a header: a line of words further down (a
+// second file pasted under the first, a stray label) is refused, naming its
+// line, not skipped as another header (jobs/mutate.py:
+// readers.header-anywhere).
+TEST(Csv, OnlyTheFirstRowMayBeAHeader) {
+  const std::string f = tmp("h.csv");
+  write_file(f, "x,y\n1,2\nx,y\n3,4\n");
+  EXPECT_NE(error_of(f).find("line 3 is not a row of numbers"), std::string::npos) << error_of(f);
+  write_file(f, "# comment\n1,2\nlabel\n");
+  EXPECT_NE(error_of(f).find("line 3 is not a row of numbers"), std::string::npos) << error_of(f);
+  std::remove(f.c_str());
+}
+
 TEST(Input, NonFiniteValuesAreNamed) {
   const std::string f = tmp("e.csv");
   write_file(f, "1,2\n3,nan\ninf,4\n");
@@ -392,4 +405,45 @@ TEST(OutputLock, ExcludesASecondProcessAndNamesTheHolder) {
   }
   EXPECT_EQ(other_process_locks(&message), 0) << message;
   EXPECT_FALSE(read_lock(out).present) << "a released lock removes its file";
+}
+
+// The command tdsolve info prints to continue a run: the recorded command
+// line without its --overwrite words and with --resume, quoting kept.
+TEST(ResumeCommand, LeavesOutOverwriteAndAddsResume) {
+  EXPECT_EQ(resume_command_of("tdsolve edm --output d.h5 --overwrite --quiet"),
+            "tdsolve edm --output d.h5 --quiet --resume");
+  EXPECT_EQ(resume_command_of("tdsolve edm --resume --output d.h5"),
+            "tdsolve edm --resume --output d.h5");
+  // A quoted word that merely holds the text stays.
+  EXPECT_EQ(resume_command_of("tdsolve edm --output 'it'\\''s --overwrite.h5'"),
+            "tdsolve edm --output 'it'\\''s --overwrite.h5' --resume");
+}
+
+// A lock file that is a symbolic link is refused, and its target is never
+// written; a lock this process holds is removed only while the name still
+// means its file.
+TEST(OutputLock, RefusesALinkAndRemovesOnlyItsOwnFile) {
+  const std::string out = tmp("linked.h5"), target = tmp("linked-target.txt");
+  std::remove(lock_path(out).c_str());
+  { std::ofstream(target) << "precious\n"; }
+  ASSERT_EQ(symlink(target.c_str(), lock_path(out).c_str()), 0);
+  try {
+    OutputLock lock(out, "test");
+    ADD_FAILURE() << "a symbolic link was taken as the lock file";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("symbolic link"), std::string::npos) << e.what();
+  }
+  std::string text;
+  std::getline(std::ifstream(target), text);
+  EXPECT_EQ(text, "precious");
+  std::remove(lock_path(out).c_str());
+  {
+    OutputLock lock(out, "test");
+    // Someone else's file now has the name: it stays when this lock goes.
+    ASSERT_EQ(std::rename(lock_path(out).c_str(), target.c_str()), 0);
+    { std::ofstream(lock_path(out)) << "another run's lock\n"; }
+  }
+  EXPECT_TRUE(read_lock(out).present) << "released a lock file it did not hold";
+  std::remove(lock_path(out).c_str());
+  std::remove(target.c_str());
 }
