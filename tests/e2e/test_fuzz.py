@@ -46,10 +46,13 @@ one HDF5 reads from outside an attribute message whose sizes changed
 (then h5py may not read it at all), is invisible to every reader. The
 records the checks read must still agree, and the datasets are compared
 whole.
-It takes about 160 s of CPU (user and system) on the 2-core development
-machine: about 90 s there when nothing else runs (250 s were measured
-while other builds shared both cores). `TDSOLVE_FUZZ_N=20000` runs more by
-hand, and TDSOLVE_FUZZ_LOG=FILE writes every problem there.
+It takes about 110 s of CPU (user and system) on the 2-core development
+machine, 77 s there while other work shared both cores; no reader's child
+holds more than about 1 GiB (io/walk.hpp kWalkMemoryBytes: before that
+bound, a dozen files in 10000 made the walking children grow to 10 GB each
+until the time limit, and a run took 200 s). `TDSOLVE_FUZZ_N=10000` runs
+more by hand (about 8 min), and TDSOLVE_FUZZ_LOG=FILE writes every problem
+there.
 """
 import json
 import os
@@ -158,13 +161,33 @@ def make_references(d):
 # --- comparing files (in a forked child: they may be damaged) ----------------
 
 
-def describe_file(path, scales):
-    """{dataset: (shape, dtype, value bytes)}, {object: {attr: repr}} of every
-    result dataset (every dataset but the reference's dimension scales). An
+def is_scale(ds):
+    try:
+        return ds.attrs.get("CLASS") == b"DIMENSION_SCALE"
+    except Exception:  # noqa: B902
+        return False
+
+
+def describe_data(path, scales):
+    """{dataset: (shape, dtype, value bytes)} of every result dataset (every
+    dataset but the reference's dimension scales)."""
+    data = {}
+    with h5py.File(path, "r") as f:
+        def visit(name, obj):
+            if not isinstance(obj, h5py.Dataset) or name in scales or is_scale(obj):
+                return
+            value = obj[()] if obj.shape is not None else None
+            data[name] = (obj.shape, obj.dtype.str, None if value is None else np.asarray(value).tobytes())
+        f.visititems(visit)
+    return data
+
+
+def describe_attrs(path, scales):
+    """{object: {attr: repr}} of every object but the dimension scales, each
     attribute h5py cannot read (a type NumPy has no dtype for, a value HDF5
-    reads from outside its damaged header) is described as such: an
-    attribute that differs, like one whose value bytes changed."""
-    data, attrs = {}, {}
+    reads from outside its damaged message) described as such. Apart from
+    describe_data, in a child of its own: such a read may crash too."""
+    attrs = {}
     with h5py.File(path, "r") as f:
         def attr_repr(obj, k):
             try:
@@ -181,15 +204,12 @@ def describe_file(path, scales):
             attrs[name] = {str(k): attr_repr(obj, k) for k in keys}
 
         def visit(name, obj):
-            if isinstance(obj, h5py.Dataset):
-                if name in scales or obj.attrs.get("CLASS") == b"DIMENSION_SCALE":
-                    return
-                value = obj[()] if obj.shape is not None else None
-                data[name] = (obj.shape, obj.dtype.str, None if value is None else np.asarray(value).tobytes())
+            if isinstance(obj, h5py.Dataset) and (name in scales or is_scale(obj)):
+                return
             note_attrs(name, obj)
         note_attrs("/", f)
         f.visititems(visit)
-    return data, attrs
+    return attrs
 
 
 def in_child(fn, *args, timeout=60):
@@ -200,6 +220,8 @@ def in_child(fn, *args, timeout=60):
     if pid == 0:
         try:
             os.close(r)
+            import faulthandler
+            faulthandler.disable()  # its crash is an answer, not a worker's trace
             try:
                 data = pickle.dumps(("ok", fn(*args)))
             except BaseException as e:  # noqa: B902
@@ -239,15 +261,20 @@ def differences(path, ref, layout, changed):
     """(dataset differences, attribute differences) of path against ref,
     leaving out datasets that differ only in values where a changed byte
     lies in their stored values (a payload change: no reader can see it);
-    unreadable is a dataset difference. And the number left out."""
-    a = in_child(describe_file, path, layout["scales"])
+    datasets that cannot be read are a dataset difference, attributes that
+    cannot be read (even by a crash) an attribute difference. And the
+    number left out."""
+    scales = layout["scales"]
+    a, a_attrs = in_child(describe_data, path, scales), in_child(describe_attrs, path, scales)
     if ref not in _DESCRIBED:  # the reference's, once a worker
-        _DESCRIBED[ref] = in_child(describe_file, ref, layout["scales"])
-    b = _DESCRIBED[ref]
-    assert b[0] == "ok", b
+        _DESCRIBED[ref] = (in_child(describe_data, ref, scales), in_child(describe_attrs, ref, scales))
+    b, b_attrs = _DESCRIBED[ref]
+    assert b[0] == "ok" and b_attrs[0] == "ok", (b, b_attrs)
     if a[0] != "ok":
         return [f"cannot be compared: {a}"], [], 0
-    (da, aa), (db, ab) = a[1], b[1]
+    if a_attrs[0] != "ok":
+        a_attrs = ("ok", {"<file>": {"<attributes>": f"<unreadable: {a_attrs}>"}})
+    da, db, aa, ab = a[1], b[1], a_attrs[1], dict(b_attrs[1], **{"<file>": {}})
     ds = [f"/{n}: only in one" for n in sorted(set(da) ^ set(db))]
     payload = 0
     for n in sorted(set(da) & set(db)):
