@@ -45,7 +45,14 @@ class Walker {
     size_t sizeof_size = 0;
     if (!fcpl.valid() || H5Pget_sizes(fcpl, &address_bytes_, &sizeof_size) < 0)
       fail("the size of its addresses cannot be read");
-    if (H5Fget_filesize(file_, &eof_) < 0) fail("its size cannot be read");
+    // The end of the file: its size, or where its superblock says its
+    // allocated space ends (EOA), whichever comes first. HDF5 reads stored
+    // values past the EOA from its sieve buffer's stale bytes, without an
+    // error (a changed byte of the EOA: the last row of /points garbage).
+    haddr_t eoa = HADDR_UNDEF;
+    if (H5Fget_filesize(file_, &eof_) < 0 || H5Fget_eoa(file_, &eoa) < 0)
+      fail("its size cannot be read");
+    eof_ = std::min<hsize_t>(eof_, eoa);
     std::vector<std::string> names;
     // Every object reachable by hard links, each once ("." the root),
     // with all of H5Oget_info's fields (which reads the groups' and chunk
@@ -319,7 +326,7 @@ class Walker {
   const std::string& path_;
   std::vector<Extent> extents_;
   size_t address_bytes_ = 8;  // the file's addresses (its superblock says)
-  hsize_t eof_ = 0;           // the file's size
+  hsize_t eof_ = 0;           // the file's end (its size, or its EOA if less)
 };
 
 std::string signal_text(int sig) {

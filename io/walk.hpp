@@ -36,7 +36,8 @@ struct DamagedFile : InputError {
 // more chunks than the shape has room for or with chunks at no place of
 // it, a chunk without filters of another size than its values, stored
 // values of two datasets or chunks that overlap or lie past the end of the
-// file. Never for a file
+// file (its size, or the end of allocation its superblock records, if
+// less). Never for a file
 // HDF5 wrote: whatever it writes it reads back. python/tdsolve/_isolate.py
 // walk() is its twin, step for step.
 void walk_objects(hid_t file, const std::string& path);

@@ -285,6 +285,40 @@ def _dataset(dsid, where, path, extents, eof):
                      lambda out, t: dsid.read(h5s.ALL, h5s.ALL, out, mtype=t))
 
 
+_H5F_GET_EOA = []
+
+
+def _eoa(f, path):
+    """io/walk.cpp run: where the file's superblock says its allocated space
+    ends (H5Fget_eoa, which h5py does not wrap: called through ctypes in the
+    libhdf5 this process has loaded for h5py), or None where it cannot be
+    called. HDF5 reads stored values past it from stale bytes, without an
+    error."""
+    if not _H5F_GET_EOA:
+        fn = None
+        try:
+            import ctypes
+            with open("/proc/self/maps") as maps:
+                libs = sorted({line.split()[-1] for line in maps if "/libhdf5" in line and ".so" in line})
+            for lib in libs:
+                if "_hl" in os.path.basename(lib):
+                    continue
+                fn = ctypes.CDLL(lib).H5Fget_eoa
+                fn.argtypes, fn.restype = [ctypes.c_int64, ctypes.POINTER(ctypes.c_uint64)], ctypes.c_int
+                break
+        except (ImportError, OSError, AttributeError):
+            fn = None
+        _H5F_GET_EOA.append(fn)
+    fn = _H5F_GET_EOA[0]
+    if fn is None:
+        return None
+    import ctypes
+    eoa = ctypes.c_uint64()
+    if fn(f.id.id, ctypes.byref(eoa)) < 0:
+        _fail(path, "its size cannot be read")
+    return eoa.value
+
+
 def walk(f, path):
     """Reads everything of the open h5py File `f` that a reader of it might
     (io/walk.hpp walk_objects): every object reachable from the root by hard
@@ -299,6 +333,9 @@ def walk(f, path):
         eof = f.id.get_filesize()
     except _HDF5_ERRORS as e:
         _fail(path, "its size cannot be read", e)
+    eoa = _eoa(f, path)
+    if eoa is not None:
+        eof = min(eof, eoa)
     try:
         h5o.visit(f.id, lambda name: names.append(name), idx_type=h5.INDEX_NAME, order=h5.ITER_INC)
     except _HDF5_ERRORS as e:

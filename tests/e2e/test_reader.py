@@ -242,6 +242,27 @@ class DamagedMetadataTest(TempDirTest):
             self.assertEqual(check.split("|")[0], "unreadable", check)
             self.assertIn("damaged: ", check)
 
+    def test_values_past_the_end_of_allocation(self):
+        """The superblock's end of allocation (EOA) 8 bytes short of where
+        /points ends, the last values of the file: HDF5 1.10 reads its last
+        values from stale bytes of its sieve buffer, without an error (an edm
+        file whose last point read as 6e-41, 0, 0, "complete" to both
+        readers). Both walks hold stored values to the EOA too: damaged."""
+        src = self.path("e.h5")
+        tdsolve("edm", "--generate", "uniform:60:3:1", "--store-points", "--output", src, "--quiet",
+                "--progress", "none", check=True)
+        with h5py.File(src, "r") as f:
+            end = f["points"].id.get_offset() + f["points"].id.get_storage_size()
+        self.assertEqual(end, os.path.getsize(src))  # /points is last
+
+        def shorten(data):
+            self.assertEqual((data[:8], data[8]), (b"\x89HDF\r\n\x1a\n", 0))  # superblock version 0
+            self.assertEqual(int.from_bytes(data[40:48], "little"), end)  # its EOA (8-byte addresses)
+            data[40:48] = (end - 8).to_bytes(8, "little")
+        path = self.damaged(src, "eoa.h5", shorten)
+        words = f"damaged: '{path}': the values of /points lie past the end of the file"
+        self.assertEqual(self.verdicts(path), (1, f"tdsolve: error: {words}", f"unreadable|unreadable: {words}"))
+
     def hist_file(self):
         src = self.path("h.h5")
         tdsolve("hist", "--generate", "uniform:60:3:3", "--bins", "12", "--range", "0:0.5", "--output", src,
