@@ -13,8 +13,8 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
-#include <cstdio>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <vector>
@@ -97,7 +97,9 @@ class Walker {
       if (cls == H5T_FLOAT) {
         size_t spos = 0, epos = 0, esize = 0, mpos = 0, msize = 0;
         H5Tget_fields(type, &spos, &epos, &esize, &mpos, &msize);
-        const auto inside = [](size_t bit, size_t pos, size_t n) { return bit >= pos && bit < pos + n; };
+        const auto inside = [](size_t bit, size_t pos, size_t n) {
+          return bit >= pos && bit < pos + n;
+        };
         if (epos + esize > precision || mpos + msize > precision || spos >= precision ||
             inside(spos, epos, esize) || inside(spos, mpos, msize) ||
             (mpos < epos && mpos + msize > epos) || (epos < mpos && epos + esize > mpos))

@@ -426,19 +426,17 @@ void check_resumable(const std::string& path, const Job& j, const FractalOptions
     if (next > 0) {
       Hid states = io::dataset_handle(H5Dopen2(file, "states", H5P_DEFAULT), "H5Dopen /states");
       std::vector<std::uint8_t> buf(std::min<std::uint64_t>(kSlab, f.cells));
-      for_each_slab(states, next - 1, f.cells,
-                    [&](std::uint64_t c0, hsize_t count, hid_t mem, hid_t space) {
-                      io::check_status(H5Dread(states, H5T_NATIVE_UINT8, mem, space, H5P_DEFAULT,
-                                               buf.data()),
-                                       "H5Dread /states");
-                      for (hsize_t i = 0; i < count; ++i)
-                        if (buf[i] > 1)
-                          throw InputError("/states row " + std::to_string(next - 1) + " (step " +
-                                           std::to_string(j.steps[next - 1]) + "): cell " +
-                                           std::to_string(c0 + i) + " holds " +
-                                           std::to_string(buf[i]) +
-                                           "; a state holds 0 (dead) and 1 (alive)");
-                    });
+      for_each_slab(
+          states, next - 1, f.cells, [&](std::uint64_t c0, hsize_t count, hid_t mem, hid_t space) {
+            io::check_status(H5Dread(states, H5T_NATIVE_UINT8, mem, space, H5P_DEFAULT, buf.data()),
+                             "H5Dread /states");
+            for (hsize_t i = 0; i < count; ++i)
+              if (buf[i] > 1)
+                throw InputError("/states row " + std::to_string(next - 1) + " (step " +
+                                 std::to_string(j.steps[next - 1]) + "): cell " +
+                                 std::to_string(c0 + i) + " holds " + std::to_string(buf[i]) +
+                                 "; a state holds 0 (dead) and 1 (alive)");
+          });
     }
   } catch (const std::exception& e) {
     H5Eclear2(H5E_DEFAULT);
