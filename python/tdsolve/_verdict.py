@@ -623,7 +623,10 @@ def _inspect_here(path, file, output):
         except Exception as e:  # OSError, KeyError, MemoryError, ...: a read that failed
             v = unreadable(f"{e.__class__.__name__}: {e}")
     finally:
-        f.close()
+        try:  # quietly, as io/h5.hpp's Hid: h5py closes every id of the file, and damage
+            f.close()  # can leave one it cannot ("Can't decrement id ref count")
+        except Exception:  # noqa: B902
+            pass
     if file != output and v.status == COMPLETE:
         # Every chunk is flagged, but the run has not renamed it yet.
         v.status = INCOMPLETE
@@ -655,6 +658,8 @@ def inspect(path, keep_open=False, timeout=None):
     try:
         v = _isolate.call(_inspect_here, (path, file, output), file, timeout)
     except _isolate.Damaged as e:
+        return unreadable(str(e)), None
+    except RuntimeError as e:  # the child's own error, where a read failed past every check
         return unreadable(str(e)), None
     # Opened here only when the child found its records agreeing: HDF5 may
     # survive a damaged file in one process and not in another.
