@@ -84,6 +84,7 @@ inline void check_all() {
   choice("TDSOLVE_HIST_COPIES", {"1", "2", "4", "8"});
   flag("TDSOLVE_HIST_EXACT_ALWAYS");
   choice("TDSOLVE_TRIPLET_NI", {"16", "32"});
+  number("TDSOLVE_READ_TIMEOUT_S", 0, 1e6);
 }
 
 }  // namespace tdsolve::knobs

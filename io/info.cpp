@@ -18,6 +18,7 @@
 #include "io/json.hpp"
 #include "io/output_files.hpp"
 #include "io/schema.hpp"
+#include "io/walk.hpp"
 
 namespace tdsolve::io {
 
@@ -37,6 +38,23 @@ std::string type_name(hid_t dset) {
     default:
       return "other";
   }
+}
+
+// The schema's name of a dataset's type ("float32", ...: HDF5's standard
+// types, either byte order), "" for any other (_verdict.py _dtype_name).
+std::string dtype_name(hid_t dset) {
+  Hid t(H5Dget_type(dset), H5Tclose);
+  if (!t.valid()) return "";
+  const std::pair<const char*, std::pair<hid_t, hid_t>> known[] = {
+      {"uint8", {H5T_STD_U8LE, H5T_STD_U8BE}},
+      {"int64", {H5T_STD_I64LE, H5T_STD_I64BE}},
+      {"uint64", {H5T_STD_U64LE, H5T_STD_U64BE}},
+      {"float32", {H5T_IEEE_F32LE, H5T_IEEE_F32BE}},
+      {"float64", {H5T_IEEE_F64LE, H5T_IEEE_F64BE}}};
+  for (const auto& [name, types] : known)
+    if (H5Tequal(t, types.first) > 0 || H5Tequal(t, types.second) > 0) return name;
+  H5Eclear2(H5E_DEFAULT);
+  return "";
 }
 
 std::string shape_of(hid_t dset) {
@@ -136,6 +154,42 @@ double read_attr_f64(hid_t obj, const char* name) {
   return v;
 }
 
+// A number the checks read (read_attr_u64, or with `floats`
+// read_attr_f64): one of HDF5's standard integer types (with `floats`, or
+// IEEE float types), all a tdsolve writes, else AttrShapeError. Another
+// type (a 33-byte integer, a float of another exponent bias: a changed
+// byte of its type) converts to some value, which is no record
+// (_verdict.py _attr_number).
+void require_standard_number(hid_t obj, const char* name, bool floats) {
+  Hid attr = attr_handle(H5Aopen(obj, name, H5P_DEFAULT), std::string("H5Aopen ") + name);
+  Hid type = type_handle(H5Aget_type(attr), std::string("H5Aget_type ") + name);
+  const hid_t integers[] = {H5T_STD_I8LE,  H5T_STD_I8BE,  H5T_STD_I16LE, H5T_STD_I16BE,
+                            H5T_STD_I32LE, H5T_STD_I32BE, H5T_STD_I64LE, H5T_STD_I64BE,
+                            H5T_STD_U8LE,  H5T_STD_U8BE,  H5T_STD_U16LE, H5T_STD_U16BE,
+                            H5T_STD_U32LE, H5T_STD_U32BE, H5T_STD_U64LE, H5T_STD_U64BE};
+  const hid_t ieee[] = {H5T_IEEE_F32LE, H5T_IEEE_F32BE, H5T_IEEE_F64LE, H5T_IEEE_F64BE};
+  for (const hid_t t : integers)
+    if (H5Tequal(type, t) > 0) return;
+  if (floats)
+    for (const hid_t t : ieee)
+      if (H5Tequal(type, t) > 0) return;
+  H5Eclear2(H5E_DEFAULT);
+  throw AttrShapeError(std::string("attribute '") + name + "' is of no standard " +
+                       (floats ? "number" : "integer") + " type");
+}
+
+std::uint64_t record_u64(hid_t obj, const char* name) {
+  const std::uint64_t v = read_attr_u64(obj, name);
+  require_standard_number(obj, name, false);
+  return v;
+}
+
+double record_f64(hid_t obj, const char* name) {
+  const double v = read_attr_f64(obj, name);
+  require_standard_number(obj, name, true);
+  return v;
+}
+
 bool exists(hid_t file, const char* name) {
   const bool yes = H5Lexists(file, name, H5P_DEFAULT) > 0;
   H5Eclear2(H5E_DEFAULT);
@@ -199,7 +253,7 @@ Recorded read_recorded(hid_t file, const std::string& path) {
     r.problem = "the root's `schema_version` attribute is not one integer";
     return r;
   }
-  r.version = read_attr_u64(file, "schema_version");
+  r.version = record_u64(file, "schema_version");
   if (r.version == 0) {
     r.problem = "the root's `schema_version` attribute is 0 (versions start at 1)";
     return r;
@@ -357,7 +411,7 @@ class Checker {
     if (f == "named") return named(a[0]);
     if (f == "attr") {
       Hid obj = open(a[0]);
-      return read_attr_u64(obj, a[1].c_str());
+      return record_u64(obj, a[1].c_str());
     }
     Hid d = dataset(a[0]);
     if (f == "dim") {
@@ -405,9 +459,9 @@ class Checker {
   // converting), or one string. t: its type.
   void read_typed(hid_t obj, const std::string& t, const std::string& name) {
     if (t == "uint64")
-      read_attr_u64(obj, name.c_str());
+      record_u64(obj, name.c_str());
     else if (t == "float64")
-      read_attr_f64(obj, name.c_str());
+      record_f64(obj, name.c_str());
     else
       read_attr_text(obj, name.c_str());
   }
@@ -445,7 +499,7 @@ class Checker {
         Hid obj = open(s.substr(0, at));
         const std::string name = s.substr(at + 1);
         if (has_attr(obj, name.c_str()))
-          v = read_attr_u64(obj, name.c_str());
+          v = record_u64(obj, name.c_str());
         else if (const Json* d = st.find("default"))
           v = eval(d->str());
         else
@@ -495,7 +549,7 @@ class Checker {
       Hid obj = open(s.substr(0, at));
       const std::string name = s.substr(at + 1);
       if (has_attr(obj, name.c_str()) &&
-          read_attr_u64(obj, name.c_str()) != eval(st.at("equals").str()))
+          record_u64(obj, name.c_str()) != eval(st.at("equals").str()))
         message();
     } else if (check == "rising") {  // 0, strictly increasing, up to `to`
       const std::string& name = st.at("of").str();
@@ -516,6 +570,16 @@ class Checker {
       if (off.size() != o_.done.size() + 1 || off.back() != eval(st.at("to").str()) ||
           !std::is_sorted(off.begin(), off.end()))
         message();
+    } else if (check == "dtype") {  // where it exists, one of the dtypes its declaration allows
+      const std::string& name = st.at("of").str();
+      if (!exists(file_, name.c_str())) return;
+      const std::string t = dtype_name(dataset(name));
+      bool ok = false;
+      for (const Json* d : schema_datasets(kind_))
+        if (d->at("name").str() == name)
+          for (const Json& a : d->at("dtype").items())
+            ok = ok || a.str() == t;
+      if (!ok) message();
     } else if (check == "offsets_multiple") {
       const std::uint64_t k = eval(st.at("of").str());
       if (k == 0 || std::any_of(o_.offsets.begin(), o_.offsets.end(),
@@ -732,16 +796,21 @@ void show_end(hid_t file, const std::string& kind, bool complete, std::ostream& 
 
 // One file: what it holds and whether it is complete. *command: the
 // command line it records.
-int describe_file(const std::string& path, std::ostream& out, std::string* command) {
+// *agree: false when its records disagree or it is no tdsolve result.
+int describe_file(const std::string& path, std::ostream& out, std::string* command, bool* agree) {
   struct stat st {};
   if (stat(path.c_str(), &st) != 0)
     throw InputError("cannot open '" + path + "': " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) throw InputError(not_regular(path, st.st_mode));
   if (H5Fis_hdf5(path.c_str()) <= 0) {
     H5Eclear2(H5E_DEFAULT);
     throw InputError("'" + path + "' is not an HDF5 file");
   }
   Hid file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
   if (!file.valid()) throw InputError("cannot open '" + path + "': " + hdf5_error_text());
+  // Everything of it a reader might read, before any of it is shown:
+  // what HDF5 cannot read is a damaged file (exit 1), not a verdict.
+  walk_objects(file, path);
 
   out << "file:      " << path << " (" << st.st_size << " bytes)\n";
   out << "software:  " << root_attr(file, "software") << " " << root_attr(file, "version") << "\n";
@@ -759,6 +828,7 @@ int describe_file(const std::string& path, std::ostream& out, std::string* comma
 
   const auto inconsistent = [&](const std::string& why) {
     out << "progress:  INCONSISTENT: " << one_line(why) << "\n";
+    *agree = false;
     return kInfoIncomplete;
   };
   // An attribute of the wrong shape (an array where one value belongs) makes
@@ -772,6 +842,7 @@ int describe_file(const std::string& path, std::ostream& out, std::string* comma
     const std::string guessed = guess_kind(file, &why);
     if (!rec.has && guessed.empty()) {
       out << "status:    " << why << "\n";
+      *agree = false;
       return kInfoIncomplete;
     }
     const std::string kind = rec.has ? rec.kind : guessed;
@@ -828,19 +899,39 @@ int describe_file(const std::string& path, std::ostream& out, std::string* comma
 
 }  // namespace
 
-int describe_result(const std::string& path, std::ostream& out) {
+std::string file_to_read(const std::string& path) {
+  const std::string of_partial = output_of_partial(path);
+  struct stat st {};
+  if (of_partial.empty() && stat(path.c_str(), &st) != 0 &&
+      stat(partial_path(path).c_str(), &st) == 0)
+    return partial_path(path);
+  return path;
+}
+
+std::string not_regular(const std::string& path, unsigned mode) {
+  const char* what = S_ISDIR(mode)    ? "a directory"
+                     : S_ISFIFO(mode) ? "a FIFO (named pipe)"
+                     : S_ISSOCK(mode) ? "a socket"
+                     : S_ISCHR(mode)  ? "a character device"
+                     : S_ISBLK(mode)  ? "a block device"
+                                      : "no regular file";
+  return "'" + path + "' is " + what + ", not a result file";
+}
+
+int describe_result(const std::string& path, std::ostream& out, bool* agree) {
+  bool agree_here = true;
+  if (!agree) agree = &agree_here;
+  *agree = true;
   const std::string of_partial = output_of_partial(path);
   const bool is_partial = !of_partial.empty();
   const std::string output = is_partial ? of_partial : path;
   const std::string partial = partial_path(output);
   struct stat st {};
-  std::string file = path;
-  if (!is_partial && stat(path.c_str(), &st) != 0 && stat(partial.c_str(), &st) == 0) {
+  const std::string file = file_to_read(path);
+  if (file != path)
     out << "note:      '" << path << "' does not exist yet: the run that writes it is unfinished\n";
-    file = partial;
-  }
   std::string command;
-  const int code = describe_file(file, out, &command);
+  const int code = describe_file(file, out, &command, agree);
   if (file == output) {
     if (stat(partial.c_str(), &st) == 0)
       out << "note:      an unfinished newer run of this output is in '" << partial << "'\n";
@@ -857,6 +948,25 @@ int describe_result(const std::string& path, std::ostream& out) {
         << (command.empty() ? "the same command and --resume" : resume_command_of(command)) << "\n";
   }
   return code == kInfoComplete ? kInfoIncomplete : code;
+}
+
+int describe_isolated(const std::string& path, std::ostream& out, std::ostream& err) {
+  const std::string file = file_to_read(path);
+  struct stat st {};
+  // Never opened when it is no regular file: a FIFO or a device would block.
+  if (stat(file.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    throw InputError(not_regular(file, st.st_mode));
+  const ChildWalk w = walk_in_child(path);
+  if (!w.ran) {  // no process can be started here: read it in this one, as before
+    err << "tdsolve: warning: '" << file << "': " << w.error << "; reading it unguarded\n";
+    return describe_result(path, out);
+  }
+  const std::string damage = w.damage(file);
+  if (!damage.empty()) throw DamagedFile(damage);
+  out << w.out;
+  err << w.err;
+  if (!w.exited) return 1;
+  return w.code == kWalkInconsistent ? kInfoIncomplete : w.code;
 }
 
 }  // namespace tdsolve::io

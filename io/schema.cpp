@@ -456,9 +456,15 @@ struct Lint {
       const std::string c = string("check");
       allowed.insert({"check", "message"});
       string("message");
-      if (c == "rank" || c == "shape" || c == "exists" || c == "rising") {
+      if (c == "rank" || c == "shape" || c == "exists" || c == "rising" || c == "dtype") {
         allowed.insert("of");
         declared(string("of"));
+      }
+      if (c == "dtype") {
+        const Json* d = st.find("of") && st.at("of").is_string()
+                            ? dataset_of(s, kind, st.at("of").str())
+                            : nullptr;
+        if (d && !d->find("dtype")) say(where, "/" + st.at("of").str() + " declares no dtype");
       }
       if (c == "rank") {
         allowed.insert("rank");
@@ -484,7 +490,7 @@ struct Lint {
       } else if (c == "offsets_multiple") {
         allowed.insert("of");
         expr(where, st.find("of"));
-      } else if (c != "exists") {
+      } else if (c != "exists" && c != "dtype") {
         say(where, "unknown check \"" + c + "\"");
       }
     } else if (has("read")) {

@@ -17,6 +17,7 @@
 #include "core/error.hpp"
 #include "core/knobs.hpp"
 #include "io/input.hpp"
+#include "io/walk.hpp"
 #include "solver/driver.hpp"
 #include "solver/fault.hpp"
 #include "solver/mpi_util.hpp"
@@ -259,7 +260,11 @@ int run_output(MPI_Comm comm, const OutputRequest& r, OutputRun& run) {
   });
   run.load();
   Start start = Start::fresh;
-  on_root(comm, [&] { start = run.inspect(); });
+  on_root(comm, [&] {
+    // What --resume reads must survive HDF5 in a child first (io/walk.hpp).
+    if (r.paths.resume) io::refuse_damaged_resume(out);
+    start = run.inspect();
+  });
   index_t verdict = static_cast<index_t>(start);
   bcast_u64(comm, &verdict);
   start = static_cast<Start>(verdict);

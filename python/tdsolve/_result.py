@@ -1049,8 +1049,11 @@ def open(path, require_complete=True, access="auto", _classes=None):  # noqa: A0
     """Opens a tdsolve result (edm, cross, hist, triplet, fractal, knn, radius or collide) for reading.
 
     Raises IncompleteResult unless the file is complete by the rules of
-    `tdsolve info` (pass require_complete=False to read a partial file), and
-    UnreadableResult (an OSError) when it cannot be read. A run writes
+    `tdsolve info` (pass require_complete=False to read a partial file; an
+    inconsistent one, or one that is no result, raises it still), and
+    UnreadableResult (an OSError) when it cannot be read, a damaged file
+    (one HDF5 cannot read whole, or crashes or loops on, in the child
+    process that reads it first: _isolate.py) among them. A run writes
     FILE.h5.partial and renames it to FILE.h5 when it is complete: with only
     the .partial there, open("FILE.h5") raises IncompleteResult naming it,
     or, with require_complete=False, opens the .partial.
@@ -1065,12 +1068,13 @@ def open(path, require_complete=True, access="auto", _classes=None):  # noqa: A0
         if verdict.file != path and require_complete:
             raise IncompleteResult(f"{path} is not finished yet: its run is in {verdict.file} "
                                    f"({verdict.message}; resume it with tdsolve ... --resume)", verdict)
-        if verdict.status == _verdict.NOT_A_RESULT or (require_complete and not verdict.complete):
-            raise IncompleteResult(f"{verdict.file}: {verdict.message}", verdict)
-        if verdict.dataset is None:  # inconsistent before the kind was known
+        # Inconsistent files (and those that are no result) are never opened: their
+        # records disagree, and a damaged one may crash HDF5 (_verdict.inspect).
+        if f is None or (require_complete and not verdict.complete):
             raise IncompleteResult(f"{verdict.file}: {verdict.message}", verdict)
         cls = (_classes or {}).get(verdict.kind) or _CLASSES[verdict.kind]
         return cls(f, verdict, access)
     except BaseException:
-        f.close()
+        if f is not None:
+            f.close()
         raise

@@ -300,7 +300,7 @@ _DTYPES = {"uint8", "int64", "uint64", "float32", "float64"}
 _ATTR_TYPES = {"uint64", "float64", "string"}
 _CHECKS = {"rank": {"of", "rank"}, "shape": {"of", "shape", "missing", "values"}, "exists": {"of"},
            "attr": {"attr", "equals"}, "true": {"expr"}, "rising": {"of", "to"}, "offsets": {"to"},
-           "offsets_multiple": {"of"}}
+           "offsets_multiple": {"of"}, "dtype": {"of"}}
 
 
 def problems(schema=SCHEMA):
@@ -409,8 +409,10 @@ def problems(schema=SCHEMA):
             allowed |= {"check", "message"} | _CHECKS[c]
             if not isinstance(st.get("message"), str):
                 say(where, '"message" (a string) expected')
-            if c in ("rank", "shape", "exists", "rising"):
+            if c in ("rank", "shape", "exists", "rising", "dtype"):
                 declared(st.get("of"))
+            if c == "dtype" and not (dataset(kind, st.get("of"), schema) or {}).get("dtype"):
+                say(where, f"/{st.get('of')} declares no dtype")
             if c == "rank" and not isinstance(st.get("rank"), int):
                 say(where, '"rank" (a number) expected')
             if c == "shape":

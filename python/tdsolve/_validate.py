@@ -4,11 +4,14 @@ names (dimension scales) and attributes (their types), the root's
 attributes, and nothing undeclared? Stricter than tdsolve.check, which
 decides only whether a file is complete (the records its readers rely on);
 the tests hold every file the program writes to it."""
+import os
+import stat
+
 import h5py
 import numpy as np
 from h5py import h5a, h5t
 
-from . import _schema, _verdict
+from . import _isolate, _schema, _verdict
 
 # What HDF5's dimension scales (H5DS) put on datasets and scales.
 _SCALE_ATTRS = {"DIMENSION_LIST", "REFERENCE_LIST", "CLASS", "NAME", "_Netcdf4Dimid"}
@@ -37,16 +40,42 @@ def _attr_problem(obj, name, decl):
     return None if ok else f"is not a {t}"
 
 
-def validate(path):
+def validate(path, timeout=None):
     """What in the file at `path` departs from its kind's description in
-    schema.json: a list of lines, [] when it conforms."""
+    schema.json: a list of lines, [] when it conforms. A file HDF5 cannot
+    read whole is one line, "damaged: ..." (read in a child process, as
+    tdsolve.check: a crash or a walk past `timeout` seconds is damage); a
+    path that is no regular file one line saying what it is. Raises OSError
+    when the file cannot be opened at all."""
+    path = os.fspath(path)
+    st = os.stat(path)
+    if not stat.S_ISREG(st.st_mode):
+        return [_isolate.not_regular(path, st.st_mode)]
+    try:
+        out, error = _isolate.call(_validate_here, (path,), path, timeout)
+    except _isolate.Damaged as e:
+        return [str(e)]
+    if error is not None:
+        raise OSError(error)
+    return out
+
+
+def _validate_here(path):
+    """(lines, None), or (None, why) when h5py cannot open the file; in the child of validate."""
+    try:
+        f = h5py.File(path, "r")
+    except Exception as e:
+        return None, f"{e.__class__.__name__}: {e}"
     out = []
-    with h5py.File(path, "r") as f:
+    with f:
         try:
+            _isolate.walk(f, path)
             _check(f, path, out)
+        except _isolate.Damaged as e:
+            return [str(e)], None
         except (_verdict._Unreadable, _verdict._Inconsistent) as e:
             out.append(str(e))
-    return out
+    return out, None
 
 
 def _check(f, path, out):

@@ -24,12 +24,13 @@ number, no value at all), and a /progress dataset with more values than its
 first dimension make the file inconsistent, in both, with the same words.
 """
 import os
+import stat
 
 import h5py
 import numpy as np
 from h5py import h5a, h5s, h5t
 
-from . import _schema
+from . import _isolate, _schema
 
 COMPLETE = "complete"
 INCOMPLETE = "incomplete"
@@ -141,10 +142,16 @@ def _elements(shape):
     return 0 if shape is None else int(np.prod(shape, dtype=np.int64))
 
 
-def _attr_number(obj, name, mtype, dtype, wrong):
-    """read_attr_u64 / read_attr_f64: an attribute of exactly one element
-    reads as that, HDF5 converting (or failing: exit 1); of none or of more,
-    info.cpp refuses it (AttrShapeError: inconsistent, `wrong` its words)."""
+_STD_INTEGERS = tuple(getattr(h5t, f"STD_{s}{b}{o}") for s in "IU" for b in (8, 16, 32, 64) for o in ("LE", "BE"))
+_IEEE_FLOATS = (h5t.IEEE_F32LE, h5t.IEEE_F32BE, h5t.IEEE_F64LE, h5t.IEEE_F64BE)
+
+
+def _attr_number(obj, name, mtype, dtype, wrong, floats):
+    """read_attr_u64 / read_attr_f64 as info.cpp record_number: an attribute
+    of exactly one element reads as that, HDF5 converting (or failing: exit
+    1); of none or of more, info.cpp refuses it (AttrShapeError:
+    inconsistent, `wrong` its words), and of a type that is none of HDF5's
+    standard integers (nor, `floats`, IEEE floats) too."""
     aid = h5a.open(obj.id, name.encode())
     count = _elements(aid.shape)
     if count != 1:
@@ -154,17 +161,20 @@ def _attr_number(obj, name, mtype, dtype, wrong):
         aid.read(v, mtype=mtype)
     except Exception as e:
         raise _Unreadable(f"cannot read attribute `{name}` of {obj.name} as a number: {e}") from None
+    tid = aid.get_type()
+    if not any(tid.equal(t) for t in _STD_INTEGERS + (_IEEE_FLOATS if floats else ())):
+        raise _Inconsistent(f"attribute '{name}' is of no standard {'number' if floats else 'integer'} type")
     return v.reshape(-1)[0]
 
 
 def _attr_u64(obj, name):
     return int(_attr_number(obj, name, h5t.NATIVE_UINT64, np.uint64,
-                            lambda count: f"attribute '{name}' holds {count} values, not one"))
+                            lambda count: f"attribute '{name}' holds {count} values, not one", False))
 
 
 def _attr_f64(obj, name):
     return float(_attr_number(obj, name, h5t.NATIVE_DOUBLE, np.float64,
-                              lambda count: f"attribute '{name}' does not hold one value"))
+                              lambda count: f"attribute '{name}' does not hold one value", True))
 
 
 def _attr_string(obj, name):
@@ -207,6 +217,20 @@ def _read_all(ds, mtype, dtype):
 def _dims(ds):
     """dataset_shape(): () for a scalar or null dataspace."""
     return tuple(ds.shape) if ds.shape is not None else ()
+
+
+# The dtypes the schema names, each exactly (HDF5's standard types, either byte order).
+_DTYPES = {"uint8": (h5t.STD_U8LE, h5t.STD_U8BE), "int64": (h5t.STD_I64LE, h5t.STD_I64BE),
+           "uint64": (h5t.STD_U64LE, h5t.STD_U64BE), "float32": (h5t.IEEE_F32LE, h5t.IEEE_F32BE),
+           "float64": (h5t.IEEE_F64LE, h5t.IEEE_F64BE)}
+
+
+def _dtype_name(tid):
+    """info.cpp dtype_name: the schema's name of an HDF5 type, None for any other."""
+    for name, types in _DTYPES.items():
+        if any(tid.equal(t) for t in types):
+            return name
+    return None
 
 
 def _missing_ranges(done):
@@ -475,6 +499,10 @@ class _Checker:
             if (len(off) != len(self.done) + 1 or off[-1] != self.eval(st["to"])
                     or any(a > b for a, b in zip(off, off[1:]))):
                 self.say(st)
+        elif check == "dtype":  # where it exists, one of the dtypes its declaration allows
+            if _exists(f, st["of"]) and _dtype_name(_dataset(f, st["of"]).id.get_type()) not in \
+                    _schema.dataset(self.kind, st["of"])["dtype"]:
+                self.say(st)
         elif check == "offsets_multiple":
             k = self.eval(st["of"])
             if k == 0 or any(int(o) % k for o in self.offsets):
@@ -566,51 +594,88 @@ def _resolve(path):
     return path, file, output
 
 
-def inspect(path, keep_open=False):
+def _inspect_here(path, file, output):
+    """The verdict, computed in this process (the child of inspect): HDF5
+    reads the file. As io/info.cpp describe_file: never raises."""
+
+    def unreadable(why):
+        return Verdict(UNREADABLE, f"unreadable: {why}", path, file)
+
+    try:
+        if not h5py.h5f.is_hdf5(file.encode()):
+            return unreadable(f"'{file}' is not an HDF5 file")
+    except Exception as e:
+        return unreadable(f"'{file}' is not an HDF5 file ({e.__class__.__name__})")
+    try:
+        f = h5py.File(file, "r")
+    except Exception as e:
+        return unreadable(f"cannot open '{file}': {e}")
+    try:
+        try:
+            _isolate.walk(f, file)  # what HDF5 cannot read is a damaged file, not a verdict
+            v = _check_open(f, path, file)
+        except _isolate.Damaged as e:
+            return unreadable(str(e))
+        except _Inconsistent as e:
+            v = Verdict(INCONSISTENT, f"inconsistent: {e}", path, file)
+        except _Unreadable as e:
+            v = unreadable(str(e))
+        except Exception as e:  # OSError, KeyError, MemoryError, ...: a read that failed
+            v = unreadable(f"{e.__class__.__name__}: {e}")
+    finally:
+        try:  # quietly, as io/h5.hpp's Hid: h5py closes every id of the file, and damage
+            f.close()  # can leave one it cannot ("Can't decrement id ref count")
+        except Exception:  # noqa: B902
+            pass
+    if file != output and v.status == COMPLETE:
+        # Every chunk is flagged, but the run has not renamed it yet.
+        v.status = INCOMPLETE
+        v.message = (f"INCOMPLETE: every chunk is written, but the run has not renamed {file} to {output} "
+                     "(still finishing, or stopped just before)")
+    elif file != path and v.status != UNREADABLE:
+        v.message += f" (read {file}: {path} does not exist yet, its run is unfinished)"
+    return v
+
+
+def inspect(path, keep_open=False, timeout=None):
     """(Verdict, open h5py.File or None). With keep_open, the file stays open
-    when it could be read (the caller closes it)."""
+    when it is complete or incomplete (the caller closes it). HDF5 reads the file first
+    in a child process (_isolate): a file that makes it crash or loop is
+    "unreadable: damaged: ..."; a path that is no regular file (a FIFO, a
+    device, a directory, a socket) is never opened. timeout: seconds the
+    child may take (default TDSOLVE_READ_TIMEOUT_S, else 120)."""
     path, file, output = _resolve(path)
 
     def unreadable(why):
         return Verdict(UNREADABLE, f"unreadable: {why}", path, file)
 
-    if not os.path.exists(file):
-        return unreadable(f"cannot open '{file}': No such file or directory"), None
     try:
-        if not h5py.h5f.is_hdf5(file.encode()):
-            return unreadable(f"'{file}' is not an HDF5 file"), None
-    except Exception as e:
-        return unreadable(f"'{file}' is not an HDF5 file ({e.__class__.__name__})"), None
+        st = os.stat(file)
+    except OSError as e:
+        return unreadable(f"cannot open '{file}': {e.strerror}"), None
+    if not stat.S_ISREG(st.st_mode):
+        return unreadable(_isolate.not_regular(file, st.st_mode)), None
     try:
+        v = _isolate.call(_inspect_here, (path, file, output), file, timeout)
+    except _isolate.Damaged as e:
+        return unreadable(str(e)), None
+    except RuntimeError as e:  # the child's own error, where a read failed past every check
+        return unreadable(str(e)), None
+    # Opened here only when the child found its records agreeing: HDF5 may
+    # survive a damaged file in one process and not in another.
+    if not keep_open or v.status not in (COMPLETE, INCOMPLETE):
+        return v, None
+    try:  # it survived the child's walk, which read all that a Result reads of it
         f = h5py.File(file, "r")
     except Exception as e:
         return unreadable(f"cannot open '{file}': {e}"), None
-    try:
-        try:
-            v = _check_open(f, path, file)
-        except _Inconsistent as e:
-            v = Verdict(INCONSISTENT, f"inconsistent: {e}", path, file)
-        except _Unreadable as e:
-            v = unreadable(str(e))
-        except (OSError, KeyError, RuntimeError, ValueError, TypeError) as e:
-            v = unreadable(f"{e.__class__.__name__}: {e}")
-        if file != output and v.status == COMPLETE:
-            # Every chunk is flagged, but the run has not renamed it yet.
-            v.status = INCOMPLETE
-            v.message = (f"INCOMPLETE: every chunk is written, but the run has not renamed {file} to {output} "
-                         "(still finishing, or stopped just before)")
-        elif file != path and v.status != UNREADABLE:
-            v.message += f" (read {file}: {path} does not exist yet, its run is unfinished)"
-    except BaseException:
-        f.close()
-        raise
-    if keep_open and v.status != UNREADABLE:
-        return v, f
-    f.close()
-    return v, None
+    return v, f
 
 
-def check(path):
+def check(path, timeout=None):
     """The verdict of `tdsolve info path` on a result file, as a Verdict
-    (never raises for a bad file: an unreadable one is status "unreadable")."""
-    return inspect(path)[0]
+    (never raises for a bad file: an unreadable one, a damaged one among
+    them, is status "unreadable"). HDF5 reads the file in a child process;
+    timeout: the seconds it may take (default TDSOLVE_READ_TIMEOUT_S, else
+    120) before the file is called damaged."""
+    return inspect(path, timeout=timeout)[0]

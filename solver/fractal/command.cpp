@@ -415,6 +415,27 @@ void check_resumable(const std::string& path, const Job& j, const FractalOptions
     const std::vector<unsigned char> done = io::read_flags(file, "progress/done");
     if (complete && std::count(done.begin(), done.end(), 1) != std::ptrdiff_t(done.size()))
       throw InputError("/progress/done has a snapshot not flagged done");
+    // The snapshot a resume continues from (the last of the flagged ones
+    // from the first): every cell 0 or 1, as an --input state must be. A
+    // changed byte there (a cell of 108) would run into every step after.
+    std::size_t next = 0;
+    while (!complete && next < done.size() && done[next] == 1)
+      ++next;
+    if (next > 0) {
+      Hid states = io::dataset_handle(H5Dopen2(file, "states", H5P_DEFAULT), "H5Dopen /states");
+      std::vector<std::uint8_t> buf(std::min<std::uint64_t>(kSlab, f.cells));
+      for_each_slab(
+          states, next - 1, f.cells, [&](std::uint64_t c0, hsize_t count, hid_t mem, hid_t space) {
+            io::check_status(H5Dread(states, H5T_NATIVE_UINT8, mem, space, H5P_DEFAULT, buf.data()),
+                             "H5Dread /states");
+            for (hsize_t i = 0; i < count; ++i)
+              if (buf[i] > 1)
+                throw InputError("/states row " + std::to_string(next - 1) + " (step " +
+                                 std::to_string(j.steps[next - 1]) + "): cell " +
+                                 std::to_string(c0 + i) + " holds " + std::to_string(buf[i]) +
+                                 "; a state holds 0 (dead) and 1 (alive)");
+          });
+    }
   } catch (const std::exception& e) {
     H5Eclear2(H5E_DEFAULT);
     throw InputError("--resume: '" + path + "' cannot be " + (complete ? "reported" : "resumed") +

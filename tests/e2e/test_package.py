@@ -752,8 +752,9 @@ CASES = [
     ("triplet: nu is a string", "trip0", lambda f: f["energy"].attrs.__setitem__("nu", "one"), "unreadable", False),
     ("triplet: /forces is a group", "trip0", lambda f: (f.__delitem__("forces"), f.create_group("forces")),
      "unreadable", False),
+    # A dataset of a type its description does not allow: the `dtype` check.
     ("triplet: /energy holds a string", "trip",
-     lambda f: _replace(f, "energy", "not a number"), "complete", False),
+     lambda f: _replace(f, "energy", "not a number"), "inconsistent", False),
     # tdsolve knn --k K
     ("complete knn", "knn", None, "complete", False),
     ("complete knn (float32, cityblock)", "knn32", None, "complete", False),

@@ -87,6 +87,16 @@ def wider(name):
     return (f"/{name} wider", f"/{name}", damage)
 
 
+def cell(value):
+    # A cell of the snapshot a resume continues from that is neither dead
+    # nor alive (a changed byte of /states' values: the fuzz, test_fuzz.py).
+    def damage(f):
+        row = f["states"][-1]
+        row[len(row) // 2] = value
+        f["states"][-1] = row
+    return (f"a cell of the last snapshot holding {value}", "/states row", damage)
+
+
 def recount(f):
     f["count"][()] = f["count"][()] + 1
 
@@ -121,7 +131,7 @@ DAMAGES = {
     "radius": [wider("pairs"), retyped("distances", np.float64, maxshape=(None,)), list_shorter("distances")],
     "collide": [wider("pairs"), ("/count off by one", "/count", recount)],
     "triplet": [longer("energy_per_point"), retyped("forces", np.float32), longer("progress/sums")],
-    "fractal": [longer("live"), retyped("states", np.int16), shorter("steps")],
+    "fractal": [longer("live"), retyped("states", np.int16), shorter("steps"), cell(108)],
 }
 
 
