@@ -2,11 +2,15 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <fstream>
 #include <future>
+#include <mutex>
 #include <string>
+#include <thread>
 
 #include "solver/cpu/tiles.hpp"
 #include "solver/cpu/triplets.hpp"
@@ -103,6 +107,61 @@ index_t available_host_bytes(int local_ranks) {
 
 namespace {
 
+// One thread that runs the tasks posted to it, in order, for the backend's
+// lifetime. Its OpenMP team is made once: a new thread per chunk (as
+// std::async gave) made a new team per chunk, and the teams of the chunks
+// before spun on the cores for a while after their chunk (libgomp's
+// spin-wait), so short chunks (a culled run's, a small problem's) spent most
+// of their time in libgomp. One chunk computes at a time, as two teams on
+// the same cores would only slow each other.
+template <typename R>
+class Worker {
+ public:
+  Worker() : thread_([this] { loop(); }) {}
+  ~Worker() {
+    {
+      std::lock_guard<std::mutex> g(mutex_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+  template <typename F>
+  std::future<R> post(F&& f) {
+    std::packaged_task<R()> task(std::forward<F>(f));
+    std::future<R> result = task.get_future();
+    {
+      std::lock_guard<std::mutex> g(mutex_);
+      tasks_.push_back(std::move(task));
+    }
+    cv_.notify_one();
+    return result;
+  }
+
+ private:
+  void loop() {
+    for (;;) {
+      std::packaged_task<R()> task;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        cv_.wait(lock, [&] { return stop_ || !tasks_.empty(); });
+        if (tasks_.empty()) return;  // stopped, and every task run
+        task = std::move(tasks_.front());
+        tasks_.pop_front();
+      }
+      task();  // an exception goes to the task's future
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::deque<std::packaged_task<R()>> tasks_;
+  bool stop_ = false;
+  std::thread thread_;  // last: started once the rest is ready
+};
+
 // Two host buffers; each chunk is computed on a helper thread (running the
 // OpenMP loop) while the main thread writes the previous one.
 template <typename T>
@@ -166,7 +225,9 @@ class CpuBackend final : public Backend<T> {
     std::int64_t* sums = sums_[slot].data();
     std::int64_t* idx = indices_[slot].data();
     SelectOut<T>* sel = &selected_[slot];
-    pending_[slot] = std::async(std::launch::async, [this, job, out, counts, sums, idx, sel] {
+    // On the one worker thread, in the order submitted (the main thread
+    // writes meanwhile).
+    pending_[slot] = worker_.post([this, job, out, counts, sums, idx, sel] {
       const auto t0 = std::chrono::steady_clock::now();
       fault_point(Stage::compute, job.chunk);
       if (knn_) {
@@ -231,6 +292,8 @@ class CpuBackend final : public Backend<T> {
   std::future<std::pair<index_t, double>> pending_[2];
   index_t submitted_ = 0, waited_ = 0;
   double seconds_ = 0;
+  // Last: destroyed first, it finishes what was posted before the buffers go.
+  Worker<std::pair<index_t, double>> worker_;
 };
 
 }  // namespace
