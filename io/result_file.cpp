@@ -181,6 +181,7 @@ void build_structure(hid_t file, const ResultLayout& L) {
   write_attr(progress, "chunks", static_cast<std::uint64_t>(chunks));
   write_attr(progress, "dataset", L.result.name.empty() ? std::string() : "/" + L.result.name);
   write_attr(progress, "elements", static_cast<std::uint64_t>(L.chunk_offsets.back()));
+  write_attrs(progress, L.progress_attrs);
   {
     Hid done = create_dataset(progress, "done", H5T_STD_U8LE, {chunks}, true);
     attach_dimensions(file, done, {"progress/chunk"});

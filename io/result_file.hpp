@@ -69,6 +69,7 @@ struct ResultLayout {
   std::vector<DatasetSpec> extras;     // small datasets of the result
   std::vector<index_t> chunk_offsets;  // K+1 offsets into the flattened result
   std::vector<Attr> root_attrs;        // identical on every rank
+  std::vector<Attr> progress_attrs;    // on /progress, after chunks, dataset, elements
   bool store_points = false;           // create /points (points × features)
   index_t points = 0, features = 0;
   ValueType points_type = ValueType::f32;

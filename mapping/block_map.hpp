@@ -8,7 +8,8 @@
 // Kernels and CPU loops are templated on the map; adding a map is one type
 // here plus its entry in MapKind and dispatch_map (solver/problem.hpp).
 //
-//   Lambda2Map      pairs: exactly the chunk's T(m-I0) - T(m-I1) tiles, 1-D (λ2)
+//   Lambda2Map      pairs: exactly the chunk's T(m-I0) - T(m-I1) tiles, 1-D (λ2);
+//                   of a culled domain, the chunk's tiles of its list
 //   BoundingBoxMap  pairs: the (m × rows) box; blocks with J < I leave at once
 //   RectMap         rectangles: (block columns × rows), every block a tile
 //   Lambda3Map      triplets: exactly the chunk's Te(m-I0) - Te(m-I1) tiles, 1-D (λ3)
@@ -35,11 +36,21 @@ struct Grid {
 struct Lambda2Map {
   using Domain = PairDomain;
   static constexpr bool kOneDimensional = true;  // grid.y == 1, every block a tile
+  // A culled domain's tiles come from its list (base: the chunk's first).
   static Grid grid(const PairDomain& d, index_t row_begin, index_t row_end) {
+    if (d.tiles) {
+      const index_t first = d.tile_start[row_begin], count = d.tile_start[row_end] - first;
+      return Grid{count, count > 0 ? index_t(1) : index_t(0), first};
+    }
     const BlockRange w = lambda2_blocks(d.m, row_begin, row_end);
     return Grid{w.size(), w.size() > 0 ? index_t(1) : index_t(0), w.begin};
   }
   TDS_HD static bool tile(const PairDomain& d, const Grid& g, index_t bx, index_t, Tile* t) {
+    if (d.tiles) {
+      const index_t at = 2 * (g.base + bx);
+      *t = Tile{d.tiles[at], d.tiles[at + 1]};
+      return true;
+    }
     *t = lambda2_tile(d.m, g.reversed ? g.base + (g.x - 1 - bx) : g.base + bx);
     return true;
   }

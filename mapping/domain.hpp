@@ -11,9 +11,14 @@
 //
 //   PairDomain  pairs i < j of n points (SciPy's condensed order, DESIGN §2);
 //               tile (I, J), I <= J, holds pairs with i in block I, j in block J.
+//               A culled one (solver/cull.hpp) also lists the tiles that may
+//               hold an answer, by block row: Lambda2Map then launches those
+//               alone; the packed offsets are still the dense domain's.
 //   RectDomain  all (i, j) of an M × K rectangle (rows of A against rows of B),
 //               row-major; every tile (I, J) is in the domain.
 #pragma once
+
+#include <cstdint>
 
 #include "mapping/simplex.hpp"
 
@@ -32,6 +37,12 @@ struct PairDomain {
   index_t n = 0;    // points
   index_t rho = 1;  // tile side ρ
   index_t m = 0;    // block rows = block columns = ceil(n/ρ)
+  // Culled (null: every tile): the surviving tiles, (I, J) at tiles[2t],
+  // tiles[2t + 1], by block row; block row I's are [tile_start[I],
+  // tile_start[I + 1]). tiles is where the kernels run (device memory on a
+  // GPU); tile_start is read on the host only (Lambda2Map::grid).
+  const std::uint32_t* tiles = nullptr;
+  const index_t* tile_start = nullptr;
 
   PairDomain() = default;
   TDS_HD PairDomain(index_t n_, index_t rho_) : n(n_), rho(rho_), m((n_ + rho_ - 1) / rho_) {}
@@ -45,6 +56,8 @@ struct PairDomain {
   TDS_HD index_t elements_in_rows(index_t I0, index_t I1) const {
     return elements_before(I1) - elements_before(I0);
   }
+  // Rows shrink with I: the first is the largest.
+  index_t largest_block_row() const { return m > 0 ? elements_in_rows(0, 1) : 0; }
 };
 
 struct RectDomain {
@@ -69,6 +82,7 @@ struct RectDomain {
   TDS_HD index_t elements_in_rows(index_t I0, index_t I1) const {
     return elements_before(I1) - elements_before(I0);
   }
+  index_t largest_block_row() const { return m > 0 ? elements_in_rows(0, 1) : 0; }
 };
 
 }  // namespace tdsolve::mapping

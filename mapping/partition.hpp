@@ -56,10 +56,7 @@ class ChunkPlan {
   template <typename Domain>
   ChunkPlan(const Domain& d, index_t max_elements) {
     const index_t total = d.total();
-    index_t largest_row = 0;
-    // Pair rows and triplet layers shrink with I, rectangle rows are equal
-    // (but the last), so the first block row is the largest.
-    if (d.block_rows() > 0) largest_row = d.elements_in_rows(0, 1);
+    const index_t largest_row = d.largest_block_row();
     const index_t bound = std::max<index_t>({max_elements, largest_row, 1});
     index_t k = std::max<index_t>(1, (total + bound - 1) / bound);
     for (;;) {

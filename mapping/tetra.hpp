@@ -125,6 +125,8 @@ struct TripletDomain {
   TDS_HD index_t elements_in_rows(index_t I0, index_t I1) const {
     return elements_before(I1) - elements_before(I0);
   }
+  // Layers shrink with I: the first is the largest.
+  index_t largest_block_row() const { return m > 0 ? elements_in_rows(0, 1) : 0; }
 };
 
 }  // namespace tdsolve::mapping

@@ -46,6 +46,10 @@ int default_threads(int local_ranks) {
 
 }  // namespace
 
+int cpu_threads(const ComputeOptions& o, int local_ranks) {
+  return o.threads > 0 ? o.threads : default_threads(local_ranks);
+}
+
 template <typename T>
 std::unique_ptr<Backend<T>> make_backend(const ComputeOptions& o, const Problem<T>& p,
                                          MPI_Comm comm, bool quiet, std::string* kind) {
@@ -66,7 +70,7 @@ std::unique_ptr<Backend<T>> make_backend(const ComputeOptions& o, const Problem<
       b = cuda::make_cuda_backend<T>(p, co);
       *kind = "cuda";
     } else {
-      threads = o.threads > 0 ? o.threads : default_threads(node.local_ranks);
+      threads = cpu_threads(o, node.local_ranks);
       b = cpu::make_cpu_backend<T>(p, threads, node.local_ranks);
       *kind = "cpu";
     }

@@ -23,6 +23,9 @@ struct NodeInfo {
   int local_rank = 0, local_ranks = 1;
 };
 NodeInfo node_info(MPI_Comm comm);
+// The CPU threads of a rank: --threads, or OMP_NUM_THREADS, or the node's
+// cores shared among its local_ranks (within the CPUs the rank is bound to).
+int cpu_threads(const ComputeOptions& o, int local_ranks);
 
 // Collective: the backend --backend asks for (auto: cuda when a GPU is
 // visible). Problems every rank sees the same way become CollectiveErrors.

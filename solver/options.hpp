@@ -47,6 +47,7 @@ struct ComputeOptions {
   bool chunk_mb_given = false;  // --chunk-mb on the command line or in a config
   int threads = 0;              // 0: OMP_NUM_THREADS, else cores / node-local ranks
   int device = -1;
+  CullMode cull = CullMode::off;  // --cull (commands with a cutoff; others: off)
 };
 
 struct RunOptions {

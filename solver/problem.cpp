@@ -10,6 +10,7 @@
 
 #include "core/error.hpp"
 #include "core/knobs.hpp"
+#include "solver/cull_bound.hpp"
 
 namespace tdsolve {
 
@@ -59,8 +60,101 @@ HistSpec make_hist_spec(double lo, double hi, index_t bins) {
   return h;
 }
 
+bool cull_metric(Metric m, double minkowski_p, double* norm_p) {
+  switch (m) {
+    case Metric::euclidean:
+    case Metric::sqeuclidean:
+      *norm_p = 2;
+      return true;
+    case Metric::cityblock:
+      *norm_p = 1;
+      return true;
+    case Metric::chebyshev:
+      *norm_p = INFINITY;
+      return true;
+    case Metric::minkowski:
+      *norm_p = minkowski_p;
+      return minkowski_p > 0;
+    default:
+      return false;
+  }
+}
+
+template <typename T>
+void apply_cull(Problem<T>* p, CullMode mode, CullGeometry g) {
+  p->culled = false;
+  p->cull = Culled{};
+  if (mode == CullMode::off) {
+    p->cull_note = "dense (--cull off)";
+    return;
+  }
+  double norm_p = 2;
+  const bool metric_ok = cull_metric(p->metric, p->mp.p, &norm_p);
+  const index_t m = (p->rows + p->rho - 1) / p->rho;
+  std::string why;
+  if (p->domain != DomainKind::pairs) {
+    why = "culling applies to the pairs of one point set";
+  } else if (!metric_ok) {
+    why = std::string("metric ") + metric_name(p->metric) +
+          " has no box bound (culling needs euclidean, sqeuclidean, cityblock, chebyshev or "
+          "minkowski)";
+  } else if (p->map == MapKind::bb) {
+    why = "--map bb launches the bounding box";
+  } else if (p->d > 8) {
+    why = "d = " + std::to_string(p->d) + " > 8: a space-filling curve does not order it";
+  } else if (m >= (index_t(1) << 32)) {
+    why = "more than 2^32 block rows";
+  }
+  if (!why.empty()) {
+    if (mode == CullMode::on) throw UsageError("--cull on: " + why);
+    p->cull_note = "dense (auto: " + why + ")";
+    return;
+  }
+  g.p = norm_p;
+  g.rel_tol = cull::rel_tol(sizeof(T) == 4);
+  const index_t all = m * (m + 1) / 2;
+  // auto: dense once more than half of the tiles survive; on: the list's
+  // memory (8 bytes a tile) bounds it.
+  const index_t cap = index_t(1) << 28;  // 4 GB while the list is built
+  const index_t budget = mode == CullMode::automatic ? std::min(all / 2 + 1, cap) : cap;
+  Culled c;
+  if (!build_culled<T>(p->a.data(), p->rows, p->d, p->rho, g, budget, &c)) {
+    if (mode == CullMode::on)
+      throw InputError("--cull on: more than 2^28 tiles of " + std::to_string(p->rho) +
+                       " points survive the cutoff; run with --cull off (or auto)");
+    p->cull_note = "dense (auto: more than half of the tiles are within the cutoff)";
+    return;
+  }
+  char note[160];
+  std::snprintf(note, sizeof note, "culled (%s): %llu of %llu tiles, %.3g%% of the pairs tested",
+                mode == CullMode::on ? "--cull on" : "auto", (unsigned long long)c.tile_count(),
+                (unsigned long long)all,
+                100.0 * double(c.tested()) / double(mapping::pair_count(p->rows)));
+  p->cull_note = note;
+  const index_t n = p->rows, d = p->d;
+  std::vector<T> a(n * d);
+  for (index_t q = 0; q < n; ++q)
+    std::copy_n(p->a.begin() + c.order[q] * d, d, a.begin() + q * d);
+  p->a.swap(a);
+  if (!p->norms_a.empty()) {
+    std::vector<double> v(n);
+    for (index_t q = 0; q < n; ++q)
+      v[q] = p->norms_a[c.order[q]];
+    p->norms_a.swap(v);
+  }
+  if (!p->select_radii.empty()) {
+    std::vector<double> v(n);
+    for (index_t q = 0; q < n; ++q)
+      v[q] = p->select_radii[c.order[q]];
+    p->select_radii.swap(v);
+  }
+  p->cull = std::move(c);
+  p->culled = true;
+}
+
 template <typename T>
 mapping::ChunkPlan make_plan(const Problem<T>& p, index_t max_elements) {
+  if (p.culled) return mapping::ChunkPlan(CulledDomain{&p.cull}, max_elements);
   if (p.triplets()) return mapping::ChunkPlan(p.triplet_domain(), max_elements);
   if (p.domain == DomainKind::rect) return mapping::ChunkPlan(p.rect_domain(), max_elements);
   return mapping::ChunkPlan(p.pair_domain(), max_elements);
@@ -68,6 +162,7 @@ mapping::ChunkPlan make_plan(const Problem<T>& p, index_t max_elements) {
 
 template <typename T>
 mapping::ChunkPlan plan_from_offsets(const Problem<T>& p, const std::vector<index_t>& offsets) {
+  if (p.culled) return mapping::ChunkPlan::from_offsets(CulledDomain{&p.cull}, offsets);
   if (p.triplets()) return mapping::ChunkPlan::from_offsets(p.triplet_domain(), offsets);
   if (p.domain == DomainKind::rect)
     return mapping::ChunkPlan::from_offsets(p.rect_domain(), offsets);
@@ -331,6 +426,7 @@ void set_select_overlap(Problem<double>* p, std::vector<double> radii) {
 
 #define TDS_INSTANTIATE(T)                                                       \
   template void set_select_within<T>(Problem<T>*, double);                       \
+  template void apply_cull<T>(Problem<T>*, CullMode, CullGeometry);              \
   template mapping::ChunkPlan make_plan<T>(const Problem<T>&, index_t);          \
   template mapping::ChunkPlan plan_from_offsets<T>(const Problem<T>&,            \
                                                    const std::vector<index_t>&); \

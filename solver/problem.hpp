@@ -6,12 +6,14 @@
 #pragma once
 
 #include <array>
+#include <cmath>
 #include <string>
 #include <vector>
 
 #include "io/input.hpp"
 #include "mapping/block_map.hpp"
 #include "mapping/partition.hpp"
+#include "solver/cull.hpp"
 #include "solver/epilogue.hpp"
 #include "solver/metrics.hpp"
 #include "solver/potentials/potential.hpp"
@@ -102,12 +104,29 @@ struct Problem {
   SelectParams select;
   std::vector<double> select_radii;
 
+  // A culled pair domain (solver/cull.hpp; apply_cull): the points (a,
+  // norms_a, select_radii) are in its order, cull.order maps them back.
+  bool culled = false;
+  Culled cull;
+  std::string cull_note;  // what the run chose and why (the log line, the file)
+
   bool triplets() const { return domain == DomainKind::triplets; }
   mapping::TripletDomain triplet_domain() const { return mapping::TripletDomain(rows, rho); }
 
-  mapping::PairDomain pair_domain() const { return mapping::PairDomain(rows, rho); }
+  // Culled: with its tile list (host memory).
+  mapping::PairDomain pair_domain() const {
+    mapping::PairDomain d(rows, rho);
+    if (culled) {
+      d.tiles = cull.tiles.data();
+      d.tile_start = cull.tile_start.data();
+    }
+    return d;
+  }
   mapping::RectDomain rect_domain() const { return mapping::RectDomain(rows, cols, rho); }
+  // Elements of the domain: pairs, distances or triplets (culled: the pairs
+  // its tiles test).
   index_t total() const {
+    if (culled) return cull.tested();
     if (domain == DomainKind::triplets) return triplet_domain().total();
     return domain == DomainKind::pairs ? pair_domain().total() : rect_domain().total();
   }
@@ -133,6 +152,24 @@ struct Problem {
 template <typename T>
 void set_select_within(Problem<T>* p, double radius);
 void set_select_overlap(Problem<double>* p, std::vector<double> radii);
+
+// Culls the pair domain of *p (solver/cull.hpp) as `mode` asks, for the
+// cutoff of geometry g (g.radii: p->select_radii's, in input order): on
+// every rank alike, after complete_problem. auto culls when the metric has a
+// box bound (euclidean, sqeuclidean, cityblock, chebyshev, minkowski), d <=
+// 8 and at most half of the tiles survive; on culls whenever the metric
+// allows (else UsageError). Sets p->cull_note either way; when culled, puts
+// p->a, p->norms_a and p->select_radii in the Morton order.
+template <typename T>
+void apply_cull(Problem<T>* p, CullMode mode, CullGeometry g);
+// Whether metric m has the box bound culling needs, and its norm's p.
+bool cull_metric(Metric m, double minkowski_p, double* norm_p);
+// A cutoff on metric m's values in the units of its bound's norm
+// (sqeuclidean's values are squares).
+inline double cull_cutoff(Metric m, double value) {
+  if (m == Metric::sqeuclidean) return value > 0 ? std::sqrt(value) : value;
+  return value;
+}
 
 // The plan of a problem's domain with chunks of at most max_elements.
 template <typename T>

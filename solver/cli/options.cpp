@@ -190,6 +190,13 @@ po::options_description compute_group(ComputeOptions& o, Choices& c, int flags) 
     g.add_options()("map", po::value(&c.map)->default_value("lambda")->value_name("M"),
                     "block map: lambda (only the triangle's or tetrahedron's tiles: λ2, λ3) or "
                     "bb (bounding box or cube, for comparison)");
+  if (flags & kCull)
+    g.add_options()(
+        "cull", po::value(&c.cull)->default_value("auto")->value_name("MODE"),
+        "auto, on or off: order the points along a Morton curve and visit only the tiles whose "
+        "bounding boxes may hold a pair within the cutoff (same results as off). auto culls "
+        "when at most half of the tiles survive; the log line and the file say what it chose. "
+        "For euclidean, sqeuclidean, cityblock, chebyshev and minkowski, d <= 8");
   return g;
 }
 
@@ -511,6 +518,12 @@ void finish_compute(ComputeOptions& o, const Choices& c, int flags) {
   if (flags & kMap) {
     check_choice("--map", c.map, {"lambda", "bb"});
     o.map = c.map == "bb" ? MapKind::bb : MapKind::lambda;
+  }
+  if (flags & kCull) {
+    check_choice("--cull", c.cull, {"auto", "on", "off"});
+    o.cull = c.cull == "on" ? CullMode::on : c.cull == "off" ? CullMode::off : CullMode::automatic;
+    if (o.cull == CullMode::on && o.map == MapKind::bb)
+      throw UsageError("--cull on launches the tiles of its list; it does not go with --map bb");
   }
   if ((flags & kTriplets) && o.block != kTripletBlock)
     throw UsageError("--block must be 32 for triplets (tiles of 32×32×32 triplets)");

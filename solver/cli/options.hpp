@@ -34,7 +34,7 @@ double parse_finite(const std::string& s, const std::string& what);
 
 // The strings of enum-valued options until they are checked.
 struct Choices {
-  std::string metric, precision, backend, map, progress, range, box;
+  std::string metric, precision, backend, map, progress, range, box, cull;
   std::string p, base;  // the metric's parameters
 };
 
@@ -56,7 +56,8 @@ enum ComputeFlags {
   kTriplets = 8,
   kCollide = 16,
   kSelectChunks = 32,
-  kKnnChunks = 64
+  kKnnChunks = 64,
+  kCull = 128  // --cull: a cutoff's culled domain (solver/cull.hpp)
 };
 
 // The triplet tile side: one warp along each edge of a tile.

@@ -80,8 +80,14 @@ class Collide final : public PairCommand<T> {
   void complete(Problem<T>& p) const override {
     if constexpr (std::is_same_v<T, double>) set_select_overlap(&p, radii_);
   }
+  // Boxes farther apart than their largest radii together hold no overlap.
+  bool cull_geometry(const Problem<T>& p, CullGeometry* g) const override {
+    g->radii = radii_.data();
+    return true;
+  }
   index_t chunk_bound(const Problem<T>& p) const override {
-    return select_chunk_pairs(p.total(), this->options().compute, sizeof(T));
+    const ComputeOptions& o = this->options().compute;
+    return culled_chunk_floor(p, o, select_chunk_pairs(p.total(), o, sizeof(T)));
   }
 
   void layout(io::ResultLayout& L, const Problem<T>& p, const mapping::ChunkPlan&) const override {
@@ -126,7 +132,8 @@ class Collide final : public PairCommand<T> {
   }
   std::unique_ptr<Sink<T>> make_sink(io::ResultWriter& w, MPI_Comm, const Problem<T>& p,
                                      const Existing& ex) override {
-    auto list = std::make_unique<OverlapSink<T>>(w, ex.held_pairs);
+    auto list =
+        std::make_unique<OverlapSink<T>>(w, ex.held_pairs, p, this->options().compute.threads);
     list_ = list.get();
     return list;
   }
@@ -156,7 +163,7 @@ class CollideCommand final : public PairCommandOf<Collide> {
              "r_j, in float64",
              kUsage, "result file: /pairs (m × 2), /distances (m) and /count",
              /*store_points=*/false, /*second_set=*/false, /*spheres=*/true,
-             cli::kSelectChunks | cli::kMap | cli::kCollide}) {}
+             cli::kSelectChunks | cli::kMap | cli::kCollide | cli::kCull}) {}
 };
 
 }  // namespace

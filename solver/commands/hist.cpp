@@ -93,7 +93,7 @@ class Hist final : public PairCommand<T> {
                            Attr{"bins", std::uint64_t(p.hist.bins)},
                            Attr{"range_lo", p.hist.lo},
                            Attr{"range_hi", p.hist.hi},
-                           Attr{"pairs", std::uint64_t(plan.total())},
+                           Attr{"pairs", std::uint64_t(mapping::pair_count(p.rows))},
                            Attr{"binning", std::string(kBinning)}};
     if (h.box_dims > 0) a.push_back(Attr{"box", box_text(h)});
     L.result = {"counts", io::ValueType::i64, {p.hist.bins}, a, {}};
@@ -110,14 +110,37 @@ class Hist final : public PairCommand<T> {
     add_metric_attrs(this->options(), p, &L);
   }
 
-  index_t chunk_bound(const Problem<T>& p) const override { return hist_chunk_pairs(p.total()); }
+  // Pairs beyond the range's upper edge are overflow: the tiles that hold
+  // only such pairs are never visited, their pairs counted there at the end.
+  bool cull_geometry(const Problem<T>& p, CullGeometry* g) const override {
+    const HistOptions& h = this->options().hist;
+    g->cutoff = cull_cutoff(p.metric, p.hist.hi);
+    g->box_dims = h.box_dims;
+    for (int k = 0; k < h.box_dims; ++k)
+      g->box[k] = static_cast<double>(p.box[k]);
+    return true;
+  }
+  index_t chunk_bound(const Problem<T>& p) const override {
+    return culled_chunk_floor(p, this->options().compute, hist_chunk_pairs(p.total()));
+  }
   std::unique_ptr<Sink<T>> make_sink(io::ResultWriter& w, MPI_Comm comm, const Problem<T>& p,
                                      const Existing& ex) override {
-    return std::make_unique<HistogramSink<T>>(w, comm, p, this->options().hist, ex.slots);
+    const bool complete = !ex.done.empty() && std::all_of(ex.done.begin(), ex.done.end(),
+                                                          [](unsigned char d) { return d != 0; });
+    return std::make_unique<HistogramSink<T>>(w, comm, p, this->options().hist, ex.slots, complete);
   }
   bool checkpoints() const override { return true; }
   void print_after(const Problem<T>& p, index_t now, double total) const override {
     const char* what = element_name(p);
+    if (p.culled) {
+      // The rest were never visited: they are beyond the range (overflow).
+      std::printf(
+          "tdsolve %s: binned %llu %s (%llu tested, the rest beyond the range) in %s "
+          "(%.3g %s tested/s",
+          this->name(), (unsigned long long)mapping::pair_count(p.rows), what,
+          (unsigned long long)now, human_seconds(total).c_str(), double(now) / total, what);
+      return;
+    }
     std::printf("tdsolve %s: binned %llu %s in %s (%.3g %s/s", this->name(),
                 (unsigned long long)now, what, human_seconds(total).c_str(), double(now) / total,
                 what);
@@ -130,7 +153,8 @@ class HistCommand final : public PairCommandOf<Hist> {
       : PairCommandOf<Hist>(
             {"hist", "histogram of all pair distances (and the RDF in a periodic box); no matrix",
              kUsage, "result file: /counts, /edges, /underflow, /overflow (and /rdf)",
-             /*store_points=*/false, /*second_set=*/false, /*spheres=*/false, cli::kMap}) {}
+             /*store_points=*/false, /*second_set=*/false, /*spheres=*/false,
+             cli::kMap | cli::kCull}) {}
 
  protected:
   void add_groups(cli::po::options_description& all) override {

@@ -127,10 +127,18 @@ class Knn final : public PairCommand<T> {
   void complete(Problem<T>& p) const override {
     if (this->options().knn.k == 0) set_select_within(&p, this->options().knn.radius);
   }
+  // --radius: pairs farther than R are never visited (--cull). --k is not
+  // culled yet: it has no cutoff of its own.
+  bool cull_geometry(const Problem<T>& p, CullGeometry* g) const override {
+    if (!p.selects()) return false;  // --cull on was refused with --k (finish_knn)
+    g->cutoff = cull_cutoff(p.metric, p.select.radius);
+    return true;
+  }
   // --k: --chunk-mb bounds the chunk's rows of K distances and indices;
   // --radius: chunks cut by pairs tested.
   index_t chunk_bound(const Problem<T>& p) const override {
-    if (p.selects()) return select_chunk_pairs(p.total(), this->options().compute, sizeof(T));
+    const ComputeOptions& o = this->options().compute;
+    if (p.selects()) return culled_chunk_floor(p, o, select_chunk_pairs(p.total(), o, sizeof(T)));
     const index_t rows =
         std::max<index_t>(1, static_cast<index_t>(this->options().compute.chunk_mb * (1 << 20)) /
                                  (p.k * (sizeof(T) + 8)));
@@ -146,7 +154,8 @@ class Knn final : public PairCommand<T> {
   std::unique_ptr<Sink<T>> make_sink(io::ResultWriter& w, MPI_Comm, const Problem<T>& p,
                                      const Existing& ex) override {
     if (p.knn()) return std::make_unique<ArraySink<T>>(w, p.cols, p.k, true);
-    auto list = std::make_unique<RadiusSink<T>>(w, ex.held_pairs);
+    auto list =
+        std::make_unique<RadiusSink<T>>(w, ex.held_pairs, p, this->options().compute.threads);
     list_ = list.get();
     return list;
   }
@@ -194,6 +203,8 @@ void finish_knn(KnnOptions& k, const KnnChoices& c, const cli::po::variables_map
   if (has_k == has_r) throw UsageError("give exactly one of --k K and --radius R");
   if (has_k) {
     if (c.k < 1) throw UsageError("--k must be at least 1");
+    if (vm.count("cull") && vm["cull"].as<std::string>() == "on")
+      throw UsageError("--cull on applies to knn --radius; knn --k is not culled (yet)");
     k.k = static_cast<index_t>(c.k);
   } else {
     k.radius = cli::parse_finite(c.radius, "--radius");
@@ -212,7 +223,7 @@ class KnnCommand final : public PairCommandOf<Knn> {
                             "result file: /indices and /distances (n × K), or /pairs and "
                             "/distances (--radius)",
                             /*store_points=*/false, /*second_set=*/false, /*spheres=*/false,
-                            cli::kKnnChunks | cli::kMap}) {}
+                            cli::kKnnChunks | cli::kMap | cli::kCull}) {}
 
  protected:
   void add_groups(cli::po::options_description& all) override { all.add(knn_group(kc_)); }

@@ -268,6 +268,8 @@ std::string job_identity(const PairCommand<T>& cmd, const Problem<T>& p, const S
     add(k, v);
   add("precision", precision_name<T>());
   add("block", std::to_string(p.rho));
+  // A culled domain has its own plan (runs with no cutoff have no key).
+  if (!p.cull_note.empty()) add("cull", p.culled ? "on" : "off");
   cmd.identity(p, add);
   return s;
 }
@@ -302,6 +304,10 @@ io::ResultLayout make_layout(const PairCommand<T>& cmd, const Problem<T>& p,
   L.root_attrs.push_back(Attr{"options", o.run.effective});
   if (cmd.second_set()) L.root_attrs.push_back(Attr{"with", src.b});
   cmd.layout(L, p, plan);
+  if (!p.cull_note.empty()) {
+    L.progress_attrs.push_back(Attr{"culled", std::uint64_t(p.culled ? 1 : 0)});
+    L.progress_attrs.push_back(Attr{"cull", p.cull_note});
+  }
   if (o.out.store_points) {
     L.store_points = true;
     L.points = p.rows;
@@ -486,6 +492,7 @@ class PairRun final : public OutputRun {
 
     if (rank_ == 0 && !o_.run.quiet) {
       cmd_.print_before(p_, plan_);
+      if (!p_.cull_note.empty()) std::printf("tdsolve %s: %s\n", name, p_.cull_note.c_str());
       std::printf("tdsolve %s: %d rank%s, %s, %llu chunk%s -> %s\n", name, ranks_,
                   ranks_ > 1 ? "s" : "", backend_->describe().c_str(),
                   (unsigned long long)plan_.chunks(), plan_.chunks() > 1 ? "s" : "",
@@ -748,6 +755,8 @@ Problem<T> load_problem(PairCommand<T>& cmd, MPI_Comm comm, Sources* src) {
     for (const std::string& note : notes)
       std::fprintf(stderr, "tdsolve: note: %s\n", note.c_str());
   cmd.complete(p);
+  CullGeometry g;
+  if (cmd.cull_geometry(p, &g)) all_agree(comm, [&] { apply_cull(&p, o.compute.cull, g); });
   return p;
 }
 

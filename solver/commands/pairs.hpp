@@ -99,6 +99,10 @@ class PairCommand {
   virtual void broadcast(MPI_Comm comm) {}
   // Every rank, at the end: the parts that need the input (hist's bins).
   virtual void complete(Problem<T>& p) const {}
+  // Every rank, the problem complete: the block test of a run whose answer
+  // lies within a cutoff (hist's upper edge, knn --radius, collide's radii),
+  // for --cull (solver/cull.hpp); false when the run has none.
+  virtual bool cull_geometry(const Problem<T>& p, CullGeometry* g) const { return false; }
 
   // ---- the job and its file ----
   // The identity's keys of this command, after the common ones.
@@ -161,6 +165,14 @@ index_t rect_total(index_t rows, index_t cols);
 // passes, and a stop signal is honoured within a second or so of one GPU;
 // or, with --chunk-mb MB given, MB MiB of values tested.
 index_t select_chunk_pairs(index_t total, const ComputeOptions& o, index_t value_bytes);
+// A culled run's chunk bound (solver/cull.hpp): at least 2^24 pairs tested
+// (a few tens of ms on two cores), unless --chunk-mb is given, so that a
+// chunk's fixed costs (a parallel region, a launch, a round of the driver)
+// do not outweigh the few pairs its tiles test.
+template <typename T>
+index_t culled_chunk_floor(const Problem<T>& p, const ComputeOptions& o, index_t bound) {
+  return p.culled && !o.chunk_mb_given ? std::max(bound, index_t(1) << 24) : bound;
+}
 // InputError when `total` values of value_bytes do not fit in a file.
 void check_file_bytes(index_t total, index_t value_bytes, const std::string& source);
 // "float32" or "float64"; the file's value type.

@@ -11,12 +11,14 @@
 #pragma once
 
 #include <mpi.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <exception>
 #include <limits>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -77,7 +79,10 @@ class ArraySink final : public Sink<T> {
 // the ranks agree on where each one's pairs go, write /pairs and /distances
 // (and /count, where the layout has it) at once, sync them, and only then
 // set every flag. So a file's flags are all 0 (it holds no pairs a resume
-// can use: a stopped run keeps nothing) or all 1 (it holds every pair). The
+// can use: a stopped run keeps nothing) or all 1 (it holds every pair). A
+// culled run (solver/cull.hpp) meets its pairs in the Morton order: each
+// is taken back to the input's indices (i < j) as it comes, and at the end
+// the ranks sort them together (sort_globally) before they write. The
 // list has no bound known in advance: it grows as the pairs come.
 //
 // held: a resumed file whose flags were all set already holds its `held`
@@ -88,15 +93,27 @@ class PairListSink : public Sink<T> {
  public:
   void write(bool has, index_t, index_t, index_t, const ChunkResult<T>& r) override {
     if (!has || r.selected == 0) return;
+    if (order_) {
+      const size_t at = recs_.size();
+      recs_.resize(at + r.selected);
+      for (index_t q = 0; q < r.selected; ++q) {
+        const std::int64_t a = static_cast<std::int64_t>(order_[r.pairs[2 * q]]);
+        const std::int64_t b = static_cast<std::int64_t>(order_[r.pairs[2 * q + 1]]);
+        recs_[at + q] = Rec{std::min(a, b), std::max(a, b), r.values[q]};
+      }
+      return;
+    }
     pairs_.insert(pairs_.end(), r.pairs, r.pairs + 2 * r.selected);
     dist_.insert(dist_.end(), r.values, r.values + r.selected);
   }
   void mark(bool, index_t) override {}
   void close(const std::vector<unsigned char>& done) override {
     const MPI_Comm comm = w_.comm();
+    const bool complete = std::all_of(done.begin(), done.end(), [](unsigned char d) { return d; });
+    if (held_ < 0 && complete && order_) sort_globally(comm);
     if (held_ >= 0) {
       count_ = static_cast<std::uint64_t>(held_);
-    } else if (std::all_of(done.begin(), done.end(), [](unsigned char d) { return d; })) {
+    } else if (complete) {
       const std::uint64_t mine = dist_.size();
       std::uint64_t before = 0, total = 0;
       check_mpi(MPI_Exscan(&mine, &before, 1, MPI_UINT64_T, MPI_SUM, comm), "MPI_Exscan");
@@ -120,13 +137,153 @@ class PairListSink : public Sink<T> {
   std::uint64_t count() const { return count_; }
 
  protected:
-  PairListSink(io::ResultWriter& w, bool count_dataset, std::int64_t held)
-      : w_(w), count_dataset_(count_dataset), held_(held) {}
+  // order: a culled run's order (input index of each point of the run), or
+  // null; n: the points; threads: --threads (0: as the CPU backend chooses),
+  // for sorting a culled run's pairs.
+  PairListSink(io::ResultWriter& w, bool count_dataset, std::int64_t held, const index_t* order,
+               index_t n, int threads)
+      : w_(w),
+        count_dataset_(count_dataset),
+        held_(held),
+        order_(order),
+        n_(n),
+        threads_(threads) {}
 
  private:
+  struct Rec {
+    std::int64_t i, j;
+    T v;
+  };
+  static bool before(const Rec& x, const Rec& y) { return x.i != y.i ? x.i < y.i : x.j < y.j; }
+  // recs by (i, j), on `threads` threads: a bucket sort by row (buckets of
+  // about 1024 pairs, each thread counting and placing its share), then each
+  // bucket sorted on its own.
+  void sort_recs(std::vector<Rec>* recs, int threads) const {
+    std::vector<Rec>& r = *recs;
+    const index_t m = r.size(), rows = std::max<index_t>(n_, 1);
+    if (m < 2) return;
+    const index_t buckets = std::min<index_t>(std::max<index_t>(m / 1024, 1), rows);
+    const auto bucket_of = [&](std::int64_t i) {
+      return static_cast<index_t>(static_cast<unsigned __int128>(i) * buckets / rows);
+    };
+    const int t = static_cast<int>(std::max<index_t>(1, std::min<index_t>(threads, m / 4096 + 1)));
+    std::vector<index_t> at(static_cast<size_t>(t) * buckets + 1, 0);  // [bucket][thread]
+    const auto share = [&](int k) { return m * static_cast<index_t>(k) / t; };
+#pragma omp parallel num_threads(t)
+    {
+      const int k = omp_get_thread_num();
+      for (index_t q = share(k); q < share(k + 1); ++q)
+        ++at[bucket_of(r[q].i) * t + k + 1];
+    }
+    for (size_t c = 1; c < at.size(); ++c)
+      at[c] += at[c - 1];
+    std::vector<Rec> out(m);
+#pragma omp parallel num_threads(t)
+    {
+      const int k = omp_get_thread_num();
+      for (index_t q = share(k); q < share(k + 1); ++q)
+        out[at[bucket_of(r[q].i) * t + k]++] = r[q];
+    }
+    // at[b * t + t - 1] is now bucket b's end; bucket b starts at bucket b-1's end.
+#pragma omp parallel for num_threads(t) schedule(dynamic, 64)
+    for (index_t b = 0; b < buckets; ++b) {
+      const index_t first = b ? at[(b - 1) * t + t - 1] : 0, last = at[b * t + t - 1];
+      std::sort(out.begin() + first, out.begin() + last, before);
+    }
+    r.swap(out);
+  }
+
+  // Collective: every rank's pairs sorted by (i, j), rank r holding the r-th
+  // part of the order (cut at rows i that share the pairs out evenly): what
+  // the Exscan in close() then writes in turn.
+  void sort_globally(MPI_Comm comm) {
+    ComputeOptions c;
+    c.threads = threads_;
+    const int threads = cpu_threads(c, node_info(comm).local_ranks);
+    std::vector<Rec> recs;
+    recs.swap(recs_);
+    sort_recs(&recs, threads);
+    const int ranks = comm_size(comm);
+    if (ranks > 1) {
+      // Pairs a bucket of rows, summed over the ranks; rank r takes the
+      // buckets where the running count passes r/ranks of them all.
+      const index_t buckets = std::min<index_t>(std::max<index_t>(n_, 1), 1 << 16);
+      const auto bucket_of = [&](std::int64_t i) {
+        return static_cast<index_t>(static_cast<unsigned __int128>(i) * buckets /
+                                    std::max<index_t>(n_, 1));
+      };
+      std::vector<std::uint64_t> mine(buckets, 0), all(buckets, 0);
+      for (const Rec& r : recs)
+        ++mine[bucket_of(r.i)];
+      check_mpi(MPI_Allreduce(mine.data(), all.data(), static_cast<int>(buckets), MPI_UINT64_T,
+                              MPI_SUM, comm),
+                "MPI_Allreduce (pair buckets)");
+      std::uint64_t total = 0;
+      for (std::uint64_t c : all)
+        total += c;
+      std::vector<int> dest(buckets);
+      std::uint64_t run = 0;
+      for (index_t b = 0; b < buckets; ++b) {
+        dest[b] = total ? static_cast<int>(std::min<unsigned __int128>(
+                              static_cast<unsigned __int128>(run) * ranks / total, ranks - 1))
+                        : 0;
+        run += all[b];
+      }
+      std::vector<int> send(ranks, 0), recv(ranks, 0), sdisp(ranks, 0), rdisp(ranks, 0);
+      std::vector<std::uint64_t> send64(ranks, 0);
+      for (const Rec& r : recs)
+        ++send64[dest[bucket_of(r.i)]];
+      // MPI counts are int: a failure here is agreed on before the exchange.
+      const char* too_many = "more than 2^31 pairs for one rank to sort: run on more ranks";
+      std::string why;
+      for (int k = 0; k < ranks; ++k) {
+        if (send64[k] > static_cast<std::uint64_t>(std::numeric_limits<int>::max())) why = too_many;
+        send[k] = static_cast<int>(send64[k]);
+      }
+      agree_step(comm, why);
+      check_mpi(MPI_Alltoall(send.data(), 1, MPI_INT, recv.data(), 1, MPI_INT, comm),
+                "MPI_Alltoall (pair counts)");
+      std::uint64_t incoming = 0;
+      for (int k = 0; k < ranks; ++k) {
+        sdisp[k] = k ? sdisp[k - 1] + send[k - 1] : 0;
+        rdisp[k] = k ? rdisp[k - 1] + recv[k - 1] : 0;
+        incoming += static_cast<std::uint64_t>(recv[k]);
+      }
+      if (incoming > static_cast<std::uint64_t>(std::numeric_limits<int>::max())) why = too_many;
+      agree_step(comm, why);
+      std::vector<Rec> got;
+      step_together(comm, [&] { got.resize(incoming); });
+      MPI_Datatype rec;
+      check_mpi(MPI_Type_contiguous(static_cast<int>(sizeof(Rec)), MPI_BYTE, &rec),
+                "MPI_Type_contiguous");
+      MPI_Type_commit(&rec);
+      // Records bound for one rank are contiguous: recs is sorted by i and
+      // the destination rises with i.
+      const int rc = MPI_Alltoallv(recs.data(), send.data(), sdisp.data(), rec, got.data(),
+                                   recv.data(), rdisp.data(), rec, comm);
+      MPI_Type_free(&rec);
+      check_mpi(rc, "MPI_Alltoallv (pairs)");
+      sort_recs(&got, threads);
+      recs.swap(got);
+    }
+    const index_t m = recs.size();
+    pairs_.resize(2 * m);
+    dist_.resize(m);
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (index_t q = 0; q < m; ++q) {
+      pairs_[2 * q] = recs[q].i;
+      pairs_[2 * q + 1] = recs[q].j;
+      dist_[q] = recs[q].v;
+    }
+  }
+
   io::ResultWriter& w_;
   bool count_dataset_;
   std::int64_t held_;  // -1: none (a new file, or one whose flags are 0)
+  const index_t* order_;
+  index_t n_;
+  int threads_;
+  std::vector<Rec> recs_;  // a culled run's pairs (input indices), until sorted
   std::vector<std::int64_t> pairs_;
   std::vector<T> dist_;
   std::uint64_t count_ = 0;
@@ -136,14 +293,17 @@ class PairListSink : public Sink<T> {
 template <typename T>
 class RadiusSink final : public PairListSink<T> {
  public:
-  RadiusSink(io::ResultWriter& w, std::int64_t held) : PairListSink<T>(w, false, held) {}
+  RadiusSink(io::ResultWriter& w, std::int64_t held, const Problem<T>& p, int threads)
+      : PairListSink<T>(w, false, held, p.culled ? p.cull.order.data() : nullptr, p.rows, threads) {
+  }
 };
 
 // collide: the spheres that overlap (with /count in the file).
 template <typename T>
 class OverlapSink final : public PairListSink<T> {
  public:
-  OverlapSink(io::ResultWriter& w, std::int64_t held) : PairListSink<T>(w, true, held) {}
+  OverlapSink(io::ResultWriter& w, std::int64_t held, const Problem<T>& p, int threads)
+      : PairListSink<T>(w, true, held, p.culled ? p.cull.order.data() : nullptr, p.rows, threads) {}
 };
 
 // Partial counts summed per rank (integers: the same sum in any order),
@@ -155,10 +315,15 @@ class OverlapSink final : public PairListSink<T> {
 template <typename T>
 class HistogramSink final : public Sink<T> {
  public:
+  // initial_complete: `initial` is a complete run's (every flag was set), so
+  // it already holds a culled run's skipped pairs.
   HistogramSink(io::ResultWriter& w, MPI_Comm comm, const Problem<T>& p, const HistOptions& h,
-                const std::vector<std::uint64_t>& initial)
+                const std::vector<std::uint64_t>& initial, bool initial_complete)
       : w_(w), comm_(comm), p_(p), h_(h), sum_(p.hist.slots(), 0) {
-    if (comm_rank(comm) == 0 && initial.size() == sum_.size()) sum_ = initial;
+    if (comm_rank(comm) == 0 && initial.size() == sum_.size()) {
+      sum_ = initial;
+      skipped_added_ = initial_complete;
+    }
   }
   void write(bool has, index_t, index_t, index_t, const ChunkResult<T>& r) override {
     if (!has) return;
@@ -188,6 +353,10 @@ class HistogramSink final : public Sink<T> {
     if (root) {
       under = static_cast<std::int64_t>(total[0]);
       over = static_cast<std::int64_t>(total[bins + 1]);
+      // A culled run never visits the pairs beyond the range (solver/cull.hpp):
+      // once every chunk is done they are the overflow they would have been.
+      if (complete && p_.culled && !skipped_added_)
+        over += static_cast<std::int64_t>(mapping::pair_count(p_.rows) - p_.cull.tested());
       for (index_t b = 0; b < bins; ++b)
         counts[b] = static_cast<std::int64_t>(total[b + 1]);
       if (h_.box_dims > 0 && complete) {
@@ -220,6 +389,7 @@ class HistogramSink final : public Sink<T> {
   const Problem<T>& p_;
   const HistOptions& h_;
   std::vector<std::uint64_t> sum_;
+  bool skipped_added_ = false;
 };
 
 // Triplet energies (with --store-triplets) straight into the file; the

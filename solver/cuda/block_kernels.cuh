@@ -970,6 +970,7 @@ __device__ __forceinline__ typename Map::Domain domain_of(const KernelParams<T>&
   typename Map::Domain d;
   if constexpr (is_pairs<Map>) {
     d.n = p.rows;
+    d.tiles = p.tiles;  // culled: Lambda2Map reads its tiles from the list
   } else {
     d.rows = p.rows;
     d.cols = p.cols;

@@ -235,6 +235,7 @@ class CudaBackend final : public Backend<T> {
         host_counts_[s].allocate(slots_, "histogram counts");
       }
     }
+    if (p.culled) tiles_.upload(p.cull.tiles, "the culled domain's tiles");
     if (p.selects()) {
       radii_.upload(p.select_radii, "the radii");
       for (int s = 0; s < 2; ++s) {
@@ -458,8 +459,13 @@ class CudaBackend final : public Backend<T> {
     check(cudaEventRecord(copy_start_[s].e, copy_.s), "cudaEventRecord");
     check(cudaStreamWaitEvent(copy_.s, counted_[s].e, 0), "cudaStreamWaitEvent");
     if (!keep_on_device_ && found > 0) {
+      // Keys are packed indices less the chunk's first: below the dense
+      // pairs of its rows (a culled chunk tests fewer, but its keys span
+      // them all).
+      const index_t span =
+          mapping::PairDomain(p_.rows, p_.rho).elements_in_rows(job.row_begin, job.row_end);
       int bits = 1;
-      while (bits < 64 && (job.elements >> bits) != 0)
+      while (bits < 64 && (span >> bits) != 0)
         ++bits;
       select_sort<T>(b.scratch.get(), b.scratch_bytes, b.keys.get(), b.sorted_keys.get(),
                      b.values.get(), b.sorted_values.get(), found, bits, copy_.s);
@@ -521,7 +527,8 @@ class CudaBackend final : public Backend<T> {
       } else {
         dom = p_.pair_domain();
       }
-      k.grid = Map::grid(dom, job.row_begin, job.row_end);
+      k.grid = Map::grid(dom, job.row_begin, job.row_end);  // culled: host tile_start
+      k.tiles = p_.culled ? tiles_.get() : nullptr;
       k.grid.reversed = std::is_same_v<Map, mapping::Lambda2Map> && long_end_;
       k.m = dom.m;
       if constexpr (std::is_same_v<Map, mapping::RectMap>) k.mc = dom.mc;
@@ -590,6 +597,7 @@ class CudaBackend final : public Backend<T> {
   index_t hist_copies_ = BlockPolicy::kWarps;
   DeviceBuffer<T> a_, b_;
   DeviceBuffer<double> norms_a_, norms_b_, edges_, weights_, radii_;
+  DeviceBuffer<std::uint32_t> tiles_;  // a culled domain's list
   DeviceBuffer<T> device_out_[2];
   PinnedBuffer<T> host_out_[2];
   DeviceBuffer<std::int64_t> device_idx_[2];  // knn

@@ -153,6 +153,9 @@ struct KernelParams {
   index_t rows, cols, d, rho;
   index_t m, mc;       // block rows and columns (no 64-bit division per block)
   mapping::Grid grid;  // the chunk's launch grid (Map::grid)
+  // A culled domain's tile list on the device (mapping::PairDomain::tiles);
+  // null: dense.
+  const std::uint32_t* tiles;
   // store: element e of the domain at out[e - out_offset]
   T* __restrict__ out;
   index_t out_offset;

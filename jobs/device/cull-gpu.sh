@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# On the GPU machine: culled cutoff domains (--cull; usage.md "Cutoffs") in
+# parts that fit one device call each; logs, CSVs and a summary to $OUT (or
+# /tmp/cull-gpu).
+#   PARTS="tests"  tests/e2e/test_cull.py (CullGpuTest: culled --backend cuda
+#                  runs against dense CPU runs, byte for byte) and the GPU
+#                  classes of test_gpu.py that run hist, knn and collide
+#   PARTS="big"    tdsolve alone at n = 10^7 (and hist at N_HIST): knn
+#                  --radius (~30 neighbours), hist to 1/20 of the unit box
+#                  (open and periodic), collide of 10^7 spheres; culled, with
+#                  --stats (compute = kernel time and the copies of the pairs)
+#   PARTS="dense"  the same queries at n = 10^6 culled and dense (--cull off)
+#   PARTS="peers"  jobs/bench/cutoff_vs_peers.py --backend cuda at n = 10^6
+#                  (cKDTree on this machine's CPU)
+# Needs .devrun (../shared/device/bundle-runtime.sh) and .devpack/tdsolve.tar.xz
+# (tdsolve, stripped), unpacked into .devbin.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+out=${OUT:-/tmp/cull-gpu}
+mkdir -p "$out"
+parts=" ${PARTS:-tests big} "
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | tr ' ' '-' | tr -d '\n')
+summary=$out/summary-$gpu.txt
+step() {  # step NAME SECONDS COMMAND...: run with a time limit, log, record the status
+  local name=$1 limit=$2; shift 2
+  local t0=$SECONDS
+  timeout "$limit" bash .devrun/on-device.sh "$@" >"$out/$name-$gpu.log" 2>&1
+  local rc=$?
+  printf '%-34s rc=%-3d %4ds\n' "$name" "$rc" $((SECONDS - t0)) | tee -a "$summary"
+  [ $rc -eq 0 ] || tail -n 30 "$out/$name-$gpu.log"
+}
+mkdir -p .devbin
+for pack in .devpack/*.tar.xz; do [ -f "$pack" ] && tar -C .devbin -xJf "$pack"; done
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv | tee -a "$summary"
+export TDSOLVE_REQUIRE_GPU=1 TDSOLVE_BIN=$PWD/.devbin/tdsolve TDSOLVE_MPIEXEC=mpirun
+bin=$PWD/.devbin/tdsolve
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+if [[ $parts == *" tests "* ]]; then
+  step e2e_cull_gpu 300 python3 tests/e2e/test_cull.py -v CullGpuTest
+  step e2e_gpu_select 400 python3 tests/e2e/test_gpu.py -v -k hist -k knn -k collide -k radius
+fi
+
+# one NAME ARGS...: a culled tdsolve run with --stats; a CSV row
+# name,n,seconds_total,seconds_compute,line (the cull line and the summary).
+one() {
+  local name=$1; shift
+  bash .devrun/on-device.sh "$bin" "$@" --backend cuda --output "$work/o.h5" --overwrite \
+    --stats "$work/s.json" --progress none >"$work/log" 2>&1
+  local rc=$?
+  local tot comp
+  tot=$(python3 -c "import json;print(json.load(open('$work/s.json'))['total_s'])" 2>/dev/null)
+  comp=$(python3 -c "import json;print(json.load(open('$work/s.json'))['compute_s'])" 2>/dev/null)
+  printf '%-28s rc=%d total %8s s compute %8s s | %s\n' "$name" "$rc" "$tot" "$comp" \
+    "$(grep -h 'culled\|dense\|found\|binned' "$work/log" | tr '\n' ' ')" | tee -a "$summary"
+  echo "$name,$tot,$comp" >>"$out/cull-$gpu.csv"
+  rm -f "$work/o.h5"
+}
+radius() { python3 -c "import math;print((30/(4/3*math.pi*$1))**(1/3))"; }
+
+if [[ $parts == *" big "* ]]; then
+  n=${N_BIG:-10000000}
+  nh=${N_HIST:-$n}
+  r=$(radius "$n")
+  for rep in 1 2; do
+    one "knn-radius n=$n" knn --generate uniform:$n:3:1 --radius "$r"
+    one "hist n=$nh" hist --generate uniform:$nh:3:1 --bins 50 --range 0:0.05
+    one "hist-box n=$nh" hist --generate uniform:$nh:3:1 --bins 50 --range 0:0.05 --box 1,1,1
+    one "collide n=$n" collide --generate spheres:$n:3:1
+  done
+fi
+
+if [[ $parts == *" dense "* ]]; then
+  n=${N_DENSE:-1000000}
+  r=$(radius "$n")
+  for cull in on off; do
+    one "knn-radius n=$n $cull" knn --generate uniform:$n:3:1 --radius "$r" --cull $cull
+    one "hist n=$n $cull" hist --generate uniform:$n:3:1 --bins 50 --range 0:0.05 --cull $cull
+    one "collide n=$n $cull" collide --generate spheres:$n:3:1 --cull $cull
+  done
+fi
+
+if [[ $parts == *" peers "* ]]; then
+  step peers 560 python3 jobs/bench/cutoff_vs_peers.py --tdsolve "$bin" --backend cuda \
+    --n "${N_PEERS:-1000000}" --repeat 2 --skip knn-k --csv "$out/peers-$gpu.csv"
+  cat "$out/peers-$gpu.log" >>"$summary"
+fi
+cp "$summary" "$out/" 2>/dev/null

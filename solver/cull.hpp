@@ -1,0 +1,99 @@
+// Culled pair domains (issue 29): when a command has a cutoff, the block
+// pairs that cannot hold an answer are never visited.
+//
+// The points are ordered along a Morton curve (over their bounds), so a
+// block of ρ consecutive points is spatially compact; each block gets its
+// bounding box (and, for overlaps, its largest radius). A dual traversal of
+// an implicit binary tree over the blocks (node = a contiguous range of
+// blocks, its box the union of theirs) keeps the block pairs (I <= J) whose
+// boxes may be within the cutoff: the surviving tiles, listed by block row,
+// are the domain (mapping::PairDomain::tiles). Its elements are the pairs
+// those tiles test, so the chunk planner cuts it by work, and ranks share it
+// as they share a dense one.
+//
+// Exact: the block test is conservative (a lower bound on any pair's
+// distance, less a margin far above the rounding of the per-pair value in
+// T), and each surviving pair gets the command's own test, computed from the
+// same two points as in a dense run. The metrics culled compute the same
+// bits for (x, y) and (y, x), so the order a culled run meets a pair in does
+// not change its value: every result is the dense run's.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "mapping/domain.hpp"
+
+namespace tdsolve {
+
+enum class CullMode { automatic, on, off };
+
+// The block test of one run: a lower bound of the metric's value for two
+// boxes, against the cutoff.
+struct CullGeometry {
+  // The bound's norm: Σ|g_k|^p to the 1/p (1: cityblock, 2: euclidean and
+  // sqeuclidean, infinity: chebyshev, any p > 0: minkowski), of the gaps
+  // g_k between the boxes along each axis.
+  double p = 2;
+  // Pairs of boxes farther apart than this (in the norm's units) are dropped:
+  // every pair in them has a value above the cutoff. Unused with radii.
+  double cutoff = 0;
+  // Overlaps (collide): box pairs farther apart than the sum of their
+  // largest radii are dropped (radii: one per point, in input order).
+  const double* radii = nullptr;
+  // A periodic box (lengths per axis; 0: none): gaps are minimum-image.
+  int box_dims = 0;
+  double box[8] = {};
+  // Relative margin on the cutoff, far above the per-pair rounding in T.
+  double rel_tol = 1e-4;
+};
+
+// The surviving tiles of a culled pair domain.
+struct Culled {
+  index_t n = 0, rho = 1, m = 0;
+  std::vector<index_t> order;        // position in the run -> input index
+  std::vector<std::uint32_t> tiles;  // (I, J) at 2t, 2t + 1; by block row, J rising
+  std::vector<index_t> tile_start;   // m + 1: block row I's tiles [tile_start[I], [I + 1])
+  std::vector<index_t> before;       // m + 1: pairs tested before block row I
+  index_t tile_count() const { return tiles.size() / 2; }
+  index_t tested() const { return before.empty() ? 0 : before.back(); }
+};
+
+// The Morton order of n points of d coordinates (row-major), over their
+// bounds: order[q] is the input index of the q-th point. Ties keep the
+// input order.
+std::vector<index_t> morton_order(const double* pts, index_t n, index_t d);
+
+// Builds the culled domain of n points (input order, row-major, as the run
+// computes them) in blocks of rho. False (c left partial) when more than
+// max_tiles tiles survive.
+template <typename T>
+bool build_culled(const T* pts, index_t n, index_t d, index_t rho, const CullGeometry& g,
+                  index_t max_tiles, Culled* c);
+
+// The culled domain as the chunk planner sees it (mapping::ChunkPlan's
+// Domain): block rows of the run's order, elements the pairs tested.
+struct CulledDomain {
+  const Culled* c = nullptr;
+  index_t block_rows() const { return c->m; }
+  index_t total() const { return c->tested(); }
+  index_t elements_before(index_t I) const { return c->before[I < c->m ? I : c->m]; }
+  index_t elements_in_rows(index_t I0, index_t I1) const {
+    return elements_before(I1) - elements_before(I0);
+  }
+  index_t largest_block_row() const {
+    index_t most = 0;
+    for (index_t I = 0; I < c->m; ++I)
+      most = std::max(most, c->before[I + 1] - c->before[I]);
+    return most;
+  }
+};
+
+// Pairs of a tile (I, J) of n points in blocks of rho.
+inline index_t tile_pairs(index_t n, index_t rho, index_t I, index_t J) {
+  const index_t ri = std::min(rho, n - I * rho), rj = std::min(rho, n - J * rho);
+  return I == J ? ri * (ri - 1) / 2 : ri * rj;
+}
+
+}  // namespace tdsolve

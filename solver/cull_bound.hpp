@@ -1,0 +1,61 @@
+// The lower bound a culled domain tests (solver/cull.hpp), shared by the
+// traversal that builds its tile list (two boxes) and the CPU loops that
+// skip a tile's rows (a point and a box): the metric's norm of the gaps
+// between two coordinate ranges along each axis, minimum-image in a
+// periodic box, against the cutoff plus a margin. Host only.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+
+#include "solver/cull.hpp"
+
+namespace tdsolve {
+// The scale of cull::limit for points pts (n × d, as the run computes them)
+// in g's periodic box; 0 without one.
+double cull_scale(const double* pts, index_t n, index_t d, const CullGeometry& g);
+}  // namespace tdsolve
+
+namespace tdsolve::cull {
+
+// The margin of a run in float32 or float64 (cull::limit's rel_tol).
+inline double rel_tol(bool float32) {
+  return float32 ? 1e-4 : 1e-10;
+}
+
+// The gap between [alo, ahi] and [blo, bhi] along an axis of period L (0:
+// none): the least |y - x|, or its least minimum image, over x, y in them.
+inline double gap(double alo, double ahi, double blo, double bhi, double L) {
+  const double dlo = blo - ahi, dhi = bhi - alo;  // the range of y - x
+  if (!(L > 0)) return std::max({0.0, dlo, -dhi});
+  const double w = dhi - dlo;
+  if (w >= L) return 0;
+  const double t = dlo - L * std::floor(dlo / L);  // dlo shifted into [0, L)
+  if (t + w >= L || t <= 0) return 0;              // the range holds a multiple of L
+  return std::min(t, L - (t + w));
+}
+
+// Σ g^p (p = 2: squares; p = 1: sums; infinity: the largest), one gap at a
+// time, then its p-th root.
+inline double add(double s, double g, double p) {
+  if (p == 2) return s + g * g;
+  if (p == 1) return s + g;
+  if (std::isinf(p)) return std::max(s, g);
+  return s + std::pow(g, p);
+}
+inline double finish(double s, double p) {
+  if (p == 2) return std::sqrt(s);
+  if (p == 1 || std::isinf(p)) return s;
+  return std::pow(s, 1 / p);
+}
+
+// The largest bound that may still hold a pair within `cutoff`: a margin of
+// rel_tol of the cutoff, and in a periodic box of `scale` (the largest
+// coordinate or length: a minimum image rounds relative to it), far above
+// the rounding of a pair's value in the run's precision. Without a box the
+// differences round relative to themselves, so the cutoff's share is enough.
+inline double limit(double cutoff, double rel_tol, double scale) {
+  return cutoff + rel_tol * (std::fabs(cutoff) + scale);
+}
+
+}  // namespace tdsolve::cull

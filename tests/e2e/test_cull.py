@@ -1,0 +1,298 @@
+"""--cull (solver/cull.hpp): a culled run writes the dense run's bytes.
+
+hist, knn --radius and collide, each run twice on the same points, with
+--cull on and --cull off, and every dataset of the two files compared byte
+for byte (the /progress records differ: a culled plan is cut by pairs
+tested). The cases are drawn at random (the seed is printed; TDSOLVE_CULL_SEED
+repeats one): uniform and clustered points, duplicated points, points on a
+lattice (whole numbers, so pairs sit exactly at the cutoff and block boxes
+share faces), d = 1..4, every metric with a box bound, float32 and float64,
+cutoffs from 0 to past the points' extent, periodic boxes for hist, small
+tiles (--block 8 to 32) so that a few hundred points make many blocks; and
+on 3 ranks, where the pair lists are sorted across ranks. Then what auto
+chooses, the refusals of --cull on, resume after a kill (hist, from its last
+checkpoint; collide, between the flags and the rename) and the verdicts of
+tdsolve info and tdsolve.check on culled files, complete and damaged.
+
+CullGpuTest compares --backend cuda culled runs with dense CPU runs (skips
+without a GPU, fails instead under TDSOLVE_REQUIRE_GPU=1).
+"""
+import os
+import sys
+import unittest
+
+import h5py
+import numpy as np
+
+from common import TempDirTest, gpu_available, tdsolve
+
+SEED = int(os.environ.get("TDSOLVE_CULL_SEED", np.random.SeedSequence().entropy % (1 << 32)))
+METRICS = ("euclidean", "sqeuclidean", "cityblock", "chebyshev", "minkowski")
+
+
+def datasets(path):
+    """{name: (dtype, shape, bytes)} of every dataset but /progress/*, and the
+    dimension scales' names."""
+    out = {}
+    with h5py.File(path, "r") as f:
+        def visit(name, obj):
+            if isinstance(obj, h5py.Dataset) and not name.startswith("progress"):
+                v = obj[()]
+                out[name] = (str(obj.dtype), obj.shape, np.asarray(v).tobytes())
+        f.visititems(visit)
+    return out
+
+
+def cull_attrs(path):
+    with h5py.File(path, "r") as f:
+        a = f["progress"].attrs
+        return int(a.get("culled", -1)), str(a.get("cull", ""))
+
+
+def points(rng, kind, n, d):
+    if kind == "uniform":
+        return rng.random((n, d)) * rng.choice([1.0, 10.0, 1e3])
+    if kind == "clustered":
+        centres = rng.random((5, d)) * 10
+        return centres[rng.integers(0, 5, n)] + rng.normal(0, 0.05, (n, d))
+    if kind == "duplicates":
+        base = rng.random((max(2, n // 4), d))
+        return base[rng.integers(0, len(base), n)]
+    if kind == "lattice":  # whole numbers: pairs at the cutoff, boxes sharing faces
+        return rng.integers(0, 6, (n, d)).astype(float)
+    raise ValueError(kind)
+
+
+class CullCase(TempDirTest):
+    def run_pair(self, args, np_=None, backend_on="cpu", backend_off="cpu"):
+        """Runs args with --cull on and off; returns both outputs."""
+        on, off = self.path("on.h5"), self.path("off.h5")
+        r = tdsolve(*args, "--cull", "on", "--backend", backend_on, "--output", on, "--overwrite", np_=np_)
+        self.assertEqual(r.returncode, 0, f"{args}: {r.stderr}")
+        self.assertIn("culled (--cull on)", r.stdout, args)
+        r = tdsolve(*args, "--cull", "off", "--backend", backend_off, "--output", off, "--overwrite", np_=np_)
+        self.assertEqual(r.returncode, 0, f"{args}: {r.stderr}")
+        return on, off
+
+    def assert_same(self, args, np_=None, **kw):
+        on, off = self.run_pair(args, np_=np_, **kw)
+        a, b = datasets(on), datasets(off)
+        self.assertEqual(sorted(a), sorted(b), args)
+        for k in a:
+            self.assertEqual(a[k][:2], b[k][:2], f"{k}: {args}")
+            self.assertTrue(a[k][2] == b[k][2], f"/{k} differs (seed {SEED}): {args}")
+        self.assertEqual(cull_attrs(on)[0], 1)
+        self.assertEqual(cull_attrs(off), (0, "dense (--cull off)"))
+        return on, off
+
+
+class CullEqualsDenseTest(CullCase):
+    @classmethod
+    def setUpClass(cls):
+        print(f"TDSOLVE_CULL_SEED={SEED}", file=sys.stderr)
+
+    def random_case(self, rng, command, d=None):
+        kind = rng.choice(["uniform", "clustered", "duplicates", "lattice"])
+        n = int(rng.integers(2, 700))
+        d = d or int(rng.integers(1, 5))
+        x = points(rng, kind, n, d)
+        extent = float(np.ptp(x, axis=0).max()) if n > 1 else 1.0
+        cut = float(rng.choice([0.0, 1e-9, 1.0, 2.0]) if kind == "lattice"
+                    else rng.choice([0.0, 1e-6, 0.01, 0.1, 0.3, 1.5]) * max(extent, 1e-3))
+        block = str(int(rng.choice([8, 16, 32])))
+        precision = str(rng.choice(["float32", "float64"]))
+        metric = str(rng.choice(METRICS))
+        what = f"{command} {kind} n={n} d={d} cut={cut!r} block={block} {precision} {metric}"
+        src = self.path("x.npy")
+        if command == "collide":
+            radii = (rng.random(n) * 0.5 + 0.01) * max(cut, 1e-3)
+            np.save(src, np.c_[x[:, :1], radii] if d < 3 else np.c_[x[:, :3], radii])
+            return what, ["collide", "--input", src, "--block", block]
+        np.save(src, x)
+        common = ["--input", src, "--block", block, "--precision", precision, "--metric", metric]
+        if metric == "minkowski":
+            common += ["--p", str(rng.choice([0.5, 1.5, 3.0]))]
+        if command == "knn":
+            return what, ["knn", *common, "--radius", repr(cut)]
+        hi = max(cut, 1e-12)
+        hist = ["hist", *common, "--bins", str(int(rng.integers(1, 40))), "--range", f"{hi / 3!r}:{hi!r}"]
+        if rng.random() < 0.4 and metric != "minkowski":  # a periodic box (hist's metrics of a difference)
+            box = np.ptp(x, axis=0) + rng.choice([0.0, 0.5]) * extent + 1e-3
+            np.save(src, x - x.min(axis=0))
+            hist += ["--box", ",".join(repr(float(b)) for b in box)]
+            what += f" box={box}"
+        return what, hist
+
+    def test_random_cases_one_rank(self):
+        rng = np.random.default_rng(SEED)
+        for command in ("hist", "knn", "collide"):
+            for _ in range(10):
+                what, args = self.random_case(rng, command)
+                with self.subTest(what=what, seed=SEED):
+                    self.assert_same(args)
+
+    def test_random_cases_three_ranks(self):
+        rng = np.random.default_rng(SEED + 1)
+        for command in ("hist", "knn", "collide", "knn"):
+            what, args = self.random_case(rng, command, d=3)
+            with self.subTest(what=what, seed=SEED):
+                self.assert_same(args, np_=3)
+
+    def test_culled_pairs_are_scipys(self):
+        # An outside reference too: cKDTree.query_pairs of the same points.
+        from scipy.spatial import cKDTree
+        rng = np.random.default_rng(SEED + 2)
+        x = rng.random((3000, 3))
+        np.save(self.path("x.npy"), x)
+        out = self.path("r.h5")
+        r = tdsolve("knn", "--input", self.path("x.npy"), "--radius", "0.05", "--precision", "float64",
+                    "--output", out, "--cull", "on", "--backend", "cpu", np_=2)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        want = cKDTree(x).query_pairs(0.05, output_type="ndarray")
+        want = want[np.lexsort((want[:, 1], want[:, 0]))]
+        with h5py.File(out, "r") as f:
+            np.testing.assert_array_equal(f["pairs"][:], want)
+
+
+class CullChoiceTest(CullCase):
+    def setUp(self):
+        super().setUp()
+        np.save(self.path("x.npy"), np.random.default_rng(5).random((2000, 3)))
+        self.src = ["--input", self.path("x.npy"), "--backend", "cpu", "--block", "16"]
+
+    def test_auto_culls_a_small_cutoff_and_not_a_large_one(self):
+        out = self.path("a.h5")
+        r = tdsolve("knn", *self.src, "--radius", "0.05", "--output", out, check=True)
+        self.assertIn("culled (auto)", r.stdout)
+        culled, note = cull_attrs(out)
+        self.assertEqual(culled, 1)
+        self.assertIn("tiles", note)
+        r = tdsolve("knn", *self.src, "--radius", "1.5", "--output", out, "--overwrite", check=True)
+        self.assertIn("dense (auto: more than half", r.stdout)
+        self.assertEqual(cull_attrs(out)[0], 0)
+        r = tdsolve("hist", *self.src, "--metric", "cosine", "--bins", "4", "--range", "0:0.01", "--output", out,
+                    "--overwrite", check=True)
+        self.assertIn("dense (auto: metric cosine has no box bound", r.stdout)
+
+    def test_cull_on_refuses_what_it_cannot_cull(self):
+        out = self.path("a.h5")
+        for args, words in (
+                (["hist", "--metric", "cosine", "--bins", "4", "--range", "0:0.1"], "metric cosine has no box bound"),
+                (["knn", "--k", "3"], "applies to knn --radius"),
+                (["knn", "--radius", "0.1", "--map", "bb"], "does not go with --map bb"),
+                (["knn", "--radius", "0.1", "--cull", "maybe"], "--cull")):
+            with self.subTest(args=args):
+                cull = [] if "--cull" in args else ["--cull", "on"]
+                r = tdsolve(*args, *self.src, *cull, "--output", out)
+                self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+                self.assertIn(words, r.stderr)
+                self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+                self.assertFalse(os.path.exists(out) or os.path.exists(out + ".partial"))
+
+    def test_high_dimension_stays_dense(self):
+        np.save(self.path("y.npy"), np.random.default_rng(6).random((500, 12)))
+        r = tdsolve("knn", "--input", self.path("y.npy"), "--radius", "0.1", "--output", self.path("a.h5"),
+                    check=True)
+        self.assertIn("dense (auto: d = 12 > 8", r.stdout)
+
+
+class CullResumeTest(CullCase):
+    # About 9 chunks of at least 2^24 pairs tested (a culled run's floor).
+    HIST = ["hist", "--generate", "uniform:40000:3:7", "--bins", "30", "--range", "0:0.25", "--block", "32",
+            "--progress", "none", "--backend", "cpu"]
+
+    def test_killed_culled_histogram_resumes_to_the_dense_counts(self):
+        ref, out = self.path("ref.h5"), self.path("h.h5")
+        tdsolve(*self.HIST, "--cull", "off", "--output", ref, "--quiet", check=True)
+        r = tdsolve(*self.HIST, "--cull", "on", "--output", out, np_=2,
+                    env={"TDSOLVE_TEST_CHECKPOINT_S": "0.001", "TDSOLVE_TEST_FAULT": "0:3:kill"})
+        self.assertNotEqual(r.returncode, 0)
+        with h5py.File(out + ".partial", "r") as f:
+            flagged = int(f["progress/done"][:].sum())
+            self.assertEqual(int(f["progress"].attrs["culled"]), 1)
+        self.assertGreater(flagged, 0)
+        i = tdsolve("info", out)
+        self.assertEqual(i.returncode, 3, i.stdout)
+        self.assertNotIn("INCONSISTENT", i.stdout)
+        # A dense run does not continue a culled one: the job differs.
+        r = tdsolve(*self.HIST, "--cull", "off", "--output", out, "--resume")
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("is a different job (cull: on in the file, off now)", r.stderr)
+        r = tdsolve(*self.HIST, "--cull", "on", "--output", out, "--resume", np_=3)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(f"{flagged} of", r.stdout)
+        a, b = datasets(ref), datasets(out)
+        for k in ("counts", "underflow", "overflow"):
+            self.assertEqual(a[k], b[k], k)
+
+    def test_collide_killed_before_its_rename_keeps_its_pairs(self):
+        args = ["collide", "--generate", "spheres:5000:3:3:0.02", "--block", "16", "--backend", "cpu",
+                "--cull", "on"]
+        ref, out = self.path("ref.h5"), self.path("c.h5")
+        tdsolve(*args[:-2], "--cull", "off", "--output", ref, check=True)
+        r = tdsolve(*args, "--output", out, np_=2, env={"TDSOLVE_TEST_FAULT": "0:0:rename"})
+        self.assertNotEqual(r.returncode, 0)
+        self.assertTrue(os.path.exists(out + ".partial"))
+        r = tdsolve(*args, "--output", out, "--resume")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        a, b = datasets(ref), datasets(out)
+        self.assertGreater(len(a["pairs"][2]), 0)
+        for k in ("pairs", "distances", "count"):
+            self.assertEqual(a[k], b[k], k)
+
+
+class CullVerdictTest(CullCase):
+    def test_check_and_info_on_culled_files(self):
+        sys.path.insert(0, os.path.join(os.path.dirname(__file__), "../../python"))
+        import tdsolve as pkg
+        np.save(self.path("x.npy"), np.random.default_rng(8).random((3000, 3)))
+        files = {}
+        for cmd in (["hist", "--bins", "8", "--range", "0:0.05"], ["knn", "--radius", "0.05"]):
+            out = self.path(cmd[0] + ".h5")
+            tdsolve(*cmd, "--input", self.path("x.npy"), "--block", "16", "--cull", "on", "--output", out,
+                    "--backend", "cpu", check=True)
+            files[cmd[0]] = out
+            self.assertEqual(tdsolve("info", out).returncode, 0)
+            self.assertTrue(str(pkg.check(out)).startswith("complete"), pkg.check(out))
+        # Damage: a culled flag that is neither 0 nor 1, an elements count past C(n,2).
+        for attr, value in (("culled", 2), ("elements", 3000 * 2999 // 2 + 1)):
+            for cmd, path in files.items():
+                with self.subTest(cmd=cmd, attr=attr):
+                    bad = self.path(f"bad_{cmd}_{attr}.h5")
+                    with open(path, "rb") as s, open(bad, "wb") as t:
+                        t.write(s.read())
+                    with h5py.File(bad, "r+") as f:
+                        f["progress"].attrs.modify(attr, np.uint64(value))
+                    i = tdsolve("info", bad)
+                    self.assertNotEqual(i.returncode, 0, i.stdout)
+                    v = pkg.check(bad)
+                    self.assertFalse(str(v).startswith("complete"), v)
+
+
+class CullGpuTest(CullCase):
+    @classmethod
+    def setUpClass(cls):
+        ok, why = gpu_available()
+        if not ok:
+            if os.environ.get("TDSOLVE_REQUIRE_GPU") == "1":
+                raise AssertionError(f"TDSOLVE_REQUIRE_GPU=1 but tdsolve cannot use a GPU: {why}")
+            raise unittest.SkipTest(f"no GPU: {why}")
+
+    def test_gpu_culled_equals_cpu_dense(self):
+        rng = np.random.default_rng(SEED + 3)
+        x = rng.random((20000, 3))
+        np.save(self.path("x.npy"), x)
+        np.save(self.path("s.npy"), np.c_[x, rng.random(20000) * 0.01])
+        for args in (["hist", "--input", self.path("x.npy"), "--bins", "50", "--range", "0:0.05"],
+                     ["hist", "--input", self.path("x.npy"), "--bins", "50", "--range", "0:0.05", "--box", "1,1,1"],
+                     ["hist", "--input", self.path("x.npy"), "--bins", "9", "--range", "0:0.1", "--precision",
+                      "float64", "--metric", "cityblock"],
+                     ["knn", "--input", self.path("x.npy"), "--radius", "0.03"],
+                     ["knn", "--input", self.path("x.npy"), "--radius", "0.03", "--metric", "minkowski", "--p", "3"],
+                     ["collide", "--input", self.path("s.npy")]):
+            with self.subTest(args=args):
+                self.assert_same(args, backend_on="cuda", backend_off="cpu")
+
+
+if __name__ == "__main__":
+    unittest.main()

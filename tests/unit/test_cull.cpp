@@ -1,0 +1,213 @@
+// The culled domain (solver/cull.hpp): its Morton order is a permutation,
+// its tile list is sorted, counted and exactly what the traversal may keep,
+// and it is conservative: every pair within the cutoff (by the pair's own
+// value in T, as a run computes it, minimum image in a box) lies in a kept
+// tile, for every metric with a box bound, in and out of a periodic box, and
+// for overlaps. Brute force over all pairs of small random sets is the
+// reference; the e2e test (tests/e2e/test_cull.py) compares whole runs.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <set>
+#include <vector>
+
+#include "mapping/partition.hpp"
+#include "solver/cull.hpp"
+#include "solver/epilogue.hpp"
+
+using namespace tdsolve;
+
+namespace {
+
+// The metric's value of one pair in T as a run computes it: a norm of the
+// coordinate differences (minimum image in a box).
+template <typename T>
+double value(const std::vector<T>& x, index_t d, index_t i, index_t j, double p,
+             const CullGeometry& g) {
+  double s = 0;
+  for (index_t k = 0; k < d; ++k) {
+    T delta = static_cast<T>(x[i * d + k] - x[j * d + k]);
+    if (k < static_cast<index_t>(g.box_dims))
+      delta = epilogue::minimum_image(delta, static_cast<T>(g.box[k]));
+    const double a = std::fabs(static_cast<double>(delta));
+    if (std::isinf(p)) {
+      s = std::max(s, a);
+    } else {
+      s += std::pow(a, p);
+    }
+  }
+  return std::isinf(p) ? s : std::pow(s, 1 / p);
+}
+
+template <typename T>
+void expect_conservative(index_t n, index_t d, index_t rho, double p, double cutoff, bool box,
+                         unsigned seed, index_t* pairs_within, index_t* tiles_dropped) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  std::vector<T> x(n * d);
+  for (auto& v : x)
+    v = static_cast<T>(std::floor(u(rng) * 8) / 4);  // a lattice: pairs at the cutoff
+  for (index_t i = n / 2; i < n; ++i)                // and points anywhere
+    for (index_t k = 0; k < d; ++k)
+      x[i * d + k] = static_cast<T>(u(rng) * 2);
+  CullGeometry g;
+  g.p = p;
+  g.cutoff = cutoff;
+  g.rel_tol = sizeof(T) == 4 ? 1e-4 : 1e-10;
+  if (box) {
+    g.box_dims = static_cast<int>(d);
+    for (index_t k = 0; k < d; ++k)
+      g.box[k] = 2;
+  }
+  Culled c;
+  ASSERT_TRUE(build_culled<T>(x.data(), n, d, rho, g, ~index_t(0), &c));
+  // The order is a permutation.
+  std::vector<index_t> sorted = c.order;
+  std::sort(sorted.begin(), sorted.end());
+  for (index_t q = 0; q < n; ++q)
+    ASSERT_EQ(sorted[q], q);
+  // The list: sorted by (I, J), I <= J, indexed and counted per block row.
+  std::set<std::pair<index_t, index_t>> kept;
+  index_t tested = 0;
+  for (index_t I = 0; I < c.m; ++I) {
+    ASSERT_EQ(c.before[I], tested);
+    for (index_t t = c.tile_start[I]; t < c.tile_start[I + 1]; ++t) {
+      ASSERT_EQ(c.tiles[2 * t], I);
+      const index_t J = c.tiles[2 * t + 1];
+      ASSERT_GE(J, I);
+      ASSERT_LT(J, c.m);
+      if (t > c.tile_start[I]) ASSERT_LT(c.tiles[2 * t - 1], J);
+      kept.insert({I, J});
+      tested += tile_pairs(n, rho, I, J);
+    }
+  }
+  ASSERT_EQ(c.before[c.m], tested);
+  ASSERT_EQ(c.tile_count(), kept.size());
+  // Every pair within the cutoff is in a kept tile.
+  std::vector<index_t> pos(n);
+  for (index_t q = 0; q < n; ++q)
+    pos[c.order[q]] = q;
+  index_t within = 0;
+  for (index_t i = 0; i < n; ++i)
+    for (index_t j = i + 1; j < n; ++j) {
+      if (!(value(x, d, i, j, p, g) <= cutoff)) continue;
+      ++within;
+      const index_t a = std::min(pos[i], pos[j]) / rho, b = std::max(pos[i], pos[j]) / rho;
+      ASSERT_TRUE(kept.count({a, b})) << "pair (" << i << ", " << j << ") in dropped tile (" << a
+                                      << ", " << b << "), p = " << p << ", cutoff " << cutoff;
+    }
+  *pairs_within += within;
+  *tiles_dropped += c.m * (c.m + 1) / 2 - kept.size();
+}
+
+}  // namespace
+
+TEST(Cull, MortonOrderIsAStablePermutationAlongTheCurve) {
+  // 2-D points of a 4 × 4 grid, given in reverse: the Z order of cells.
+  std::vector<double> x;
+  for (int q = 15; q >= 0; --q) {
+    x.push_back(q % 4);
+    x.push_back(q / 4);
+  }
+  const std::vector<index_t> o = morton_order(x.data(), 16, 2);
+  // Cell (cx, cy) has code interleaving cx's and cy's bits, cx first.
+  std::vector<std::pair<unsigned, index_t>> want;
+  for (index_t i = 0; i < 16; ++i) {
+    const unsigned cx = static_cast<unsigned>(x[2 * i]), cy = static_cast<unsigned>(x[2 * i + 1]);
+    unsigned code = 0;
+    for (int b = 1; b >= 0; --b)
+      code = (code << 2) | (((cx >> b) & 1u) << 1) | ((cy >> b) & 1u);
+    want.push_back({code, i});
+  }
+  std::sort(want.begin(), want.end());
+  for (index_t q = 0; q < 16; ++q)
+    EXPECT_EQ(o[q], want[q].second) << q;
+  // Duplicates keep the input order.
+  const std::vector<double> same(10, 1.5);
+  const std::vector<index_t> s = morton_order(same.data(), 5, 2);
+  for (index_t q = 0; q < 5; ++q)
+    EXPECT_EQ(s[q], q);
+}
+
+TEST(Cull, KeepsEveryPairWithinTheCutoff) {
+  unsigned seed = 1;
+  for (double p : {1.0, 2.0, 3.0, 0.5, double(INFINITY)}) {
+    // Not vacuous: for each norm, pairs within and tiles dropped.
+    index_t within = 0, dropped = 0;
+    for (double cutoff : {0.0, 0.25, 0.5, 0.75, 3.0})
+      for (index_t d : {1, 2, 3})
+        for (bool box : {false, true}) {
+          expect_conservative<float>(150, d, 8, p, cutoff, box, ++seed, &within, &dropped);
+          expect_conservative<double>(97, d, 16, p, cutoff, box, ++seed, &within, &dropped);
+        }
+    EXPECT_GT(within, 0u) << "p = " << p;
+    EXPECT_GT(dropped, 0u) << "p = " << p;
+  }
+}
+
+TEST(Cull, KeepsEveryOverlap) {
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  const index_t n = 400, d = 3, rho = 16;
+  std::vector<double> x(n * d), r(n);
+  for (auto& v : x)
+    v = u(rng) * 4;
+  for (auto& v : r)
+    v = u(rng) * 0.3;
+  CullGeometry g;
+  g.radii = r.data();
+  g.rel_tol = 1e-10;
+  Culled c;
+  ASSERT_TRUE(build_culled<double>(x.data(), n, d, rho, g, ~index_t(0), &c));
+  std::set<std::pair<index_t, index_t>> kept;
+  for (index_t t = 0; t < c.tile_count(); ++t)
+    kept.insert({c.tiles[2 * t], c.tiles[2 * t + 1]});
+  std::vector<index_t> pos(n);
+  for (index_t q = 0; q < n; ++q)
+    pos[c.order[q]] = q;
+  index_t overlaps = 0;
+  for (index_t i = 0; i < n; ++i)
+    for (index_t j = i + 1; j < n; ++j) {
+      double s = 0;
+      for (index_t k = 0; k < d; ++k)
+        s += (x[i * d + k] - x[j * d + k]) * (x[i * d + k] - x[j * d + k]);
+      if (!(std::sqrt(s) < r[i] + r[j])) continue;
+      ++overlaps;
+      const index_t a = std::min(pos[i], pos[j]) / rho, b = std::max(pos[i], pos[j]) / rho;
+      ASSERT_TRUE(kept.count({a, b})) << i << ", " << j;
+    }
+  EXPECT_GT(overlaps, 0u);
+  EXPECT_LT(kept.size(), c.m * (c.m + 1) / 2);
+}
+
+TEST(Cull, StopsAtItsBudget) {
+  std::vector<float> x(300);
+  for (size_t k = 0; k < x.size(); ++k)
+    x[k] = static_cast<float>(k % 17);
+  CullGeometry g;
+  g.cutoff = 1e9;  // every tile survives: 100 points in blocks of 10, 55 tiles
+  Culled c;
+  EXPECT_FALSE(build_culled<float>(x.data(), 100, 3, 10, g, 54, &c));
+  EXPECT_TRUE(build_culled<float>(x.data(), 100, 3, 10, g, 55, &c));
+  EXPECT_EQ(c.tile_count(), 55u);
+  EXPECT_EQ(c.tested(), 100u * 99 / 2);
+}
+
+TEST(Cull, PlansByWork) {
+  // A culled domain's plan: chunks cut by pairs tested, rows whole, the
+  // largest row whatever its place.
+  Culled c;
+  c.n = 40;
+  c.rho = 10;
+  c.m = 4;
+  c.before = {0, 5, 5, 400, 420};
+  const mapping::ChunkPlan plan(CulledDomain{&c}, 100);
+  EXPECT_EQ(plan.total(), 420u);
+  EXPECT_EQ(CulledDomain{&c}.largest_block_row(), 395u);
+  EXPECT_EQ(plan.largest_chunk(), 395u);
+  const mapping::ChunkPlan back =
+      mapping::ChunkPlan::from_offsets(CulledDomain{&c}, plan.offsets());
+  EXPECT_EQ(back.offsets(), plan.offsets());
+}
