@@ -261,6 +261,29 @@ class SlurmJobTest(TempDirTest):
         self.assertIn("resuming", log)
         self.assert_result(out, log, self.ref_bytes)
 
+    def test_step_that_ends_while_the_warning_trap_waits_keeps_its_status(self):
+        # The warning comes 1 s into the step; the trap holds it back until
+        # 10 s after the start (the launcher must have started the ranks),
+        # and the step (24 chunks of 0.15 s a rank) ends complete meanwhile.
+        # `wait` then returns the trap's 138, not the step's 0: the script
+        # must take the step's own status (a second wait), or it reports a
+        # complete run as failed and the chain stops.
+        name, out = "trapend", self.path("te.h5")
+        t0 = time.monotonic()
+        job = self.sbatch("-J", name, "-N1", "-n2", SCRIPT, "edm", *JOB, "--output", out, TDSOLVE_BACKEND="cpu",
+                          TDSOLVE_TEST_SLOW_MS="150")
+        while not os.path.exists(out + ".partial"):
+            self.assertLess(time.monotonic() - t0, 60, f"the job did not start\n{self.logs(name)}")
+            time.sleep(0.1)
+        time.sleep(1)
+        self.slurm("scancel", "--batch", "--signal=USR1", job)
+        jobs = self.wait_chain(name, 120)
+        log = self.assert_done(jobs, name, "a step that ended while the trap waited")
+        self.assertEqual(len(jobs), 1, log)
+        self.assertIn("SIGUSR1: Slurm's time-limit warning", log)
+        self.assertNotIn("stopped cleanly", log)  # the ranks ended before the warning reached them
+        self.assert_result(out, log, self.ref_bytes)
+
     def test_sigterm_ends_the_chain(self):
         # scancel (and preemption, the same SIGTERM): Slurm signals every
         # process of the job, without the time-limit warning first; the ranks
