@@ -10,7 +10,8 @@
 #                  (open and periodic), collide of 10^7 spheres; culled, with
 #                  --stats (compute = kernel time and the copies of the pairs)
 #   PARTS="dense"  the same queries at n = 10^6 culled and dense (--cull off)
-#   PARTS="peers"  jobs/bench/cutoff_vs_peers.py --backend cuda at n = 10^6
+#   PARTS="peers"  jobs/bench/cutoff_vs_peers.py --backend cuda at N_PEERS = 10^6
+#                  (--skip PEERS_SKIP, default knn-k)
 #                  (cKDTree on this machine's CPU)
 # Needs .devrun (../shared/device/bundle-runtime.sh) and .devpack/tdsolve.tar.xz
 # (tdsolve, stripped), unpacked into .devbin.
@@ -83,7 +84,7 @@ fi
 
 if [[ $parts == *" peers "* ]]; then
   step peers 560 python3 jobs/bench/cutoff_vs_peers.py --tdsolve "$bin" --backend cuda \
-    --n "${N_PEERS:-1000000}" --repeat 2 --skip knn-k --csv "$out/peers-$gpu.csv"
+    --n "${N_PEERS:-1000000}" --repeat 2 --skip "${PEERS_SKIP:-knn-k}" --csv "$out/peers-$gpu.csv"
   cat "$out/peers-$gpu.log" >>"$summary"
 fi
 cp "$summary" "$out/" 2>/dev/null

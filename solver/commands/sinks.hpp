@@ -154,7 +154,9 @@ class PairListSink : public Sink<T> {
     std::int64_t i, j;
     T v;
   };
-  static bool before(const Rec& x, const Rec& y) { return x.i != y.i ? x.i < y.i : x.j < y.j; }
+  static inline bool before(const Rec& x, const Rec& y) {
+    return x.i != y.i ? x.i < y.i : x.j < y.j;
+  }
   // recs by (i, j), on `threads` threads: a bucket sort by row (buckets of
   // about 1024 pairs, each thread counting and placing its share), then each
   // bucket sorted on its own.
@@ -188,7 +190,8 @@ class PairListSink : public Sink<T> {
 #pragma omp parallel for num_threads(t) schedule(dynamic, 64)
     for (index_t b = 0; b < buckets; ++b) {
       const index_t first = b ? at[(b - 1) * t + t - 1] : 0, last = at[b * t + t - 1];
-      std::sort(out.begin() + first, out.begin() + last, before);
+      std::sort(out.begin() + first, out.begin() + last,
+                [](const Rec& x, const Rec& y) { return before(x, y); });
     }
     r.swap(out);
   }
