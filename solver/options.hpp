@@ -71,6 +71,12 @@ struct HistOptions {
   double box[kMaxBoxDims] = {};
 };
 
+// knn --radius, collide: an orthorhombic periodic box (--box), minimum image.
+struct BoxOptions {
+  int dims = 0;  // 0: none
+  double lengths[kMaxBoxDims] = {};
+};
+
 // triplet: the three-body potential and what to store.
 struct TripletOptions {
   PotentialSpec potential;  // --potential and its parameters (atm: cutoffs 0 = none)
@@ -138,6 +144,7 @@ struct CommandOptions {
   HistOptions hist;        // hist only
   TripletOptions triplet;  // triplet only
   KnnOptions knn;          // knn only
+  BoxOptions box;          // knn --radius, collide (hist has its own, in hist)
 };
 
 // bench --problem dummy|edm|collide: the map laboratory (solver/lab/lab.hpp).

@@ -122,7 +122,9 @@ void apply_cull(Problem<T>* p, CullMode mode, CullGeometry g) {
     if (mode == CullMode::on)
       throw InputError("--cull on: more than 2^28 tiles of " + std::to_string(p->rho) +
                        " points survive the cutoff; run with --cull off (or auto)");
-    p->cull_note = "dense (auto: more than half of the tiles are within the cutoff)";
+    p->cull_note = budget == cap
+                       ? "dense (auto: more than 2^28 tiles survive the cutoff)"
+                       : "dense (auto: more than half of the tiles are within the cutoff)";
     return;
   }
   char note[160];

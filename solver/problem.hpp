@@ -33,7 +33,8 @@ inline const char* map_name(MapKind m) {
   return m == MapKind::bb ? "bb" : "lambda";
 }
 
-// Orthorhombic periodic box: minimum image per coordinate (histograms).
+// Orthorhombic periodic box: minimum image per coordinate (hist, knn
+// --radius, collide).
 constexpr int kMaxBoxDims = 8;
 
 // Uniform bins exactly as numpy.histogram(values, bins, range=(lo, hi)):

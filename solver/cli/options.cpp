@@ -601,23 +601,32 @@ void finish_hist(HistOptions& h, const Choices& c, const po::variables_map& vm, 
   h.lo = parse_finite(c.range.substr(0, colon), "--range LO");
   h.hi = parse_finite(c.range.substr(colon + 1), "--range HI");
   if (!(h.lo < h.hi)) throw UsageError("--range wants LO < HI, got '" + c.range + "'");
-  if (!c.box.empty()) {
-    if (metric != Metric::euclidean && metric != Metric::sqeuclidean &&
-        metric != Metric::cityblock && metric != Metric::chebyshev)
-      throw UsageError(std::string("--box does not apply to --metric ") + metric_name(metric) +
-                       " (only euclidean, sqeuclidean, cityblock, chebyshev)");
-    if (!weights.empty()) throw UsageError("--box and --weights do not go together");
-    std::stringstream ss(c.box);
-    h.box_dims = 0;
-    for (std::string part; std::getline(ss, part, ',');) {
-      if (h.box_dims == kMaxBoxDims)
-        throw UsageError("--box takes at most " + std::to_string(kMaxBoxDims) + " lengths");
-      const double L = parse_finite(part, "--box");
-      if (!(L > 0)) throw UsageError("--box lengths must be positive, got '" + part + "'");
-      h.box[h.box_dims++] = L;
-    }
-    if (h.box_dims == 0) throw UsageError("--box wants L1,...,Ld");
+  if (!c.box.empty()) parse_box(c.box, metric, weights, &h.box_dims, h.box);
+}
+
+void parse_box(const std::string& text, Metric metric, const std::string& weights, int* dims,
+               double* lengths) {
+  if (metric != Metric::euclidean && metric != Metric::sqeuclidean && metric != Metric::cityblock &&
+      metric != Metric::chebyshev)
+    throw UsageError(std::string("--box does not apply to --metric ") + metric_name(metric) +
+                     " (only euclidean, sqeuclidean, cityblock, chebyshev)");
+  if (!weights.empty()) throw UsageError("--box and --weights do not go together");
+  std::stringstream ss(text);
+  *dims = 0;
+  for (std::string part; std::getline(ss, part, ',');) {
+    if (*dims == kMaxBoxDims)
+      throw UsageError("--box takes at most " + std::to_string(kMaxBoxDims) + " lengths");
+    const double L = parse_finite(part, "--box");
+    if (!(L > 0)) throw UsageError("--box lengths must be positive, got '" + part + "'");
+    lengths[(*dims)++] = L;
   }
+  if (*dims == 0) throw UsageError("--box wants L1,...,Ld");
+}
+
+po::options_description box_group(std::string& text, const char* what) {
+  po::options_description g("Periodic box");
+  g.add_options()("box", po::value(&text)->value_name("L1,...,Ld"), what);
+  return g;
 }
 
 std::optional<int> OptionsCommand::parse(int argc, char** argv) {

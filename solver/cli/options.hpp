@@ -105,6 +105,13 @@ void finish_run(RunOptions& o, const Choices& c, const po::options_description& 
                 const po::variables_map& vm, int argc, char** argv);
 void finish_hist(HistOptions& h, const Choices& c, const po::variables_map& vm, Metric metric,
                  const std::string& weights);
+// --box L1,...,Ld (text as given): lengths finite and > 0, at most
+// kMaxBoxDims, only with the metrics of a difference and without weights;
+// UsageError otherwise.
+void parse_box(const std::string& text, Metric metric, const std::string& weights, int* dims,
+               double* lengths);
+// The --box option, into `text` (what it holds: `what`).
+po::options_description box_group(std::string& text, const char* what);
 
 // A command whose command line is Boost options: its usage text, its groups
 // (in the order of its --help) and its checks; parse() is theirs in that

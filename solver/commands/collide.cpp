@@ -1,9 +1,11 @@
 // tdsolve collide: the pairs of n spheres (1-D or 3-D) that overlap, in
 // float64.
+#include <algorithm>
 #include <cstdio>
 #include <type_traits>
 
 #include "io/input.hpp"
+
 #include "solver/commands/pairs.hpp"
 #include "solver/commands/sinks.hpp"
 #include "solver/progress.hpp"
@@ -72,6 +74,19 @@ class Collide final : public PairCommand<T> {
   void take_input(io::PointSet& a) override { radii_ = split_radii(&a); }
   void check_output(const Problem<T>& p, const io::PointSet& a, bool bench) const override {
     checked_total(p.rows, p.cols, 0, a.source);
+    const BoxOptions& b = this->options().box;
+    check_box_dims(b.dims, a.d, a.source);
+    if (b.dims > 0 && !radii_.empty()) {
+      // Overlaps are within twice the largest radius: the minimum image is
+      // every pair's only image that close within half the shortest length.
+      const double rmax = *std::max_element(radii_.begin(), radii_.end());
+      const double half = *std::min_element(b.lengths, b.lengths + b.dims) / 2;
+      if (2 * rmax > half)
+        throw InputError("'" + a.source + "' has a sphere of radius " + number_text(rmax) +
+                         ": two of them overlap up to " + number_text(2 * rmax) +
+                         " apart, past half the shortest --box length (" + number_text(half) +
+                         "), where a pair's minimum image is not its only image");
+    }
     // The pairs found are not known in advance; a few bytes a point at least.
     if (!bench) check_output_space(this->options().out.output, 1 << 20);
   }
@@ -79,11 +94,19 @@ class Collide final : public PairCommand<T> {
   // The backend selects the overlapping pairs (collide computes in float64).
   void complete(Problem<T>& p) const override {
     if constexpr (std::is_same_v<T, double>) set_select_overlap(&p, radii_);
+    set_problem_box(&p, this->options().box);
   }
   // Boxes farther apart than their largest radii together hold no overlap.
   bool cull_geometry(const Problem<T>& p, CullGeometry* g) const override {
     g->radii = radii_.data();
+    g->box_dims = p.box_dims;
+    for (int k = 0; k < p.box_dims; ++k)
+      g->box[k] = static_cast<double>(p.box[k]);
     return true;
+  }
+  void identity(const Problem<T>&, const AddKey& add) const override {
+    const BoxOptions& b = this->options().box;
+    if (b.dims > 0) add("box", box_text(b.dims, b.lengths));
   }
   index_t chunk_bound(const Problem<T>& p) const override {
     const ComputeOptions& o = this->options().compute;
@@ -106,6 +129,8 @@ class Collide final : public PairCommand<T> {
           Attr{"precision", precision}, Attr{"features", std::uint64_t(p.d)},
           Attr{"block", std::uint64_t(p.rho)}},
          {}});
+    const BoxOptions& b = this->options().box;
+    if (b.dims > 0) L.lists.back().attrs.push_back(Attr{"box", box_text(b.dims, b.lengths)});
     L.lists.push_back({"distances",
                        value_type<T>(),
                        {0},
@@ -164,6 +189,20 @@ class CollideCommand final : public PairCommandOf<Collide> {
              kUsage, "result file: /pairs (m × 2), /distances (m) and /count",
              /*store_points=*/false, /*second_set=*/false, /*spheres=*/true,
              cli::kSelectChunks | cli::kMap | cli::kCollide | cli::kCull}) {}
+
+ protected:
+  void add_groups(cli::po::options_description& all) override {
+    all.add(cli::box_group(box_,
+                           "an orthorhombic periodic box, one length > 0 a coordinate (1 or "
+                           "3): centres' distances are minimum-image; twice the largest "
+                           "radius at most half the shortest length"));
+  }
+  void check_groups(const cli::po::variables_map&) override {
+    if (!box_.empty()) cli::parse_box(box_, Metric::euclidean, "", &o_.box.dims, o_.box.lengths);
+  }
+
+ private:
+  std::string box_;
 };
 
 }  // namespace

@@ -30,13 +30,7 @@ const char* kBinning =
     "range_hi in /overflow";
 
 std::string box_text(const HistOptions& h) {
-  std::string s;
-  char buf[32];
-  for (int k = 0; k < h.box_dims; ++k) {
-    std::snprintf(buf, sizeof buf, "%.17g", h.box[k]);
-    s += (k ? "," : "") + std::string(buf);
-  }
-  return s;
+  return tdsolve::box_text(h.box_dims, h.box);
 }
 
 // Histogram chunks buffer nothing, so their size serves progress and

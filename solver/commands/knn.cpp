@@ -71,13 +71,16 @@ class Knn final : public PairCommand<T> {
   }
   void check_points(Problem<T>& p, const io::PointSet& a) const override {
     if (p.knn()) p.b = p.a;  // the points against themselves
+    check_box_dims(this->options().box.dims, a.d, a.source);
     PairCommand<T>::check_points(p, a);
   }
 
   void identity(const Problem<T>&, const AddKey& add) const override {
     const KnnOptions& k = this->options().knn;
+    const BoxOptions& b = this->options().box;
     if (k.k > 0) add("neighbors", std::to_string(k.k));
     if (k.k == 0) add("radius", number_text(k.radius));
+    if (b.dims > 0) add("box", box_text(b.dims, b.lengths));
   }
 
   // --radius writes a file of its own kind (/pairs and /distances, no /indices).
@@ -113,6 +116,8 @@ class Knn final : public PairCommand<T> {
             Attr{"precision", precision}, Attr{"features", std::uint64_t(p.d)},
             Attr{"block", std::uint64_t(p.rho)}},
            {}});
+      const BoxOptions& b = this->options().box;
+      if (b.dims > 0) L.lists.back().attrs.push_back(Attr{"box", box_text(b.dims, b.lengths)});
       L.lists.push_back({"distances",
                          vt,
                          {0},
@@ -126,12 +131,16 @@ class Knn final : public PairCommand<T> {
   // --radius: the backend selects the pairs within R.
   void complete(Problem<T>& p) const override {
     if (this->options().knn.k == 0) set_select_within(&p, this->options().knn.radius);
+    set_problem_box(&p, this->options().box);
   }
   // --radius: pairs farther than R are never visited (--cull). --k is not
   // culled yet: it has no cutoff of its own.
   bool cull_geometry(const Problem<T>& p, CullGeometry* g) const override {
     if (!p.selects()) return false;  // --cull on was refused with --k (finish_knn)
     g->cutoff = cull_cutoff(p.metric, p.select.radius);
+    g->box_dims = p.box_dims;
+    for (int k = 0; k < p.box_dims; ++k)
+      g->box[k] = static_cast<double>(p.box[k]);
     return true;
   }
   // --k: --chunk-mb bounds the chunk's rows of K distances and indices;
@@ -182,7 +191,7 @@ class Knn final : public PairCommand<T> {
 
 struct KnnChoices {
   long long k = 0;
-  std::string radius;
+  std::string radius, box;
 };
 
 cli::po::options_description knn_group(KnnChoices& c) {
@@ -198,7 +207,8 @@ cli::po::options_description knn_group(KnnChoices& c) {
   return g;
 }
 
-void finish_knn(KnnOptions& k, const KnnChoices& c, const cli::po::variables_map& vm) {
+void finish_knn(KnnOptions& k, const KnnChoices& c, const cli::po::variables_map& vm,
+                const ComputeOptions& o, BoxOptions* box) {
   const bool has_k = vm.count("k") > 0, has_r = !c.radius.empty();
   if (has_k == has_r) throw UsageError("give exactly one of --k K and --radius R");
   if (has_k) {
@@ -210,6 +220,16 @@ void finish_knn(KnnOptions& k, const KnnChoices& c, const cli::po::variables_map
     k.radius = cli::parse_finite(c.radius, "--radius");
     if (!(k.radius >= 0)) throw UsageError("--radius must be >= 0, got '" + c.radius + "'");
   }
+  if (c.box.empty()) return;
+  if (has_k) throw UsageError("--box applies to --radius (knn --k takes no periodic box yet)");
+  cli::parse_box(c.box, o.metric, o.weights, &box->dims, box->lengths);
+  // The minimum image is every pair's nearest image only within half the
+  // shortest length.
+  const double half = *std::min_element(box->lengths, box->lengths + box->dims) / 2;
+  if (cull_cutoff(o.metric, k.radius) > half)
+    throw UsageError("--radius " + c.radius + " reaches past half the shortest --box length (" +
+                     number_text(half) +
+                     "): a pair's minimum image is then not its only image within R");
 }
 
 class KnnCommand final : public PairCommandOf<Knn> {
@@ -226,8 +246,16 @@ class KnnCommand final : public PairCommandOf<Knn> {
                             cli::kKnnChunks | cli::kMap | cli::kCull}) {}
 
  protected:
-  void add_groups(cli::po::options_description& all) override { all.add(knn_group(kc_)); }
-  void check_groups(const cli::po::variables_map& vm) override { finish_knn(o_.knn, kc_, vm); }
+  void add_groups(cli::po::options_description& all) override {
+    all.add(knn_group(kc_));
+    all.add(cli::box_group(kc_.box,
+                           "--radius: an orthorhombic periodic box, one length > 0 a coordinate: "
+                           "distances are minimum-image (euclidean, sqeuclidean, cityblock, "
+                           "chebyshev); R at most half the shortest length"));
+  }
+  void check_groups(const cli::po::variables_map& vm) override {
+    finish_knn(o_.knn, kc_, vm, o_.compute, &o_.box);
+  }
 
  private:
   KnnChoices kc_;

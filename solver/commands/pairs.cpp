@@ -812,6 +812,22 @@ index_t select_chunk_pairs(index_t total, const ComputeOptions& o, index_t value
   return std::min<index_t>(index_t(1) << 28, std::max<index_t>(1, total / 256));
 }
 
+std::string box_text(int dims, const double* lengths) {
+  std::string s;
+  char buf[32];
+  for (int k = 0; k < dims; ++k) {
+    std::snprintf(buf, sizeof buf, "%.17g", lengths[k]);
+    s += (k ? "," : "") + std::string(buf);
+  }
+  return s;
+}
+
+void check_box_dims(int dims, index_t d, const std::string& source) {
+  if (dims > 0 && static_cast<index_t>(dims) != d)
+    throw UsageError("--box gives " + std::to_string(dims) + " length" + (dims == 1 ? "" : "s") +
+                     " but '" + source + "' has d = " + std::to_string(d) + " coordinates");
+}
+
 template <typename T>
 index_t PairCommand<T>::chunk_bound(const Problem<T>& p) const {
   const double mb = options().compute.chunk_mb;  // bench: 0 = as large as memory allows

@@ -186,6 +186,18 @@ io::ValueType value_type() {
 }
 // The shortest "%.17g" of v.
 std::string number_text(double v);
+// A periodic box as its file attribute and job key: "L1,...,Ld" (%.17g).
+std::string box_text(int dims, const double* lengths);
+// Rank 0: InputError unless a --box has one length per coordinate of points
+// from `source` (d of them).
+void check_box_dims(int dims, index_t d, const std::string& source);
+// Every rank: the box of o (--box) as the problem's (its lengths in T).
+template <typename T>
+void set_problem_box(Problem<T>* p, const BoxOptions& b) {
+  p->box_dims = b.dims;
+  for (int k = 0; k < b.dims; ++k)
+    p->box[k] = static_cast<T>(b.lengths[k]);
+}
 // The result dataset's attributes for the metric's parameters, and the
 // datasets /weights and /variance (float64[d]) they name.
 template <typename T>

@@ -1166,9 +1166,9 @@ void launch_metric(const KernelParams<T>& p, cudaStream_t stream) {
       throw std::logic_error("overlaps are euclidean, in float64");
     } else {
       if (p.plan.schedule == Schedule::tiles && p.plan.d == 1)
-        return launch_kernel<T, M, 1, Map, E, false>(p, stream);
+        return launch_kernel<T, M, 1, Map, E, kPeriodic>(p, stream);
       if (p.plan.schedule == Schedule::tiles && p.plan.d == 3)
-        return launch_kernel<T, M, 3, Map, E, false>(p, stream);
+        return launch_kernel<T, M, 3, Map, E, kPeriodic>(p, stream);
       throw std::logic_error("overlaps are of spheres in 1-D or 3-D");
     }
   } else {

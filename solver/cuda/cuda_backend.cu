@@ -164,8 +164,12 @@ void launch_chunk(const Problem<T>& p, const KernelParams<T>& k, cudaStream_t s)
       }
       if (p.epilogue != EpilogueKind::select)
         throw std::logic_error("no pair kernel for this epilogue");
-      if (p.select.kind == SelectKind::overlap)
+      const bool box = p.box_dims > 0;
+      if (p.select.kind == SelectKind::overlap) {
+        if (box) return launch_family<T, Map, epi::Select<epi::Overlap>, true>(k, s);
         return launch_family<T, Map, epi::Select<epi::Overlap>, false>(k, s);
+      }
+      if (box) return launch_family<T, Map, epi::Select<epi::Within>, true>(k, s);
       return launch_family<T, Map, epi::Select<epi::Within>, false>(k, s);
     }
   });

@@ -12,7 +12,9 @@ tiles (--block 8 to 32) so that a few hundred points make many blocks; and
 on 3 ranks, where the pair lists are sorted across ranks. Then what auto
 chooses, the refusals of --cull on, resume after a kill (hist, from its last
 checkpoint; collide, between the flags and the rename) and the verdicts of
-tdsolve info and tdsolve.check on culled files, complete and damaged.
+tdsolve info and tdsolve.check on culled files, complete and damaged. PeriodicTest: knn
+--radius and collide in a periodic box (--box) against cKDTree(boxsize=L),
+culled = dense, and the refusals of bad boxes.
 
 CullGpuTest compares --backend cuda culled runs with dense CPU runs (skips
 without a GPU, fails instead under TDSOLVE_REQUIRE_GPU=1).
@@ -47,6 +49,11 @@ def cull_attrs(path):
     with h5py.File(path, "r") as f:
         a = f["progress"].attrs
         return int(a.get("culled", -1)), str(a.get("cull", ""))
+
+
+def cull_units(metric, cut):
+    """A cutoff in the units of the coordinates (sqeuclidean's is a square)."""
+    return np.sqrt(cut) if metric == "sqeuclidean" else cut
 
 
 def points(rng, kind, n, d):
@@ -113,7 +120,13 @@ class CullEqualsDenseTest(CullCase):
         if metric == "minkowski":
             common += ["--p", str(rng.choice([0.5, 1.5, 3.0]))]
         if command == "knn":
-            return what, ["knn", *common, "--radius", repr(cut)]
+            knn = ["knn", *common, "--radius", repr(cut)]
+            if rng.random() < 0.4 and metric != "minkowski" and cut > 0:  # a periodic box
+                box = np.maximum(np.ptp(x, axis=0) + 1e-3, 2.5 * cull_units(metric, cut))
+                np.save(src, x - x.min(axis=0))
+                knn += ["--box", ",".join(repr(float(b)) for b in box)]
+                what += f" box={box}"
+            return what, knn
         hi = max(cut, 1e-12)
         hist = ["hist", *common, "--bins", str(int(rng.integers(1, 40))), "--range", f"{hi / 3!r}:{hi!r}"]
         if rng.random() < 0.4 and metric != "minkowski":  # a periodic box (hist's metrics of a difference)
@@ -152,6 +165,72 @@ class CullEqualsDenseTest(CullCase):
         want = want[np.lexsort((want[:, 1], want[:, 0]))]
         with h5py.File(out, "r") as f:
             np.testing.assert_array_equal(f["pairs"][:], want)
+
+
+class PeriodicTest(CullCase):
+    """knn --radius and collide in an orthorhombic periodic box (--box):
+    against cKDTree(boxsize=L) (float64), culled = dense, and the refusals."""
+
+    def box_points(self, rng, n):
+        L = rng.uniform(0.5, 2.0, 3)
+        return L, rng.random((n, 3)) * L
+
+    def test_radius_pairs_are_ckdtrees(self):
+        from scipy.spatial import cKDTree
+        rng = np.random.default_rng(SEED + 4)
+        for trial in range(3):
+            L, x = self.box_points(rng, 4000)
+            R = float(rng.uniform(0.01, 0.2) * L.min())
+            np.save(self.path("x.npy"), x)
+            args = ["knn", "--input", self.path("x.npy"), "--radius", repr(R), "--precision", "float64",
+                    "--box", ",".join(repr(float(v)) for v in L), "--block", "16"]
+            with self.subTest(trial=trial, L=L, R=R):
+                on, _ = self.assert_same(args, np_=2 if trial == 1 else None)
+                want = cKDTree(x, boxsize=L).query_pairs(R, output_type="ndarray")
+                want = want[np.lexsort((want[:, 1], want[:, 0]))]
+                with h5py.File(on, "r") as f:
+                    np.testing.assert_array_equal(f["pairs"][:], want)
+                    self.assertEqual(f["pairs"].attrs["box"], ",".join("%.17g" % v for v in L))
+
+    def test_overlaps_in_a_box(self):
+        from scipy.spatial import cKDTree
+        rng = np.random.default_rng(SEED + 5)
+        L, x = self.box_points(rng, 4000)
+        r = rng.random(4000) * 0.05 * L.min()
+        np.save(self.path("s.npy"), np.c_[x, r])
+        on, _ = self.assert_same(["collide", "--input", self.path("s.npy"), "--box",
+                                  ",".join(repr(float(v)) for v in L), "--block", "16"])
+        cand = cKDTree(x, boxsize=L).query_pairs(2 * r.max(), output_type="ndarray")
+        d = x[cand[:, 0]] - x[cand[:, 1]]
+        d -= L * np.rint(d / L)
+        keep = cand[np.sqrt((d * d).sum(1)) < r[cand[:, 0]] + r[cand[:, 1]]]
+        keep = keep[np.lexsort((keep[:, 1], keep[:, 0]))]
+        with h5py.File(on, "r") as f:
+            self.assertGreater(len(keep), 0)
+            np.testing.assert_array_equal(f["pairs"][:], keep)
+
+    def test_bad_boxes_are_one_line_and_write_nothing(self):
+        np.save(self.path("x.npy"), np.random.default_rng(9).random((300, 3)))
+        np.save(self.path("s.npy"), np.c_[np.random.default_rng(9).random((300, 3)), np.full(300, 0.3)])
+        out = self.path("b.h5")
+        for args, code, words in (
+                (["knn", "--input", self.path("x.npy"), "--k", "3", "--box", "1,1,1"], 2, "--box applies to --radius"),
+                (["knn", "--input", self.path("x.npy"), "--radius", "0.6", "--box", "1,1,1"], 2,
+                 "past half the shortest --box length"),
+                (["knn", "--input", self.path("x.npy"), "--radius", "0.1", "--box", "1,1"], 2, "--box gives 2 lengths"),
+                (["knn", "--input", self.path("x.npy"), "--radius", "0.1", "--box", "1,0,1"], 2, "must be positive"),
+                (["knn", "--input", self.path("x.npy"), "--radius", "0.1", "--box", "1,nan,1"], 2, "--box"),
+                (["knn", "--input", self.path("x.npy"), "--radius", "0.1", "--box", "1,1,1", "--metric", "cosine"], 2,
+                 "--box does not apply to --metric cosine"),
+                (["knn", "--input", self.path("x.npy"), "--radius", "nan"], 2, "--radius"),
+                (["knn", "--input", self.path("x.npy"), "--radius", "-1"], 2, "--radius must be >= 0"),
+                (["collide", "--input", self.path("s.npy"), "--box", "1,1,1"], 1, "past half the shortest --box length")):
+            with self.subTest(args=args):
+                r = tdsolve(*args, "--backend", "cpu", "--output", out)
+                self.assertEqual(r.returncode, code, r.stdout + r.stderr)
+                self.assertIn(words, r.stderr)
+                self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+                self.assertFalse(os.path.exists(out) or os.path.exists(out + ".partial"))
 
 
 class CullChoiceTest(CullCase):
@@ -289,7 +368,11 @@ class CullGpuTest(CullCase):
                       "float64", "--metric", "cityblock"],
                      ["knn", "--input", self.path("x.npy"), "--radius", "0.03"],
                      ["knn", "--input", self.path("x.npy"), "--radius", "0.03", "--metric", "minkowski", "--p", "3"],
-                     ["collide", "--input", self.path("s.npy")]):
+                     ["knn", "--input", self.path("x.npy"), "--radius", "0.03", "--box", "1,1,1"],
+                     ["knn", "--input", self.path("x.npy"), "--radius", "0.0009", "--metric", "sqeuclidean",
+                      "--precision", "float64", "--box", "1,1,1"],
+                     ["collide", "--input", self.path("s.npy")],
+                     ["collide", "--input", self.path("s.npy"), "--box", "1,1,1"]):
             with self.subTest(args=args):
                 self.assert_same(args, backend_on="cuda", backend_off="cpu")
 
