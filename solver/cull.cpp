@@ -44,6 +44,10 @@ std::vector<index_t> morton_order(const double* pts, index_t n, index_t d) {
   return order;
 }
 
+namespace {
+
+// The scale of cull::limit for points pts (n × d, as the run computes them)
+// in g's periodic box; 0 without one.
 double cull_scale(const double* pts, index_t n, index_t d, const CullGeometry& g) {
   if (g.box_dims == 0) return 0;
   double s = 0;
@@ -53,8 +57,6 @@ double cull_scale(const double* pts, index_t n, index_t d, const CullGeometry& g
     s = std::max(s, g.box[k]);
   return s;
 }
-
-namespace {
 
 // An implicit binary tree over blocks [first, last): its box, its largest
 // radius, its children (-1: a leaf, one block).
@@ -176,7 +178,10 @@ bool build_culled(const T* pts, index_t n, index_t d, index_t rho, const CullGeo
   c->tile_start.assign(m + 1, 0);
   c->before.assign(m + 1, 0);
   if (m == 0) return true;
-  std::vector<double> lo(m * d, INFINITY), hi(m * d, -INFINITY), rmax(g.radii ? m : 0, 0.0);
+  std::vector<double>&lo = c->lo, &hi = c->hi, &rmax = c->rmax;
+  lo.assign(m * d, INFINITY);
+  hi.assign(m * d, -INFINITY);
+  rmax.assign(g.radii ? m : 0, 0.0);
   for (index_t q = 0; q < n; ++q) {
     const index_t I = q / rho, i = c->order[q];
     for (index_t k = 0; k < d; ++k) {
@@ -185,7 +190,10 @@ bool build_culled(const T* pts, index_t n, index_t d, index_t rho, const CullGeo
     }
     if (g.radii) rmax[I] = std::max(rmax[I], g.radii[i]);
   }
-  Traversal t(g, d, max_tiles, cull_scale(x.data(), n, d, g));
+  c->geometry = g;
+  c->geometry.radii = nullptr;  // input order: not the run's
+  c->scale = cull_scale(x.data(), n, d, g);
+  Traversal t(g, d, max_tiles, c->scale);
   t.build(lo, hi, rmax, m);
   std::vector<std::uint64_t> kept;
   if (!t.run(&kept)) return false;

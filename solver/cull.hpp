@@ -56,6 +56,13 @@ struct Culled {
   std::vector<std::uint32_t> tiles;  // (I, J) at 2t, 2t + 1; by block row, J rising
   std::vector<index_t> tile_start;   // m + 1: block row I's tiles [tile_start[I], [I + 1])
   std::vector<index_t> before;       // m + 1: pairs tested before block row I
+  // What the list was built from, for the CPU loops' row test: the
+  // geometry (radii: null; the run's own, in its order, are the problem's
+  // select_radii), the margin's scale (cull::limit), each block's bounding
+  // box (m × d) and, for overlaps, its largest radius.
+  CullGeometry geometry;
+  double scale = 0;
+  std::vector<double> lo, hi, rmax;
   index_t tile_count() const { return tiles.size() / 2; }
   index_t tested() const { return before.empty() ? 0 : before.back(); }
 };

@@ -8,14 +8,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "solver/cull.hpp"
-
-namespace tdsolve {
-// The scale of cull::limit for points pts (n × d, as the run computes them)
-// in g's periodic box; 0 without one.
-double cull_scale(const double* pts, index_t n, index_t d, const CullGeometry& g);
-}  // namespace tdsolve
-
 namespace tdsolve::cull {
 
 // The margin of a run in float32 or float64 (cull::limit's rel_tol).

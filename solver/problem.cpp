@@ -112,6 +112,9 @@ void apply_cull(Problem<T>* p, CullMode mode, CullGeometry g) {
   }
   g.p = norm_p;
   g.rel_tol = cull::rel_tol(sizeof(T) == 4);
+  g.box_dims = p->box_dims;  // hist, knn --radius, collide: --box
+  for (int k = 0; k < p->box_dims; ++k)
+    g.box[k] = static_cast<double>(p->box[k]);
   const index_t all = m * (m + 1) / 2;
   // auto: dense once more than half of the tiles survive; on: the list's
   // memory (8 bytes a tile) bounds it.

@@ -155,7 +155,8 @@ void set_select_within(Problem<T>* p, double radius);
 void set_select_overlap(Problem<double>* p, std::vector<double> radii);
 
 // Culls the pair domain of *p (solver/cull.hpp) as `mode` asks, for the
-// cutoff of geometry g (g.radii: p->select_radii's, in input order): on
+// cutoff of geometry g (g.radii: p->select_radii's, in input order; the
+// norm, margin and periodic box come from p): on
 // every rank alike, after complete_problem. auto culls when the metric has a
 // box bound (euclidean, sqeuclidean, cityblock, chebyshev, minkowski), d <=
 // 8 and at most half of the tiles survive; on culls whenever the metric

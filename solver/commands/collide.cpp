@@ -99,9 +99,6 @@ class Collide final : public PairCommand<T> {
   // Boxes farther apart than their largest radii together hold no overlap.
   bool cull_geometry(const Problem<T>& p, CullGeometry* g) const override {
     g->radii = radii_.data();
-    g->box_dims = p.box_dims;
-    for (int k = 0; k < p.box_dims; ++k)
-      g->box[k] = static_cast<double>(p.box[k]);
     return true;
   }
   void identity(const Problem<T>&, const AddKey& add) const override {

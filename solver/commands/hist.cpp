@@ -107,11 +107,7 @@ class Hist final : public PairCommand<T> {
   // Pairs beyond the range's upper edge are overflow: the tiles that hold
   // only such pairs are never visited, their pairs counted there at the end.
   bool cull_geometry(const Problem<T>& p, CullGeometry* g) const override {
-    const HistOptions& h = this->options().hist;
     g->cutoff = cull_cutoff(p.metric, p.hist.hi);
-    g->box_dims = h.box_dims;
-    for (int k = 0; k < h.box_dims; ++k)
-      g->box[k] = static_cast<double>(p.box[k]);
     return true;
   }
   index_t chunk_bound(const Problem<T>& p) const override {

@@ -138,9 +138,6 @@ class Knn final : public PairCommand<T> {
   bool cull_geometry(const Problem<T>& p, CullGeometry* g) const override {
     if (!p.selects()) return false;  // --cull on was refused with --k (finish_knn)
     g->cutoff = cull_cutoff(p.metric, p.select.radius);
-    g->box_dims = p.box_dims;
-    for (int k = 0; k < p.box_dims; ++k)
-      g->box[k] = static_cast<double>(p.box[k]);
     return true;
   }
   // --k: --chunk-mb bounds the chunk's rows of K distances and indices;

@@ -99,9 +99,10 @@ class PairCommand {
   virtual void broadcast(MPI_Comm comm) {}
   // Every rank, at the end: the parts that need the input (hist's bins).
   virtual void complete(Problem<T>& p) const {}
-  // Every rank, the problem complete: the block test of a run whose answer
-  // lies within a cutoff (hist's upper edge, knn --radius, collide's radii),
-  // for --cull (solver/cull.hpp); false when the run has none.
+  // Every rank, the problem complete: the cutoff of a run whose answer lies
+  // within one (hist's upper edge, knn --radius, collide's radii), for
+  // --cull (solver/cull.hpp; apply_cull adds the norm and the box); false
+  // when the run has none.
   virtual bool cull_geometry(const Problem<T>& p, CullGeometry* g) const { return false; }
 
   // ---- the job and its file ----

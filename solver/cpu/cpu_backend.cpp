@@ -178,10 +178,6 @@ class CpuBackend final : public Backend<T> {
         threads_(threads),
         local_ranks_(local_ranks),
         slots_(p.epilogue == EpilogueKind::histogram ? p.hist.slots() : 0) {
-    if (p.culled && (p.selects() || p.epilogue == EpilogueKind::histogram)) {
-      row_cull_ = row_cull_of(p);
-      view_.row_cull = &row_cull_;
-    }
     for (auto& c : counts_)
       c.resize(slots_);
     if (triplets_)
@@ -283,7 +279,6 @@ class CpuBackend final : public Backend<T> {
 
  private:
   CpuView<T> view_;
-  RowCull row_cull_;  // a culled run's (view_.row_cull)
   bool triplets_, store_, knn_, select_;
   index_t k_;
   TripletView<T> tview_;

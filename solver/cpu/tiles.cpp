@@ -1,10 +1,5 @@
 #include "solver/cpu/tiles.hpp"
 
-#include <algorithm>
-#include <cmath>
-
-#include "solver/cull_bound.hpp"
-
 namespace tdsolve::cpu {
 
 namespace generic {
@@ -69,10 +64,7 @@ CpuView<T> view_of(const Problem<T>& p) {
   v.fast32 = p.hist.fast32;
   v.select = p.select;
   v.select.radii = p.select_radii.empty() ? nullptr : p.select_radii.data();
-  if (p.culled) {
-    v.tiles = p.cull.tiles.data();
-    v.tile_start = p.cull.tile_start.data();
-  }
+  if (p.culled) v.cull = &p.cull;
   return v;
 }
 
@@ -98,41 +90,6 @@ void compute_knn_chunk(const CpuView<T>& v, index_t k, index_t r0, index_t r1, T
   generic::compute_knn<T>(v, k, r0, r1, out_d, out_i, threads);
 }
 
-template <typename T>
-RowCull row_cull_of(const Problem<T>& p) {
-  RowCull r;
-  const index_t n = p.rows, d = p.d, rho = p.rho, m = (n + rho - 1) / rho;
-  r.d = d;
-  cull_metric(p.metric, p.mp.p, &r.p);
-  r.rel_tol = cull::rel_tol(sizeof(T) == 4);
-  CullGeometry g;
-  g.box_dims = p.box_dims;
-  for (int k = 0; k < p.box_dims; ++k)
-    g.box[k] = r.box[k] = static_cast<double>(p.box[k]);
-  r.box_dims = p.box_dims;
-  const std::vector<double> x(p.a.begin(), p.a.end());
-  r.scale = cull_scale(x.data(), n, d, g);
-  if (p.selects() && p.select.kind == SelectKind::overlap) {
-    r.radii = p.select_radii.data();
-    r.rmax.assign(m, 0.0);
-  } else {
-    r.cutoff = cull_cutoff(p.metric, p.selects() ? p.select.radius : p.hist.hi);
-  }
-  r.lo.assign(m * d, INFINITY);
-  r.hi.assign(m * d, -INFINITY);
-  for (index_t q = 0; q < n; ++q) {
-    const index_t I = q / rho;
-    for (index_t k = 0; k < d; ++k) {
-      r.lo[I * d + k] = std::min(r.lo[I * d + k], x[q * d + k]);
-      r.hi[I * d + k] = std::max(r.hi[I * d + k], x[q * d + k]);
-    }
-    if (r.radii) r.rmax[I] = std::max(r.rmax[I], r.radii[q]);
-  }
-  return r;
-}
-
-template RowCull row_cull_of<float>(const Problem<float>&);
-template RowCull row_cull_of<double>(const Problem<double>&);
 template CpuView<float> view_of<float>(const Problem<float>&);
 template CpuView<double> view_of<double>(const Problem<double>&);
 template void compute_chunk<float>(const CpuView<float>&, index_t, index_t, float*, std::uint64_t*,

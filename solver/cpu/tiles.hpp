@@ -10,23 +10,6 @@
 
 namespace tdsolve::cpu {
 
-// A culled run's row test (solver/cull_bound.hpp): inside a tile (I, J),
-// I < J, a row whose point is farther from block J's bounding box than the
-// cutoff (for overlaps: its radius and J's largest) holds no answer; a
-// histogram counts its pairs as overflow without computing them.
-struct RowCull {
-  index_t d = 0;
-  double p = 2, cutoff = 0, rel_tol = 1e-4, scale = 0;
-  const double* radii = nullptr;     // overlaps: a radius a point, run order
-  std::vector<double> lo, hi, rmax;  // per block: its box (d a block), its largest radius
-  int box_dims = 0;
-  double box[kMaxBoxDims] = {};
-};
-
-// The row test of culled problem p (its points in the run's order).
-template <typename T>
-RowCull row_cull_of(const Problem<T>& p);
-
 // The tile loops' view of a problem (borrowed pointers: p must outlive it).
 template <typename T>
 struct CpuView {
@@ -44,11 +27,9 @@ struct CpuView {
   epilogue::HistFast32 fast32;
   const double* edges = nullptr;
   SelectParams select;  // select (select.radii: host memory)
-  // A culled domain's tile list (mapping::PairDomain::tiles) and its row
-  // test; null: dense.
-  const std::uint32_t* tiles = nullptr;
-  const index_t* tile_start = nullptr;
-  const RowCull* row_cull = nullptr;
+  // A culled domain (its tile list, and its block boxes for the row test of
+  // tiles.inc); null: dense.
+  const Culled* cull = nullptr;
 };
 
 // A chunk's selected pairs, in packed order: (i, j) at pairs[2q], pairs[2q
