@@ -14,6 +14,7 @@
 #include "mapping/block_map.hpp"
 #include "mapping/partition.hpp"
 #include "solver/cull.hpp"
+#include "solver/epi.hpp"
 #include "solver/epilogue.hpp"
 #include "solver/metrics.hpp"
 #include "solver/potentials/potential.hpp"
@@ -23,11 +24,6 @@ namespace tdsolve {
 
 enum class DomainKind { pairs, rect, triplets };
 enum class MapKind { lambda, bb };
-// store: every value in packed order (triplets: and the reductions);
-// reduce: triplets' reductions only; topk: each row's k nearest columns
-// (solver/knn.hpp), the point itself excluded; select: the pairs that pass
-// a test (solver/select.hpp), with their values, in packed order.
-enum class EpilogueKind { store, histogram, reduce, topk, select };
 
 inline const char* map_name(MapKind m) {
   return m == MapKind::bb ? "bb" : "lambda";

@@ -19,7 +19,7 @@ TripletView<T> triplet_view_of(const Problem<T>& p) {
   v.map = p.map;
   v.kernel = p.three_body.kernel;
   v.potential = p.three_body.potential;
-  v.store = p.epilogue == EpilogueKind::store;
+  v.epilogue = p.epilogue;
   return v;
 }
 
@@ -51,8 +51,8 @@ void add_point_sums(const TripletView<T>& v, index_t p, double energy, const dou
     exact_add_atomic(sums + (v.n + 3 * p + c) * kExactLimbs, force[c]);
 }
 
-template <typename T, typename E>
-void potential_tile(const E& ev, const TripletView<T>& v, mapping::Tile3 t, index_t out_offset,
+template <typename T, typename E, typename Ev>
+void potential_tile(const Ev& ev, const TripletView<T>& v, mapping::Tile3 t, index_t out_offset,
                     T* out, std::int64_t* sums, Scratch<T>& s) {
   const index_t rho = v.rho, n = v.n;
   const index_t g0[3] = {t.layer * rho, t.row * rho, t.col * rho};
@@ -102,7 +102,8 @@ void potential_tile(const E& ev, const TripletView<T>& v, mapping::Tile3 t, inde
       const index_t kb = t.col == t.row ? j + 1 : 0;
       if (kb >= len[2]) continue;
       T* dst = nullptr;
-      if (v.store) dst = out + (mapping::triplet_rank(n, gi, gj, g0[2] + kb) - out_offset) - kb;
+      if constexpr (epi::traits<E>::kStores)
+        dst = out + (mapping::triplet_rank(n, gi, gj, g0[2] + kb) - out_offset) - kb;
       const T a = A[i * rho + j], ia = iA[i * rho + j];
       double wa = 0, eij = 0;
       for (index_t k = kb; k < len[2]; ++k) {
@@ -165,23 +166,26 @@ void compute_triplet_chunk(const TripletView<T>& v, index_t layer_begin, index_t
   const index_t out_offset = dom.elements_before(layer_begin);
   dispatch_map3(v.map, [&](auto map) {
     dispatch_potential<T>(v.potential, [&](const auto& ev) {
-      using Map = decltype(map);
-      const mapping::Grid g = Map::grid(dom, layer_begin, layer_end);
-      const index_t blocks = g.blocks();
+      epi::dispatch_triplet(v.epilogue, [&](auto e) {
+        using Map = decltype(map);
+        using E = decltype(e);
+        const mapping::Grid g = Map::grid(dom, layer_begin, layer_end);
+        const index_t blocks = g.blocks();
 #pragma omp parallel num_threads(threads)
-      {
-        Scratch<T> s(v.rho);
+        {
+          Scratch<T> s(v.rho);
 #pragma omp for schedule(dynamic, 4)
-        for (index_t b = 0; b < blocks; ++b) {
-          mapping::Tile3 t;
-          if (!Map::tile(dom, g, b % g.x, b / g.x, &t)) continue;
-          if (v.kernel == TripletKernel::dummy) {
-            dummy_tile(v, t, sums);
-          } else {
-            potential_tile(ev, v, t, out_offset, out, sums, s);
+          for (index_t b = 0; b < blocks; ++b) {
+            mapping::Tile3 t;
+            if (!Map::tile(dom, g, b % g.x, b / g.x, &t)) continue;
+            if (v.kernel == TripletKernel::dummy) {
+              dummy_tile(v, t, sums);
+            } else {
+              potential_tile<T, E>(ev, v, t, out_offset, out, sums, s);
+            }
           }
         }
-      }
+      });
     });
   });
 }

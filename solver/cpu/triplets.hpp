@@ -21,14 +21,14 @@ struct TripletView {
   MapKind map = MapKind::lambda;
   TripletKernel kernel = TripletKernel::potential;
   PotentialSpec potential;  // the tiles' evaluator: dispatch_potential<T>(potential, ...)
-  bool store = false;
+  EpilogueKind epilogue = EpilogueKind::reduce;  // epi::Reduce, or epi::Store as well
 };
 
 template <typename T>
 TripletView<T> triplet_view_of(const Problem<T>& p);
 
 // Layers [layer_begin, layer_end) of the triplet domain with `threads`
-// OpenMP threads. store: the energy of triplet e lands at
+// OpenMP threads. epi::Store: the energy of triplet e lands at
 // out[e - elements_before(layer_begin)] (0 where the cutoffs drop it).
 // sums: triplet_sum_slots(n) × kExactLimbs limbs, set to this chunk's sums.
 template <typename T>

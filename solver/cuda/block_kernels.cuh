@@ -269,11 +269,7 @@ struct Epilogue<T, Map, epi::Select<Test>> {
       T value = T(0);
       bool keep = false;
       if (kFast || (col >= lo && col < hi)) {
-        if constexpr (std::is_same_v<Test, epi::Overlap>) {
-          keep = selection::overlap(p.select, m, acc[s], c.i, j0 + col, &value);
-        } else {
-          keep = selection::within<T>(p.select, m, acc[s], nr, nc[s], &value);
-        }
+        keep = Test::template test<T>(p.select, m, acc[s], c.i, j0 + col, nr, nc[s], &value);
       }
       append(p, keep, c.base + col, value, lane);
     }

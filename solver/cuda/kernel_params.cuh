@@ -17,6 +17,7 @@
 #include "mapping/block_map.hpp"
 #include "mapping/strips.hpp"
 #include "solver/cuda/kernel_plan.hpp"
+#include "solver/epi.hpp"
 #include "solver/epilogue.hpp"
 #include "solver/metrics.hpp"
 #include "solver/problem.hpp"
@@ -113,36 +114,8 @@ struct BlockPolicy {
   }
 };
 
-// The epilogues: what a kernel does with each value of a row segment
-// (detail::Epilogue). A new one is a tag here, its Epilogue specialisation
-// below, its branch in the CPU tile loops (solver/cpu/tiles.inc) and its
-// instantiation list (solver/cuda/CMakeLists: kernels.cu.in).
-namespace epi {
-struct Store {};
-struct Histogram {};
-struct Within {};   // select: value <= radius
-struct Overlap {};  // select: spheres that overlap (euclidean, float64)
-template <typename Test>
-struct Select {};
-template <typename E>
-struct traits {
-  static constexpr bool kStores = false;     // writes every value (memory-bound)
-  static constexpr bool kFixedGrid = false;  // a fixed number of blocks striding over the tiles
-  static constexpr bool kSelects = false;
-};
-template <>
-struct traits<Store> {
-  static constexpr bool kStores = true, kFixedGrid = false, kSelects = false;
-};
-template <>
-struct traits<Histogram> {
-  static constexpr bool kStores = false, kFixedGrid = true, kSelects = false;
-};
-template <typename Test>
-struct traits<Select<Test>> {
-  static constexpr bool kStores = false, kFixedGrid = false, kSelects = true;
-};
-}  // namespace epi
+// The epilogues are types (solver/epi.hpp); the pair kernels' per-value
+// work for each is its detail::Epilogue specialisation (block_kernels.cuh).
 
 template <typename T>
 struct KernelParams {

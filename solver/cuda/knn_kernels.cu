@@ -14,6 +14,7 @@
 #include <limits>
 
 #include "solver/cuda/knn_kernels.cuh"
+#include "solver/epi.hpp"
 #include "solver/knn.hpp"
 
 namespace tdsolve::cuda {
@@ -42,7 +43,7 @@ __device__ __forceinline__ T infinity_of() {
 template <typename T, typename A>
 __device__ __noinline__ void insert_out_of_line(T* dist, int* idx, A* accs, int k, T value, int j,
                                                 A a, int n) {
-  knn_insert<T, A, int>(dist, idx, accs, k, value, j, a, n);
+  epi::TopK::insert<T, A, int>(dist, idx, accs, k, value, j, a, n);
 }
 
 template <typename T, typename M>
@@ -137,7 +138,7 @@ __global__ void __launch_bounds__(kThreads) knn_kernel(const KnnParams<T> p) {
     for (int q = 0; q < kRows; ++q) {
       unsigned mask = 0;
       // A number below the worst; for the metrics that can give nan, also
-      // any number when the worst entry is nan (knn_admits).
+      // any number when the worst entry is nan (epi::TopK::admits).
       const bool worst_nan = !kScreen && worst[q] != worst[q];
 #pragma unroll
       for (int c = 0; c < kCols; ++c) {
@@ -163,7 +164,7 @@ __global__ void __launch_bounds__(kThreads) knn_kernel(const KnnParams<T> p) {
         for (index_t f = 0; f < d; ++f)
           a = m.accumulate(a, p.a[row[q] * d + f], p.a[j * d + f], f);
         const T v = m.finalize(a, row_norm[q], M::needs_norms ? p.norms[j] : 0.0);
-        if (!knn_admits<T>(v, worst[q], free_slot[q])) continue;
+        if (!epi::TopK::admits<T>(v, worst[q], free_slot[q])) continue;
         A* list_acc = nullptr;
         if constexpr (kScreen) list_acc = accs[q];
         insert_out_of_line<T, A>(dist[q], idx[q], list_acc, k, v, static_cast<int>(j), a,

@@ -176,7 +176,7 @@ __device__ __forceinline__ bool block_tile(const mapping::TripletDomain& dom,
 // (counts), else (kUncutPaths evaluators without cutoffs) counts_uncut —
 // kCheck = false: not even that (the tile's squared distances all lie in
 // [kTiny, kHuge)), every triplet counts, and evaluate<false>.
-template <typename T, typename Eval, int NI, bool kFull, bool kCut, bool kStore, bool kCheck = true>
+template <typename T, typename Eval, int NI, bool kFull, bool kCut, typename E, bool kCheck = true>
 __device__ __forceinline__ void potential_column(const TripletParams<T>& k, const Eval& ev,
                                                  const T* A, const T* iA, const T* CC, int i0,
                                                  int j, int lane, T b, T ib, bool jk, int ilim,
@@ -217,7 +217,7 @@ __device__ __forceinline__ void potential_column(const TripletParams<T>& k, cons
       ei[ii] += e;
       ej += e;
       ek += e;
-      if constexpr (kStore) {
+      if constexpr (epi::traits<E>::kStores) {
         if (kFull || (jk && i < ilim))
           k.out[mapping::triplet_rank(k.dom.n, gi0 + i, gj, gk) - k.out_offset] = e;
       }
@@ -227,29 +227,29 @@ __device__ __forceinline__ void potential_column(const TripletParams<T>& k, cons
 
 // Dispatches potential_column on the tile's kind (uniform across the
 // block); only evaluators with kUncutPaths have the paths without cutoffs.
-template <typename T, typename Eval, int NI, bool kStore>
+template <typename T, typename Eval, int NI, typename E>
 __device__ __forceinline__ void potential_column_any(
     bool full, bool cut, bool big, const TripletParams<T>& k, const Eval& ev, const T* A,
     const T* iA, const T* CC, int i0, int j, int lane, T b, T ib, bool jk, int ilim, index_t gi0,
     index_t gj, index_t gk, T (&ea)[NI], T (&wc)[NI], T (&ei)[NI], T& wb, T& ej, T& ek) {
   if constexpr (Eval::kUncutPaths) {
     if (full && !cut && big) {
-      potential_column<T, Eval, NI, true, false, kStore>(k, ev, A, iA, CC, i0, j, lane, b, ib, jk,
-                                                         ilim, gi0, gj, gk, ea, wc, ei, wb, ej, ek);
+      potential_column<T, Eval, NI, true, false, E>(k, ev, A, iA, CC, i0, j, lane, b, ib, jk, ilim,
+                                                    gi0, gj, gk, ea, wc, ei, wb, ej, ek);
       return;
     }
     if (full && !cut) {
-      potential_column<T, Eval, NI, true, false, kStore, false>(
+      potential_column<T, Eval, NI, true, false, E, false>(
           k, ev, A, iA, CC, i0, j, lane, b, ib, jk, ilim, gi0, gj, gk, ea, wc, ei, wb, ej, ek);
       return;
     }
   }
   if (full) {
-    potential_column<T, Eval, NI, true, true, kStore>(k, ev, A, iA, CC, i0, j, lane, b, ib, jk,
-                                                      ilim, gi0, gj, gk, ea, wc, ei, wb, ej, ek);
+    potential_column<T, Eval, NI, true, true, E>(k, ev, A, iA, CC, i0, j, lane, b, ib, jk, ilim,
+                                                 gi0, gj, gk, ea, wc, ei, wb, ej, ek);
   } else {
-    potential_column<T, Eval, NI, false, true, kStore>(k, ev, A, iA, CC, i0, j, lane, b, ib, jk,
-                                                       ilim, gi0, gj, gk, ea, wc, ei, wb, ej, ek);
+    potential_column<T, Eval, NI, false, true, E>(k, ev, A, iA, CC, i0, j, lane, b, ib, jk, ilim,
+                                                  gi0, gj, gk, ea, wc, ei, wb, ej, ek);
   }
 }
 
@@ -257,7 +257,7 @@ __device__ __forceinline__ void potential_column_any(
 // once (most registers, one block per SM); NI = 16: in two halves of 16
 // (fewer registers, two blocks per SM, more shuffles per triplet). Eval: the
 // potential's evaluator (solver/potentials/terms.hpp); cut: its has_cutoff().
-template <typename T, typename Map, typename Eval, bool kStore, int NI>
+template <typename T, typename Map, typename Eval, typename E, int NI>
 __global__ void __launch_bounds__(kThreads, NI == 16 ? 2 : 1)
     triplet_kernel(const TripletParams<T> k, const Eval ev, bool cut) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -341,9 +341,8 @@ __global__ void __launch_bounds__(kThreads, NI == 16 ? 2 : 1)
           const int ilim = gj <= g0[0] ? 0 : static_cast<int>(min(gj - g0[0], index_t(kRho)));
           T ea[NI];
           T wb = 0, ej = 0;
-          potential_column_any<T, Eval, NI, kStore>(full, cut, big, k, ev, A, iA, CC, i0, j, lane,
-                                                    b, ib, jk, ilim, g0[0], gj, gk, ea, wc, ei, wb,
-                                                    ej, ek);
+          potential_column_any<T, Eval, NI, E>(full, cut, big, k, ev, A, iA, CC, i0, j, lane, b, ib,
+                                               jk, ilim, g0[0], gj, gk, ea, wc, ei, wb, ej, ek);
           // (j, lane) and Ej[j] have one owner: the halves add in order.
           WB[j * kPadded + lane] = (i0 == 0 ? T(0) : WB[j * kPadded + lane]) + wb;
           const T sa = transpose_sum(ea, lane);  // Σ_k ∂E/∂r²_ij for i = i0 + lane mod NI
@@ -460,31 +459,31 @@ int triplet_ni() {
   return knobs::choice("TDSOLVE_TRIPLET_NI", {"16", "32"}) == 1 ? 32 : 16;
 }
 
-template <typename T, typename Map, typename Eval, bool kStore, int NI>
+template <typename T, typename Map, typename Eval, typename E, int NI>
 void launch_potential_ni(const TripletParams<T>& k, const Eval& ev, cudaStream_t s) {
   const size_t shared = shared_elements(NI) * sizeof(T);
   static bool configured = false;
   if (!configured) {
     check(
-        cudaFuncSetAttribute(triplet_kernel<T, Map, Eval, kStore, NI>,
+        cudaFuncSetAttribute(triplet_kernel<T, Map, Eval, E, NI>,
                              cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared)),
         "cudaFuncSetAttribute (triplet kernel shared memory)");
     configured = true;
   }
   const dim3 grid = launch_grid(k.grid);
   if (grid.x == 0 || grid.y == 0) return;
-  triplet_kernel<T, Map, Eval, kStore, NI><<<grid, kThreads, shared, s>>>(k, ev, ev.has_cutoff());
+  triplet_kernel<T, Map, Eval, E, NI><<<grid, kThreads, shared, s>>>(k, ev, ev.has_cutoff());
 }
 
-template <typename T, typename Map, typename Eval, bool kStore>
+template <typename T, typename Map, typename Eval, typename E>
 void launch_potential(const TripletParams<T>& k, const Eval& ev, cudaStream_t s) {
   static const int ni = triplet_ni();
-  if (ni == 32) return launch_potential_ni<T, Map, Eval, kStore, 32>(k, ev, s);
-  launch_potential_ni<T, Map, Eval, kStore, 16>(k, ev, s);
+  if (ni == 32) return launch_potential_ni<T, Map, Eval, E, 32>(k, ev, s);
+  launch_potential_ni<T, Map, Eval, E, 16>(k, ev, s);
 }
 
 template <typename T>
-void launch_triplets(const Problem<T>& p, const TripletParams<T>& k, bool store, cudaStream_t s) {
+void launch_triplets(const Problem<T>& p, const TripletParams<T>& k, cudaStream_t s) {
   dispatch_map3(p.map, [&](auto map) {
     using Map = decltype(map);
     if (p.three_body.kernel == TripletKernel::dummy) {
@@ -494,11 +493,8 @@ void launch_triplets(const Problem<T>& p, const TripletParams<T>& k, bool store,
     }
     dispatch_potential<T>(p.three_body.potential, [&](const auto& ev) {
       using Eval = std::decay_t<decltype(ev)>;
-      if (store) {
-        launch_potential<T, Map, Eval, true>(k, ev, s);
-      } else {
-        launch_potential<T, Map, Eval, false>(k, ev, s);
-      }
+      epi::dispatch_triplet(p.epilogue,
+                            [&](auto e) { launch_potential<T, Map, Eval, decltype(e)>(k, ev, s); });
     });
   });
 }
@@ -557,7 +553,7 @@ class CudaTripletBackend final : public Backend<T> {
     check(cudaEventRecord(kernel_start_[s].e, compute_.s), "cudaEventRecord");
     check(cudaMemsetAsync(k.sums, 0, sum_words_ * sizeof(unsigned long long), compute_.s),
           "cudaMemsetAsync (triplet sums)");
-    launch_triplets<T>(p_, k, store_, compute_.s);
+    launch_triplets<T>(p_, k, compute_.s);
     check(cudaGetLastError(), "kernel launch");
     check(cudaEventRecord(kernel_stop_[s].e, compute_.s), "cudaEventRecord");
     check(cudaStreamWaitEvent(copy_.s, kernel_stop_[s].e, 0), "cudaStreamWaitEvent");

@@ -1,14 +1,17 @@
 // The per-value epilogues: numpy.histogram's binning (against numpy's own
 // counts, and the fast path against the always-checking one) and the
-// minimum image of a periodic box (against values derived by hand).
+// minimum image of a periodic box (against values derived by hand), the
+// top-k list against a stable sort, and the epilogue types.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
 #include <random>
 #include <vector>
 
+#include "solver/epi.hpp"
 #include "solver/epilogue.hpp"
 #include "solver/problem.hpp"
 
@@ -341,4 +344,56 @@ TEST(MinimumImage, HandValuesFloat) {
   };
   for (const C& c : cases)
     EXPECT_EQ(epilogue::minimum_image(c.delta, c.L), c.want) << c.delta << " mod " << c.L;
+}
+
+// The top-k list (epi::TopK, both backends' list): candidates offered in
+// increasing j keep exactly the first k of a stable sort by (value, j) with
+// numbers first, then nan; free slots (index n) last.
+TEST(TopK, ListEqualsAStableSortWithNanLast) {
+  std::mt19937_64 rng(20261127);
+  const double specials[] = {std::numeric_limits<double>::quiet_NaN(),
+                             std::numeric_limits<double>::infinity(), 0.0, 1.0};
+  for (int trial = 0; trial < 2000; ++trial) {
+    const int n = 1 + static_cast<int>(rng() % 40), k = 1 + static_cast<int>(rng() % 12);
+    std::vector<double> v(n);
+    for (auto& x : v)  // few distinct values: many ties
+      x = rng() % 4 == 0 ? specials[rng() % 4] : static_cast<double>(rng() % 6);
+    std::vector<double> dist(k, std::numeric_limits<double>::infinity());
+    std::vector<index_t> idx(k, n);
+    for (index_t j = 0; j < n; ++j)
+      if (epi::TopK::admits<double>(v[j], dist[k - 1], idx[k - 1] == n))
+        epi::TopK::insert<double, double, index_t>(dist.data(), idx.data(), nullptr, k, v[j], j,
+                                                   0.0, n);
+    std::vector<index_t> order(n);
+    for (index_t j = 0; j < n; ++j)
+      order[j] = j;
+    std::stable_sort(order.begin(), order.end(), [&](index_t a, index_t b) {
+      const bool na = v[a] != v[a], nb = v[b] != v[b];
+      if (na || nb) return !na && nb;
+      return v[a] < v[b];
+    });
+    for (int q = 0; q < k; ++q) {
+      const index_t want = q < n ? order[q] : n;
+      ASSERT_EQ(idx[q], want) << "trial " << trial << " slot " << q;
+      if (want < n && v[want] == v[want]) ASSERT_EQ(dist[q], v[want]);
+    }
+  }
+}
+
+// Each run-time kind has exactly one epilogue type's traits (select has
+// one per test), and each type says which loops run it.
+TEST(Epilogues, KindsAndLoops) {
+  static_assert(epi::traits<epi::Store>::kKind == EpilogueKind::store);
+  static_assert(epi::traits<epi::Histogram>::kKind == EpilogueKind::histogram);
+  static_assert(epi::traits<epi::Select<epi::Within>>::kKind == EpilogueKind::select);
+  static_assert(epi::traits<epi::Select<epi::Overlap>>::kKind == EpilogueKind::select);
+  static_assert(epi::traits<epi::TopK>::kKind == EpilogueKind::topk);
+  static_assert(epi::traits<epi::Reduce>::kKind == EpilogueKind::reduce);
+  static_assert(epi::runs_in<epi::Store>(epi::Loop::triplet_tiles));
+  static_assert(!epi::runs_in<epi::TopK>(epi::Loop::pair_tiles));
+  EXPECT_TRUE(epi::dispatch_triplet(EpilogueKind::store,
+                                    [](auto e) { return epi::traits<decltype(e)>::kStores; }));
+  EXPECT_TRUE(epi::dispatch_triplet(EpilogueKind::reduce,
+                                    [](auto e) { return epi::traits<decltype(e)>::kReduces; }));
+  EXPECT_THROW(epi::dispatch_triplet(EpilogueKind::topk, [](auto) { return 0; }), std::logic_error);
 }
