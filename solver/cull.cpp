@@ -91,6 +91,13 @@ class Traversal {
     return self(root_);
   }
 
+  // Every block J (any, I itself too) whose box may hold a point within
+  // `cutoff` of block I's, with the lower bound of its distance: appended
+  // to out. False once out holds more than `room` entries.
+  bool query(index_t I, double cutoff, index_t room, std::vector<std::pair<double, index_t>>* out) {
+    return down(root_, leaf_[I], cutoff, room, out);
+  }
+
  private:
   std::int64_t make(index_t first, index_t last) {
     const std::int64_t id = static_cast<std::int64_t>(nodes_.size());
@@ -98,6 +105,8 @@ class Traversal {
     node_lo_.resize((id + 1) * dims_);
     node_hi_.resize((id + 1) * dims_);
     if (last - first == 1) {
+      if (leaf_.size() <= first) leaf_.resize(first + 1, -1);
+      leaf_[first] = id;
       for (index_t k = 0; k < dims_; ++k) {
         node_lo_[id * dims_ + k] = lo_[first * dims_ + k];
         node_hi_[id * dims_ + k] = hi_[first * dims_ + k];
@@ -117,7 +126,8 @@ class Traversal {
     return id;
   }
 
-  bool far(std::int64_t a, std::int64_t b) const {
+  // The lower bound of any pair's distance between nodes a and b.
+  double lower(std::int64_t a, std::int64_t b) const {
     double s = 0;
     for (index_t k = 0; k < dims_; ++k) {
       const double L = k < static_cast<index_t>(g_.box_dims) ? g_.box[k] : 0;
@@ -126,8 +136,25 @@ class Traversal {
                               node_lo_[b * dims_ + k], node_hi_[b * dims_ + k], L),
                     g_.p);
     }
+    return cull::finish(s, g_.p);
+  }
+
+  bool far(std::int64_t a, std::int64_t b) const {
     const double cutoff = g_.radii ? nodes_[a].rmax + nodes_[b].rmax : g_.cutoff;
-    return cull::finish(s, g_.p) > cull::limit(cutoff, g_.rel_tol, scale_);
+    return lower(a, b) > cull::limit(cutoff, g_.rel_tol, scale_);
+  }
+
+  bool down(std::int64_t a, std::int64_t leaf, double cutoff, index_t room,
+            std::vector<std::pair<double, index_t>>* out) const {
+    const double b = lower(a, leaf);
+    if (b > cull::limit(cutoff, g_.rel_tol, scale_)) return true;
+    const Node& x = nodes_[a];
+    if (x.left < 0) {
+      if (out->size() >= room) return false;
+      out->emplace_back(b, x.first);
+      return true;
+    }
+    return down(x.left, leaf, cutoff, room, out) && down(x.right, leaf, cutoff, room, out);
   }
 
   bool emit(index_t I, index_t J) {
@@ -159,25 +186,27 @@ class Traversal {
   std::vector<double> lo_, hi_, rmax_;
   std::vector<Node> nodes_;
   std::vector<double> node_lo_, node_hi_;
+  std::vector<std::int64_t> leaf_;  // block -> its leaf node
   std::int64_t root_ = -1;
   std::vector<std::uint64_t>* out_ = nullptr;
 };
 
-}  // namespace
-
+// What both builders start from: the Morton order, each block's bounding
+// box (and largest radius), the geometry and the margin's scale; the tile
+// lists empty. x: the points in double, input order.
 template <typename T>
-bool build_culled(const T* pts, index_t n, index_t d, index_t rho, const CullGeometry& g,
-                  index_t max_tiles, Culled* c) {
+void prepare(const T* pts, index_t n, index_t d, index_t rho, const CullGeometry& g, Culled* c,
+             std::vector<double>* xs) {
   c->n = n;
   c->rho = rho;
   c->m = (n + rho - 1) / rho;
-  std::vector<double> x(pts, pts + n * d);
+  xs->assign(pts, pts + n * d);
+  const std::vector<double>& x = *xs;
   c->order = morton_order(x.data(), n, d);
   const index_t m = c->m;
   c->tiles.clear();
   c->tile_start.assign(m + 1, 0);
   c->before.assign(m + 1, 0);
-  if (m == 0) return true;
   std::vector<double>&lo = c->lo, &hi = c->hi, &rmax = c->rmax;
   lo.assign(m * d, INFINITY);
   hi.assign(m * d, -INFINITY);
@@ -193,8 +222,19 @@ bool build_culled(const T* pts, index_t n, index_t d, index_t rho, const CullGeo
   c->geometry = g;
   c->geometry.radii = nullptr;  // input order: not the run's
   c->scale = cull_scale(x.data(), n, d, g);
+}
+
+}  // namespace
+
+template <typename T>
+bool build_culled(const T* pts, index_t n, index_t d, index_t rho, const CullGeometry& g,
+                  index_t max_tiles, Culled* c) {
+  std::vector<double> x;
+  prepare(pts, n, d, rho, g, c, &x);
+  const index_t m = c->m;
+  if (m == 0) return true;
   Traversal t(g, d, max_tiles, c->scale);
-  t.build(lo, hi, rmax, m);
+  t.build(c->lo, c->hi, c->rmax, m);
   std::vector<std::uint64_t> kept;
   if (!t.run(&kept)) return false;
   std::sort(kept.begin(), kept.end());
@@ -213,9 +253,71 @@ bool build_culled(const T* pts, index_t n, index_t d, index_t rho, const CullGeo
   return true;
 }
 
+template <typename T>
+bool build_culled_knn(const T* pts, index_t n, index_t d, index_t rho, index_t k,
+                      const CullGeometry& g, index_t max_tiles, Culled* c) {
+  std::vector<double> x;
+  prepare(pts, n, d, rho, g, c, &x);
+  c->all_columns = true;
+  const index_t m = c->m;
+  if (m == 0) return true;
+  Traversal t(g, d, max_tiles, c->scale);
+  t.build(c->lo, c->hi, c->rmax, m);
+  const std::vector<double>&lo = c->lo, &hi = c->hi;
+  // R_I from the blocks near I along the curve: w on each side hold more
+  // than k points (I's own count without the point itself).
+  const index_t w = 2 + 2 * ((k + rho) / rho);
+  std::vector<std::pair<double, index_t>> near, found;
+  for (index_t I = 0; I < m; ++I) {
+    near.clear();
+    const index_t J0 = I > w ? I - w : 0, J1 = std::min(m, I + w + 1);
+    for (index_t J = J0; J < J1; ++J) {
+      double s = 0;  // the farthest corners: every pair of I and J is within it
+      for (index_t q = 0; q < d; ++q)
+        s = cull::add(s, std::max(hi[J * d + q] - lo[I * d + q], hi[I * d + q] - lo[J * d + q]),
+                      g.p);
+      double far = cull::finish(s, g.p);
+      if (!(far < INFINITY)) far = INFINITY;  // nan, inf: no bound
+      const index_t count = std::min(rho, n - J * rho) - (J == I ? 1 : 0);
+      near.emplace_back(far, count);
+    }
+    std::sort(near.begin(), near.end());
+    double R = INFINITY;
+    index_t have = 0;
+    for (const auto& [far, count] : near)
+      if ((have += count) >= k) {
+        R = far;
+        break;
+      }
+    // A computed value within R of the true distance's rounding (far below
+    // the margin): R itself gets the margin, then the query adds its own.
+    const double cutoff = R < INFINITY ? cull::limit(R, g.rel_tol, c->scale) : INFINITY;
+    found.clear();
+    const index_t kept = c->tiles.size() / 2;
+    if (!t.query(I, cutoff, max_tiles - std::min(max_tiles, kept), &found)) return false;
+    std::sort(found.begin(), found.end());  // nearest boxes first: lists fill early
+    const index_t ri = std::min(rho, n - I * rho);
+    for (const auto& [bound, J] : found) {
+      c->tiles.push_back(static_cast<std::uint32_t>(I));
+      c->tiles.push_back(static_cast<std::uint32_t>(J));
+      c->before[I + 1] += ri * std::min(rho, n - J * rho);
+    }
+    c->tile_start[I + 1] = found.size();
+  }
+  for (index_t I = 0; I < m; ++I) {
+    c->tile_start[I + 1] += c->tile_start[I];
+    c->before[I + 1] += c->before[I];
+  }
+  return true;
+}
+
 template bool build_culled<float>(const float*, index_t, index_t, index_t, const CullGeometry&,
                                   index_t, Culled*);
 template bool build_culled<double>(const double*, index_t, index_t, index_t, const CullGeometry&,
                                    index_t, Culled*);
+template bool build_culled_knn<float>(const float*, index_t, index_t, index_t, index_t,
+                                      const CullGeometry&, index_t, Culled*);
+template bool build_culled_knn<double>(const double*, index_t, index_t, index_t, index_t,
+                                       const CullGeometry&, index_t, Culled*);
 
 }  // namespace tdsolve

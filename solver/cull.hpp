@@ -63,6 +63,11 @@ struct Culled {
   CullGeometry geometry;
   double scale = 0;
   std::vector<double> lo, hi, rmax;
+  // knn --k (build_culled_knn): the tiles are (I, J) for every J (not only
+  // J >= I), a block row's in order of their boxes' distance, and each
+  // counts ri × rj comparisons; squared: the metric's value is the square
+  // of the norm (sqeuclidean).
+  bool all_columns = false, squared = false;
   index_t tile_count() const { return tiles.size() / 2; }
   index_t tested() const { return before.empty() ? 0 : before.back(); }
 };
@@ -78,6 +83,16 @@ std::vector<index_t> morton_order(const double* pts, index_t n, index_t d);
 template <typename T>
 bool build_culled(const T* pts, index_t n, index_t d, index_t rho, const CullGeometry& g,
                   index_t max_tiles, Culled* c);
+
+// The culled domain of knn --k: for each block I, R_I bounds from above the
+// distance of every point of I to its k-th nearest other point (the
+// farthest-corner distance of the nearest boxes that hold k others), and
+// the tiles (I, J) are the blocks J whose boxes may hold a point within R_I
+// (plus the margin) of I's box: every point that can enter a row's list of
+// k is in them. g: the norm and margin (no cutoff, no box, no radii).
+template <typename T>
+bool build_culled_knn(const T* pts, index_t n, index_t d, index_t rho, index_t k,
+                      const CullGeometry& g, index_t max_tiles, Culled* c);
 
 // The culled domain as the chunk planner sees it (mapping::ChunkPlan's
 // Domain): block rows of the run's order, elements the pairs tested.
@@ -97,10 +112,11 @@ struct CulledDomain {
   }
 };
 
-// Pairs of a tile (I, J) of n points in blocks of rho.
-inline index_t tile_pairs(index_t n, index_t rho, index_t I, index_t J) {
+// Pairs of a tile (I, J) of n points in blocks of rho (all_columns: the
+// comparisons of knn's rows, ri × rj).
+inline index_t tile_pairs(index_t n, index_t rho, index_t I, index_t J, bool all_columns = false) {
   const index_t ri = std::min(rho, n - I * rho), rj = std::min(rho, n - J * rho);
-  return I == J ? ri * (ri - 1) / 2 : ri * rj;
+  return I == J && !all_columns ? ri * (ri - 1) / 2 : ri * rj;
 }
 
 }  // namespace tdsolve

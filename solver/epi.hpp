@@ -108,6 +108,35 @@ struct TopK {
     idx[p] = j;
     if (acc) acc[p] = a;
   }
+
+  // The same list when candidates come in any order of j (a culled run
+  // meets the columns block by block): (value, j) is compared whole, in
+  // the order above (numbers by value, then nan, then free slots; ties by
+  // index).
+  template <typename T, typename I>
+  static TDS_HD bool before(T v, I j, T w, I wj, I n) {
+    if (wj == n) return j != n;  // anything before a free slot
+    if (j == n) return false;
+    const bool vn = v != v, wn = w != w;
+    if (vn != wn) return wn;  // a number before a nan
+    if (!vn && v != w) return v < w;
+    return j < wj;
+  }
+  template <typename T, typename A, typename I>
+  static TDS_HD bool offer_any(T* dist, I* idx, A* acc, int k, T value, I j, A a, I n) {
+    if (!before(value, j, dist[k - 1], idx[k - 1], n)) return false;
+    int p = k - 1;
+    while (p > 0 && before(value, j, dist[p - 1], idx[p - 1], n)) {
+      dist[p] = dist[p - 1];
+      idx[p] = idx[p - 1];
+      if (acc) acc[p] = acc[p - 1];
+      --p;
+    }
+    dist[p] = value;
+    idx[p] = j;
+    if (acc) acc[p] = a;
+    return true;
+  }
 };
 
 // Reduce: a triplet tile's energies and pair weights summed per point

@@ -92,7 +92,8 @@ void apply_cull(Problem<T>* p, CullMode mode, CullGeometry g) {
   const bool metric_ok = cull_metric(p->metric, p->mp.p, &norm_p);
   const index_t m = (p->rows + p->rho - 1) / p->rho;
   std::string why;
-  if (p->domain != DomainKind::pairs) {
+  const bool knn = p->knn();  // the rectangle of the points against themselves
+  if (p->domain != DomainKind::pairs && !knn) {
     why = "culling applies to the pairs of one point set";
   } else if (!metric_ok) {
     why = std::string("metric ") + metric_name(p->metric) +
@@ -100,8 +101,10 @@ void apply_cull(Problem<T>* p, CullMode mode, CullGeometry g) {
           "minkowski)";
   } else if (p->map == MapKind::bb) {
     why = "--map bb launches the bounding box";
-  } else if (p->d > 8) {
-    why = "d = " + std::to_string(p->d) + " > 8: a space-filling curve does not order it";
+  } else if (p->d > (knn ? 4 : 8)) {
+    why = "d = " + std::to_string(p->d) + " > " + (knn ? "4" : "8") +
+          ": a space-filling curve does not order it" +
+          (knn ? " well enough for nearest neighbours" : "");
   } else if (m >= (index_t(1) << 32)) {
     why = "more than 2^32 block rows";
   }
@@ -115,32 +118,42 @@ void apply_cull(Problem<T>* p, CullMode mode, CullGeometry g) {
   g.box_dims = p->box_dims;  // hist, knn --radius, collide: --box
   for (int k = 0; k < p->box_dims; ++k)
     g.box[k] = static_cast<double>(p->box[k]);
-  const index_t all = m * (m + 1) / 2;
+  const index_t all = knn ? m * m : m * (m + 1) / 2;
   // auto: dense once more than half of the tiles survive; on: the list's
   // memory (8 bytes a tile) bounds it.
   const index_t cap = index_t(1) << 28;  // 4 GB while the list is built
-  const index_t budget = mode == CullMode::automatic ? std::min(all / 2 + 1, cap) : cap;
+  // knn --k: its rows stop at their lists' worst (cpu/knn.inc), far inside
+  // the tiles listed, so only a list of nearly all of them runs dense.
+  const index_t budget =
+      mode == CullMode::automatic ? std::min((knn ? all / 10 * 9 : all / 2) + 1, cap) : cap;
   Culled c;
-  if (!build_culled<T>(p->a.data(), p->rows, p->d, p->rho, g, budget, &c)) {
+  const bool built =
+      knn ? build_culled_knn<T>(p->a.data(), p->rows, p->d, p->rho, p->k, g, budget, &c)
+          : build_culled<T>(p->a.data(), p->rows, p->d, p->rho, g, budget, &c);
+  if (!built) {
     if (mode == CullMode::on)
       throw InputError("--cull on: more than 2^28 tiles of " + std::to_string(p->rho) +
                        " points survive the cutoff; run with --cull off (or auto)");
-    p->cull_note = budget == cap
-                       ? "dense (auto: more than 2^28 tiles survive the cutoff)"
-                       : "dense (auto: more than half of the tiles are within the cutoff)";
+    p->cull_note = budget == cap ? "dense (auto: more than 2^28 tiles survive the cutoff)"
+                   : knn         ? "dense (auto: more than 90% of the tiles may hold neighbours)"
+                         : "dense (auto: more than half of the tiles are within the cutoff)";
     return;
   }
   char note[160];
-  std::snprintf(note, sizeof note, "culled (%s): %llu of %llu tiles, %.3g%% of the pairs tested",
-                mode == CullMode::on ? "--cull on" : "auto", (unsigned long long)c.tile_count(),
-                (unsigned long long)all,
-                100.0 * double(c.tested()) / double(mapping::pair_count(p->rows)));
+  std::snprintf(
+      note, sizeof note, "culled (%s): %llu of %llu tiles, %.3g%% of the pairs tested",
+      mode == CullMode::on ? "--cull on" : "auto", (unsigned long long)c.tile_count(),
+      (unsigned long long)all,
+      100.0 * double(c.tested()) /
+          (knn ? double(p->rows) * double(p->rows) : double(mapping::pair_count(p->rows))));
   p->cull_note = note;
   const index_t n = p->rows, d = p->d;
   std::vector<T> a(n * d);
   for (index_t q = 0; q < n; ++q)
     std::copy_n(p->a.begin() + c.order[q] * d, d, a.begin() + q * d);
   p->a.swap(a);
+  if (knn) p->b = p->a;  // the points against themselves, in the run's order too
+  c.squared = p->metric == Metric::sqeuclidean;
   if (!p->norms_a.empty()) {
     std::vector<double> v(n);
     for (index_t q = 0; q < n; ++q)

@@ -7,9 +7,9 @@ otherwise pick, on the same points in the same run, end to end:
               one thread) and cKDTree.query_ball_point(x, R, workers=-1,
               return_length=True) (all cores, but it only counts the pairs:
               no pair list comes out of it)
-  knn-k       knn --k 16 vs cKDTree.query(x, k=17, workers=-1); tdsolve is
-              dense here (knn --k is not culled yet: O(n^2)), so only for
-              n <= --knn-k-max
+  knn-k       knn --k 16 vs cKDTree.query(x, k=17, workers=-1); tdsolve
+              culled on the CPU (auto, and with --block 32), dense on a GPU
+              (only for n <= --knn-k-max there)
   hist        hist of the pairs within 1/20 of the box, 50 bins over
               [0, 0.05], in the open unit cube and in a periodic one
               (--box 1,1,1), vs cKDTree.count_neighbors over the bin edges
@@ -17,7 +17,8 @@ otherwise pick, on the same points in the same run, end to end:
               one frame in the box when MDAnalysis is installed
   collide     spheres:N:3:SEED with the default RMAX, vs cKDTree query_pairs
               within twice the largest radius filtered by d < r_i + r_j
---dense adds tdsolve --cull off to knn-radius, hist and collide (every pair
+--dense adds tdsolve --cull off to knn-radius, hist, collide and, for
+n <= --knn-k-max, knn-k (every pair
 tested: for small n only).
 
 The points are those of `tdsolve ... --generate uniform:N:3:SEED` (and
@@ -209,10 +210,19 @@ def knn_k(b, x):
     b.section(f"knn --k {K}: the {K} nearest other points of each")
     _, idx = b.peer("knn-k", f"scipy cKDTree.query k={K + 1} workers=-1",
                     lambda: (n * K, cKDTree(x).query(x, k=K + 1, workers=-1)[1][:, 1:]))
-    b.tdsolve("knn-k", f"tdsolve knn --k {K} (dense: not culled yet, {b.a.precision})",
-              ["knn", "--input", b.points, "--k", str(K), "--precision", b.a.precision],
-              lambda f: (f["indices"].size, f["indices"][:]),
-              lambda got: verdict(int((got != idx).any(axis=1).sum()), b.exact, "rows differing"))
+    # culled on the CPU (auto; --block 32 culls better than the default),
+    # dense on a GPU; the dense CPU run only with --dense and n <= --knn-k-max
+    runs = [("auto", [])]
+    if b.a.backend == "cpu":
+        runs.append(("auto", ["--block", "32"]))
+    if b.a.dense and n <= b.a.knn_k_max:
+        runs.append(("off", []))
+    for cull, extra in runs:
+        b.tdsolve("knn-k", f"tdsolve knn --k {K} --cull {cull} {' '.join(extra)} ({b.a.precision})",
+                  ["knn", "--input", b.points, "--k", str(K), "--precision", b.a.precision, "--cull", cull,
+                   *extra],
+                  lambda f: (f["indices"].size, f["indices"][:]),
+                  lambda got: verdict(int((got != idx).any(axis=1).sum()), b.exact, "rows differing"))
 
 
 def hist(b, x):
@@ -303,7 +313,8 @@ def main():
     ap.add_argument("--skip", default="", help=f"comma list of {','.join(SECTIONS)}")
     ap.add_argument("--dense", action="store_true",
                     help="also tdsolve --cull off for knn --radius, hist and collide (O(n^2): small n only)")
-    ap.add_argument("--knn-k-max", type=int, default=200000, help="largest n of the dense knn --k")
+    ap.add_argument("--knn-k-max", type=int, default=200000,
+                    help="largest n of a dense knn --k (--dense on the CPU; any on a GPU)")
     ap.add_argument("--csv", help="one row a measurement")
     a = ap.parse_args()
     skip = set(filter(None, a.skip.split(",")))
@@ -326,10 +337,10 @@ def main():
         if "knn-radius" not in skip:
             knn_radius(b, x)
         if "knn-k" not in skip:
-            if a.n <= a.knn_k_max:
+            if a.n <= a.knn_k_max or a.backend == "cpu":
                 knn_k(b, x)
             else:
-                print(f"\n## knn --k {K}: skipped, n = {a.n} > --knn-k-max {a.knn_k_max} (tdsolve is dense here)")
+                print(f"\n## knn --k {K}: skipped, n = {a.n} > --knn-k-max {a.knn_k_max} (dense on a GPU)")
         if "hist" not in skip:
             hist(b, x)
         if "collide" not in skip:

@@ -195,8 +195,9 @@ po::options_description compute_group(ComputeOptions& o, Choices& c, int flags) 
         "cull", po::value(&c.cull)->default_value("auto")->value_name("MODE"),
         "auto, on or off: order the points along a Morton curve and visit only the tiles whose "
         "bounding boxes may hold a pair within the cutoff (same results as off). auto culls "
-        "when at most half of the tiles survive; the log line and the file say what it chose. "
-        "For euclidean, sqeuclidean, cityblock, chebyshev and minkowski, d <= 8");
+        "when at most half of the tiles survive (knn --k: 90%, CPU only); the log line and the "
+        "file say what it chose. For euclidean, sqeuclidean, cityblock, chebyshev and "
+        "minkowski, d <= 8 (knn --k: d <= 4)");
   return g;
 }
 

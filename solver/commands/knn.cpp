@@ -5,6 +5,7 @@
 
 #include "solver/commands/pairs.hpp"
 #include "solver/commands/sinks.hpp"
+#include "solver/cuda/cuda_backend.hpp"
 #include "solver/knn.hpp"
 #include "solver/progress.hpp"
 
@@ -20,7 +21,9 @@ const char* kUsage =
     "matrix: /indices (n × K, int64) and /distances (n × K), sorted by distance, ties\n"
     "broken by the smaller index (as scikit-learn's brute-force NearestNeighbors). Each\n"
     "rank takes a band of rows and compares them with every point; the file is the same\n"
-    "for any rank count and backend.\n"
+    "for any rank count and backend. On the CPU at d <= 4, --cull (auto) visits only the\n"
+    "blocks that may hold a row's neighbours; such a run keeps its rows in memory to the\n"
+    "end, so a stopped one starts over on --resume.\n"
     "--radius: every pair i < j within distance R (<= R), as scipy cKDTree.query_pairs:\n"
     "/pairs (m × 2, int64, sorted) and /distances (m). m is not known in advance: each\n"
     "rank keeps its pairs in memory (20 or 24 bytes a pair) and the file gets them all at the\n"
@@ -93,8 +96,15 @@ class Knn final : public PairCommand<T> {
     if (p.knn()) {
       // Offsets count the values of /distances (n × K), not the n × n
       // comparisons of the plan: every chunk is a band of whole rows.
-      for (index_t& off : L.chunk_offsets)
-        off = off / p.cols * p.k;
+      for (index_t& off : L.chunk_offsets) {
+        if (p.culled) {  // comparisons before a chunk -> its first row of the run's order
+          const auto b = p.cull.before.begin();
+          const index_t I = std::lower_bound(b, p.cull.before.end(), off) - b;
+          off = std::min(I * p.rho, p.rows) * p.k;
+        } else {
+          off = off / p.cols * p.k;
+        }
+      }
       const std::vector<Attr> common = {Attr{"n", std::uint64_t(p.rows)},
                                         Attr{"neighbors", std::uint64_t(p.k)},
                                         Attr{"layout", std::string("knn")}};
@@ -133,10 +143,16 @@ class Knn final : public PairCommand<T> {
     if (this->options().knn.k == 0) set_select_within(&p, this->options().knn.radius);
     set_problem_box(&p, this->options().box);
   }
-  // --radius: pairs farther than R are never visited (--cull). --k is not
-  // culled yet: it has no cutoff of its own.
+  // --radius: pairs farther than R are never visited (--cull). --k: each
+  // block row visits the blocks that may hold its rows' neighbours
+  // (build_culled_knn), on the CPU backend (the CUDA one runs --k dense).
   bool cull_geometry(const Problem<T>& p, CullGeometry* g) const override {
-    if (!p.selects()) return false;  // --cull on was refused with --k (finish_knn)
+    if (p.knn()) {
+      const ComputeOptions& o = this->options().compute;
+      return o.backend == BackendKind::cpu ||
+             (o.backend == BackendKind::automatic && cuda::device_count() == 0) ||
+             o.cull == CullMode::on;  // on a GPU: refused by make_backend
+    }
     g->cutoff = cull_cutoff(p.metric, p.select.radius);
     return true;
   }
@@ -148,6 +164,8 @@ class Knn final : public PairCommand<T> {
     const index_t rows =
         std::max<index_t>(1, static_cast<index_t>(this->options().compute.chunk_mb * (1 << 20)) /
                                  (p.k * (sizeof(T) + 8)));
+    // culled: the comparisons of that many rows, on average
+    if (p.culled) return std::max<index_t>(1, rows * (p.total() / std::max<index_t>(1, p.rows)));
     return rows * p.cols;
   }
   void print_before(const Problem<T>& p, const mapping::ChunkPlan&) const override {
@@ -159,6 +177,7 @@ class Knn final : public PairCommand<T> {
   }
   std::unique_ptr<Sink<T>> make_sink(io::ResultWriter& w, MPI_Comm, const Problem<T>& p,
                                      const Existing& ex) override {
+    if (p.knn() && p.culled) return std::make_unique<KnnRowsSink<T>>(w, p.cull, p.k);
     if (p.knn()) return std::make_unique<ArraySink<T>>(w, p.cols, p.k, true);
     auto list =
         std::make_unique<RadiusSink<T>>(w, ex.held_pairs, p, this->options().compute.threads);
@@ -210,8 +229,6 @@ void finish_knn(KnnOptions& k, const KnnChoices& c, const cli::po::variables_map
   if (has_k == has_r) throw UsageError("give exactly one of --k K and --radius R");
   if (has_k) {
     if (c.k < 1) throw UsageError("--k must be at least 1");
-    if (vm.count("cull") && vm["cull"].as<std::string>() == "on")
-      throw UsageError("--cull on applies to knn --radius; knn --k is not culled (yet)");
     k.k = static_cast<index_t>(c.k);
   } else {
     k.radius = cli::parse_finite(c.radius, "--radius");

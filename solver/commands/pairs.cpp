@@ -324,7 +324,8 @@ io::ResultLayout make_layout(const PairCommand<T>& cmd, const Problem<T>& p,
 }
 
 // The plan a file's /progress/offsets describe (knn --k counts values of
-// /distances there, K a row; the plan counts comparisons, n a row).
+// /distances there, K a row; the plan counts comparisons, n a row, or a
+// culled run's, those of its block rows' tiles).
 // std::invalid_argument when they are not block-row boundaries of `p`.
 template <typename T>
 mapping::ChunkPlan plan_of_file(const Problem<T>& p, std::vector<index_t> offsets) {
@@ -332,7 +333,15 @@ mapping::ChunkPlan plan_of_file(const Problem<T>& p, std::vector<index_t> offset
     for (index_t& off : offsets) {
       if (off % p.k != 0)
         throw std::invalid_argument("an offset is not a multiple of K = " + std::to_string(p.k));
-      off = off / p.k * p.cols;
+      if (!p.culled) {
+        off = off / p.k * p.cols;
+        continue;
+      }
+      // culled: rows of the run's order, at block rows (knn.cpp's layout)
+      const index_t rows = off / p.k;
+      if (rows > p.rows || (rows % p.rho != 0 && rows != p.rows))
+        throw std::invalid_argument("an offset is not at a block row");
+      off = p.cull.before[(rows + p.rho - 1) / p.rho];
     }
   return plan_from_offsets(p, offsets);
 }

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <exception>
 #include <limits>
 #include <stdexcept>
@@ -69,6 +70,123 @@ class ArraySink final : public Sink<T> {
   io::ResultWriter& w_;
   index_t per_, take_;
   bool companion_;
+};
+
+// knn --k culled (solver/cull.hpp: build_culled_knn): a chunk is block rows
+// of the run's (Morton) order, so its rows are scattered over the file.
+// Like PairListSink, each rank keeps its rows (K values and K indices, the
+// input's) in memory; at the end the ranks send every row to the rank whose
+// band of the file (input order) holds it, write /distances and /indices
+// at once, sync them, and only then set every flag. So a file's flags are
+// all 0 (a stopped run keeps nothing: --resume starts over) or all 1.
+template <typename T>
+class KnnRowsSink final : public Sink<T> {
+ public:
+  KnnRowsSink(io::ResultWriter& w, const Culled& c, index_t k) : w_(w), c_(c), k_(k) {}
+  void write(bool has, index_t, index_t offset, index_t count, const ChunkResult<T>& r) override {
+    if (!has) return;
+    // The chunk's block rows, from the comparisons before them.
+    const auto b = c_.before.begin();
+    const index_t I0 = std::lower_bound(b, c_.before.end(), offset) - b;
+    const index_t I1 = std::lower_bound(b, c_.before.end(), offset + count) - b;
+    const index_t q0 = I0 * c_.rho, q1 = std::min(I1 * c_.rho, c_.n);
+    for (index_t q = q0; q < q1; ++q) {
+      rows_.push_back(static_cast<std::int64_t>(c_.order[q]));
+      dist_.insert(dist_.end(), r.values + (q - q0) * k_, r.values + (q - q0 + 1) * k_);
+      idx_.insert(idx_.end(), r.indices + (q - q0) * k_, r.indices + (q - q0 + 1) * k_);
+    }
+    computed_ = true;
+  }
+  void mark(bool, index_t) override {}
+  void close(const std::vector<unsigned char>& done) override {
+    const MPI_Comm comm = w_.comm();
+    const bool complete = std::all_of(done.begin(), done.end(), [](unsigned char d) { return d; });
+    int any = computed_ ? 1 : 0;
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, &any, 1, MPI_INT, MPI_MAX, comm), "MPI_Allreduce");
+    // Nothing computed: a resumed file that was complete already keeps its bytes.
+    if (complete && any) {
+      index_t first = 0, rows = 0;
+      std::vector<T> dist;
+      std::vector<std::int64_t> idx;
+      gather_band(comm, &first, &rows, &dist, &idx);
+      step_together(comm, [&] { w_.write(first * k_, rows * k_, dist.data()); });
+      step_together(comm, [&] { w_.write_companion(first * k_, rows * k_, idx.data()); });
+      step_together(comm, [&] { w_.flush(); });
+      step_together(comm, [&] { w_.set_done(comm_rank(comm) == 0 ? done.data() : nullptr); });
+      step_together(comm, [&] { w_.flush(); });
+    }
+    step_together(comm, [&] { w_.close(); });
+  }
+
+ private:
+  // Rank r's band of the file: input rows [r n / P, (r + 1) n / P).
+  index_t band_start(int r, int ranks) const {
+    return static_cast<index_t>((static_cast<unsigned __int128>(c_.n) * r) / ranks);
+  }
+  // Every kept row to the rank whose band holds it (one record a row: its
+  // input index, K values, K indices), placed at its row of the band.
+  void gather_band(MPI_Comm comm, index_t* first, index_t* rows, std::vector<T>* dist,
+                   std::vector<std::int64_t>* idx) {
+    const int ranks = comm_size(comm), me = comm_rank(comm);
+    const size_t rec = sizeof(std::int64_t) + k_ * (sizeof(T) + sizeof(std::int64_t));
+    const index_t mine = rows_.size();
+    std::vector<index_t> starts(ranks + 1);
+    for (int r = 0; r <= ranks; ++r)
+      starts[r] = band_start(r, ranks);
+    std::vector<int> dest(mine), send(ranks, 0), recv(ranks, 0), sdisp(ranks, 0), rdisp(ranks, 0);
+    for (index_t q = 0; q < mine; ++q) {
+      dest[q] = static_cast<int>(
+          std::upper_bound(starts.begin(), starts.end(), static_cast<index_t>(rows_[q])) -
+          starts.begin() - 1);
+      ++send[dest[q]];
+    }
+    check_mpi(MPI_Alltoall(send.data(), 1, MPI_INT, recv.data(), 1, MPI_INT, comm),
+              "MPI_Alltoall (row counts)");
+    index_t incoming = 0;
+    for (int r = 0; r < ranks; ++r) {
+      sdisp[r] = r ? sdisp[r - 1] + send[r - 1] : 0;
+      rdisp[r] = r ? rdisp[r - 1] + recv[r - 1] : 0;
+      incoming += recv[r];
+    }
+    std::vector<unsigned char> out(mine * rec), in;
+    std::vector<int> at(sdisp);
+    for (index_t q = 0; q < mine; ++q) {
+      unsigned char* p = out.data() + static_cast<size_t>(at[dest[q]]++) * rec;
+      std::memcpy(p, &rows_[q], sizeof(std::int64_t));
+      std::memcpy(p + 8, dist_.data() + q * k_, k_ * sizeof(T));
+      std::memcpy(p + 8 + k_ * sizeof(T), idx_.data() + q * k_, k_ * sizeof(std::int64_t));
+    }
+    step_together(comm, [&] { in.resize(incoming * rec); });
+    MPI_Datatype type;
+    check_mpi(MPI_Type_contiguous(static_cast<int>(rec), MPI_BYTE, &type), "MPI_Type_contiguous");
+    MPI_Type_commit(&type);
+    const int rc = MPI_Alltoallv(out.data(), send.data(), sdisp.data(), type, in.data(),
+                                 recv.data(), rdisp.data(), type, comm);
+    MPI_Type_free(&type);
+    check_mpi(rc, "MPI_Alltoallv (knn rows)");
+    *first = starts[me];
+    *rows = starts[me + 1] - starts[me];
+    if (incoming != *rows)
+      throw std::logic_error("knn --k culled: a band did not get each of its rows once");
+    dist->assign(*rows * k_, T(0));
+    idx->assign(*rows * k_, 0);
+    for (index_t q = 0; q < incoming; ++q) {
+      const unsigned char* p = in.data() + q * rec;
+      std::int64_t row;
+      std::memcpy(&row, p, sizeof row);
+      const index_t at_row = static_cast<index_t>(row) - *first;
+      std::memcpy(dist->data() + at_row * k_, p + 8, k_ * sizeof(T));
+      std::memcpy(idx->data() + at_row * k_, p + 8 + k_ * sizeof(T), k_ * sizeof(std::int64_t));
+    }
+  }
+
+  io::ResultWriter& w_;
+  const Culled& c_;
+  index_t k_;
+  bool computed_ = false;
+  std::vector<std::int64_t> rows_;  // input index of each kept row
+  std::vector<T> dist_;
+  std::vector<std::int64_t> idx_;
 };
 
 // The pairs (i, j) of each chunk that passed a test in the backend (the

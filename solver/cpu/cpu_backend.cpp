@@ -206,6 +206,7 @@ class CpuBackend final : public Backend<T> {
     return knn_ ? (index_t(1) << 31) / (view_.d + 8) : ~index_t(0);
   }
   void reserve(index_t elements) override {
+    if (knn_ && view_.cull) return;  // submit sizes a culled chunk's rows
     if (knn_) {
       const index_t rows = (elements + view_.cols - 1) / view_.cols;
       for (int s = 0; s < 2; ++s) {
@@ -220,6 +221,16 @@ class CpuBackend final : public Backend<T> {
   }
   void submit(const ChunkJob& job) override {
     const int slot = static_cast<int>(submitted_++ % 2);
+    if (knn_ && view_.cull) {
+      // A culled chunk's rows are not elements / n (reserve): sized here.
+      // The slot's last chunk was written before this one was submitted.
+      const index_t rows =
+          std::min(job.row_end * view_.rho, view_.rows) - job.row_begin * view_.rho;
+      if (buffers_[slot].size() < rows * k_) {
+        buffers_[slot].resize(rows * k_);
+        indices_[slot].resize(rows * k_);
+      }
+    }
     T* out = buffers_[slot].data();
     std::uint64_t* counts = counts_[slot].data();
     std::int64_t* sums = sums_[slot].data();
@@ -230,7 +241,9 @@ class CpuBackend final : public Backend<T> {
     pending_[slot] = worker_.post([this, job, out, counts, sums, idx, sel] {
       const auto t0 = std::chrono::steady_clock::now();
       fault_point(Stage::compute, job.chunk);
-      if (knn_) {
+      if (knn_ && view_.cull) {  // block rows of the run's order
+        compute_knn_chunk<T>(view_, k_, job.row_begin, job.row_end, out, idx, threads_);
+      } else if (knn_) {
         const index_t r0 = job.row_begin * view_.rho;
         const index_t r1 = std::min(job.row_end * view_.rho, view_.rows);
         compute_knn_chunk<T>(view_, k_, r0, r1, out, idx, threads_);

@@ -1,6 +1,6 @@
 """--cull (solver/cull.hpp): a culled run writes the dense run's bytes.
 
-hist, knn --radius and collide, each run twice on the same points, with
+hist, knn --radius, knn --k and collide, each run twice on the same points, with
 --cull on and --cull off, and every dataset of the two files compared byte
 for byte (the /progress records differ: a culled plan is cut by pairs
 tested). The cases are drawn at random (the seed is printed; TDSOLVE_CULL_SEED
@@ -119,6 +119,8 @@ class CullEqualsDenseTest(CullCase):
         common = ["--input", src, "--block", block, "--precision", precision, "--metric", metric]
         if metric == "minkowski":
             common += ["--p", str(rng.choice([0.5, 1.5, 3.0]))]
+        if command == "knn-k":  # the k nearest: no cutoff, the lists' worst bounds each row
+            return what, ["knn", *common, "--k", str(int(rng.integers(1, min(n - 1, 40) + 1)))]
         if command == "knn":
             knn = ["knn", *common, "--radius", repr(cut)]
             if rng.random() < 0.4 and metric != "minkowski" and cut > 0:  # a periodic box
@@ -138,7 +140,7 @@ class CullEqualsDenseTest(CullCase):
 
     def test_random_cases_one_rank(self):
         rng = np.random.default_rng(SEED)
-        for command in ("hist", "knn", "collide"):
+        for command in ("hist", "knn", "collide", "knn-k"):
             for _ in range(10):
                 what, args = self.random_case(rng, command)
                 with self.subTest(what=what, seed=SEED):
@@ -146,7 +148,7 @@ class CullEqualsDenseTest(CullCase):
 
     def test_random_cases_three_ranks(self):
         rng = np.random.default_rng(SEED + 1)
-        for command in ("hist", "knn", "collide", "knn"):
+        for command in ("hist", "knn", "collide", "knn", "knn-k", "knn-k"):
             what, args = self.random_case(rng, command, d=3)
             with self.subTest(what=what, seed=SEED):
                 self.assert_same(args, np_=3)
@@ -165,6 +167,25 @@ class CullEqualsDenseTest(CullCase):
         want = want[np.lexsort((want[:, 1], want[:, 0]))]
         with h5py.File(out, "r") as f:
             np.testing.assert_array_equal(f["pairs"][:], want)
+
+
+    def test_culled_neighbours_are_ckdtrees(self):
+        # knn --k culled against cKDTree.query (k + 1, the point itself first:
+        # no duplicates, so no ties), on 2 ranks.
+        from scipy.spatial import cKDTree
+        rng = np.random.default_rng(SEED + 4)
+        x = np.r_[rng.random((3000, 3)), rng.normal(0.5, 0.01, (1000, 3))]
+        np.save(self.path("x.npy"), x)
+        out = self.path("k.h5")
+        r = tdsolve("knn", "--input", self.path("x.npy"), "--k", "12", "--precision", "float64",
+                    "--output", out, "--cull", "on", "--backend", "cpu", "--block", "32", np_=2)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        dist, idx = cKDTree(x).query(x, k=13)
+        self.assertTrue((idx[:, 0] == np.arange(len(x))).all())
+        with h5py.File(out, "r") as f:
+            np.testing.assert_array_equal(f["indices"][:], idx[:, 1:])
+            np.testing.assert_allclose(f["distances"][:], dist[:, 1:], rtol=1e-15, atol=0)
+            self.assertEqual(int(f["progress"].attrs["culled"]), 1)
 
 
 class PeriodicTest(CullCase):
@@ -257,7 +278,7 @@ class CullChoiceTest(CullCase):
         out = self.path("a.h5")
         for args, words in (
                 (["hist", "--metric", "cosine", "--bins", "4", "--range", "0:0.1"], "metric cosine has no box bound"),
-                (["knn", "--k", "3"], "applies to knn --radius"),
+                (["knn", "--k", "3", "--metric", "cosine"], "metric cosine has no box bound"),
                 (["knn", "--radius", "0.1", "--map", "bb"], "does not go with --map bb"),
                 (["knn", "--radius", "0.1", "--cull", "maybe"], "--cull")):
             with self.subTest(args=args):
@@ -273,6 +294,12 @@ class CullChoiceTest(CullCase):
         r = tdsolve("knn", "--input", self.path("y.npy"), "--radius", "0.1", "--output", self.path("a.h5"),
                     check=True)
         self.assertIn("dense (auto: d = 12 > 8", r.stdout)
+        # knn --k: a curve orders d <= 4 well enough; auto culls it below, not above.
+        r = tdsolve("knn", "--input", self.path("y.npy"), "--k", "5", "--output", self.path("a.h5"),
+                    "--overwrite", check=True)
+        self.assertIn("dense (auto: d = 12 > 4", r.stdout)
+        r = tdsolve("knn", *self.src, "--k", "5", "--output", self.path("a.h5"), "--overwrite", check=True)
+        self.assertIn("culled (auto)", r.stdout)
 
 
 class CullResumeTest(CullCase):
@@ -303,6 +330,25 @@ class CullResumeTest(CullCase):
         a, b = datasets(ref), datasets(out)
         for k in ("counts", "underflow", "overflow"):
             self.assertEqual(a[k], b[k], k)
+
+    def test_killed_culled_neighbours_start_over(self):
+        # knn --k culled keeps its rows to the end: a run killed after a few
+        # chunks leaves no flag set, and --resume computes it all, the dense bytes.
+        args = ["knn", "--generate", "uniform:60000:3:9", "--k", "10", "--block", "32", "--backend", "cpu",
+                "--progress", "none", "--chunk-mb", "1"]
+        ref, out = self.path("ref.h5"), self.path("k.h5")
+        tdsolve(*args, "--cull", "off", "--output", ref, "--quiet", check=True)
+        r = tdsolve(*args, "--cull", "on", "--output", out, np_=2, env={"TDSOLVE_TEST_FAULT": "0:3:kill"})
+        self.assertNotEqual(r.returncode, 0)
+        with h5py.File(out + ".partial", "r") as f:
+            self.assertGreater(len(f["progress/done"]), 4)
+            self.assertEqual(int(f["progress/done"][:].sum()), 0)
+        r = tdsolve(*args, "--cull", "on", "--output", out, "--resume", np_=3)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        a, b = datasets(ref), datasets(out)
+        for k in ("distances", "indices"):
+            self.assertEqual(a[k], b[k], k)
+        self.assertEqual(tdsolve("info", out).returncode, 0)
 
     def test_collide_killed_before_its_rename_keeps_its_pairs(self):
         args = ["collide", "--generate", "spheres:5000:3:3:0.02", "--block", "16", "--backend", "cpu",
@@ -375,6 +421,22 @@ class CullGpuTest(CullCase):
                      ["collide", "--input", self.path("s.npy"), "--box", "1,1,1"]):
             with self.subTest(args=args):
                 self.assert_same(args, backend_on="cuda", backend_off="cpu")
+
+    def test_gpu_neighbours_run_dense(self):
+        # knn --k is culled on the CPU backend only: on the GPU auto runs it
+        # dense (the CPU's culled bytes), --cull on is refused in one line.
+        np.save(self.path("x.npy"), np.random.default_rng(SEED + 5).random((5000, 3)))
+        args = ["knn", "--input", self.path("x.npy"), "--k", "8"]
+        g, c = self.path("g.h5"), self.path("c.h5")
+        tdsolve(*args, "--backend", "cuda", "--output", g, check=True)
+        r = tdsolve(*args, "--backend", "cpu", "--cull", "on", "--output", c, check=True)
+        self.assertIn("culled (--cull on)", r.stdout)
+        a, b = datasets(g), datasets(c)
+        for k in ("distances", "indices"):
+            self.assertEqual(a[k], b[k], k)
+        r = tdsolve(*args, "--backend", "cuda", "--cull", "on", "--output", self.path("x.h5"))
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("CPU backend only", r.stderr)
 
 
 if __name__ == "__main__":
