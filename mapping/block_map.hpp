@@ -85,11 +85,23 @@ struct RectMap {
 struct Lambda3Map {
   using Domain = TripletDomain;
   static constexpr bool kOneDimensional = true;
+  // A culled domain's tiles come from its list (base: the chunk's first).
   static Grid grid(const TripletDomain& d, index_t layer_begin, index_t layer_end) {
+    if (d.tiles) {
+      const index_t first = d.tile_start[layer_begin], count = d.tile_start[layer_end] - first;
+      return Grid{count, count > 0 ? index_t(1) : index_t(0), first};
+    }
     const BlockRange w = lambda3_blocks(d.m, layer_begin, layer_end);
     return Grid{w.size(), w.size() > 0 ? index_t(1) : index_t(0), w.begin};
   }
   TDS_HD static bool tile(const TripletDomain& d, const Grid& g, index_t bx, index_t, Tile3* t) {
+    if (d.tiles) {
+      const index_t at = 3 * (g.base + bx);
+      t->layer = d.tiles[at];
+      t->row = d.tiles[at + 1];
+      t->col = d.tiles[at + 2];
+      return true;
+    }
     *t = lambda3_tile(d.m, g.base + bx);
     return true;
   }

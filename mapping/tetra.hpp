@@ -23,6 +23,8 @@
 // exact for every ω < 2^62.
 #pragma once
 
+#include <cstdint>
+
 #include <cmath>
 
 #include "mapping/domain.hpp"
@@ -110,6 +112,12 @@ struct TripletDomain {
   index_t n = 0;
   index_t rho = 1;
   index_t m = 0;  // ceil(n/ρ)
+  // Culled (null: every tile; solver/cull.hpp): the surviving tiles, (I, J,
+  // K) at tiles[3t..3t + 2], by layer I; layer I's are [tile_start[I],
+  // tile_start[I + 1]). tiles is where the kernels run (device memory on a
+  // GPU); tile_start is read on the host only (Lambda3Map::grid).
+  const std::uint32_t* tiles = nullptr;
+  const index_t* tile_start = nullptr;
 
   TripletDomain() = default;
   TDS_HD TripletDomain(index_t n_, index_t rho_) : n(n_), rho(rho_), m((n_ + rho_ - 1) / rho_) {}

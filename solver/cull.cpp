@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <numeric>
 
@@ -311,10 +312,90 @@ bool build_culled_knn(const T* pts, index_t n, index_t d, index_t rho, index_t k
   return true;
 }
 
+// The triplets' list. Unlike a pair's value, a triplet's terms depend on
+// the order of its points (ATM's a·b·c, the tile's partial sums in double
+// before the exact ones), and the curve reorders them: a culled triplet run
+// equals the dense one to rounding, not bit for bit (it is bit for bit the
+// same for any rank count, chunk size and resume).
+template <typename T>
+bool build_culled_triplets(const T* pts, index_t n, index_t d, index_t rho, const CullGeometry& g,
+                           index_t max_tiles, Culled* c) {
+  std::vector<double> x;
+  prepare(pts, n, d, rho, g, c, &x);
+  c->width = 3;
+  const index_t m = c->m;
+  if (m == 0) return true;
+  Traversal t(g, d, max_tiles, c->scale);
+  t.build(c->lo, c->hi, c->rmax, m);
+  // Each block's neighbours: the blocks (itself too) whose boxes may hold a
+  // pair within the cutoff, by index.
+  std::vector<std::vector<index_t>> near(m);
+  std::vector<std::pair<double, index_t>> found;
+  for (index_t I = 0; I < m; ++I) {
+    found.clear();
+    if (!t.query(I, g.cutoff, max_tiles, &found)) return false;
+    near[I].reserve(found.size());
+    for (const auto& f : found)
+      near[I].push_back(f.second);
+    std::sort(near[I].begin(), near[I].end());
+  }
+  std::vector<unsigned char> mark(m, 0);  // a neighbour of I (during layer I)
+  std::vector<index_t> ks, second;
+  for (index_t I = 0; I < m; ++I) {
+    for (index_t J : near[I])
+      mark[J] = 1;
+    // Rows J >= I: with all three pairs needed, J is I's neighbour; with
+    // two, J may also be a neighbour of one of I's (then K is both's).
+    second.clear();
+    for (index_t J : near[I])
+      if (J >= I) second.push_back(J);
+    if (g.triplet_rule == 2) {
+      for (index_t X : near[I])
+        for (index_t J : near[X])
+          if (J >= I && !mark[J]) second.push_back(J);
+      std::sort(second.begin(), second.end());
+      second.erase(std::unique(second.begin(), second.end()), second.end());
+    }
+    for (index_t J : second) {
+      const bool ij = mark[J] != 0;
+      ks.clear();
+      // K >= J: all three pairs: near I and near J; two of three: (IJ and
+      // (IK or JK)) or (IK and JK).
+      const std::vector<index_t>& nj = near[J];
+      const std::vector<index_t>& ni = near[I];
+      if (g.triplet_rule == 2 && ij) {
+        std::set_union(ni.begin(), ni.end(), nj.begin(), nj.end(), std::back_inserter(ks));
+      } else {
+        std::set_intersection(ni.begin(), ni.end(), nj.begin(), nj.end(), std::back_inserter(ks));
+      }
+      for (index_t K : ks) {
+        if (K < J) continue;
+        if (c->tiles.size() / 3 >= max_tiles) return false;
+        c->tiles.push_back(static_cast<std::uint32_t>(I));
+        c->tiles.push_back(static_cast<std::uint32_t>(J));
+        c->tiles.push_back(static_cast<std::uint32_t>(K));
+        ++c->tile_start[I + 1];
+        c->before[I + 1] += tile_triplets(n, rho, I, J, K);
+      }
+    }
+    for (index_t J : near[I])
+      mark[J] = 0;
+  }
+  for (index_t I = 0; I < m; ++I) {
+    c->tile_start[I + 1] += c->tile_start[I];
+    c->before[I + 1] += c->before[I];
+  }
+  return true;
+}
+
 template bool build_culled<float>(const float*, index_t, index_t, index_t, const CullGeometry&,
                                   index_t, Culled*);
 template bool build_culled<double>(const double*, index_t, index_t, index_t, const CullGeometry&,
                                    index_t, Culled*);
+template bool build_culled_triplets<float>(const float*, index_t, index_t, index_t,
+                                           const CullGeometry&, index_t, Culled*);
+template bool build_culled_triplets<double>(const double*, index_t, index_t, index_t,
+                                            const CullGeometry&, index_t, Culled*);
 template bool build_culled_knn<float>(const float*, index_t, index_t, index_t, index_t,
                                       const CullGeometry&, index_t, Culled*);
 template bool build_culled_knn<double>(const double*, index_t, index_t, index_t, index_t,

@@ -47,6 +47,13 @@ struct CullGeometry {
   double box[8] = {};
   // Relative margin on the cutoff, far above the per-pair rounding in T.
   double rel_tol = 1e-4;
+  // Triplets (build_culled_triplets): how many of a triplet's three pairs
+  // must be within the cutoff for it to count: 3 (ATM with a cutoff: all),
+  // 2 (Stillinger-Weber: a vertex with both its sides within it); 0: pairs.
+  int triplet_rule = 0;
+  // Why the command cannot be culled this time (null: it can): --cull on
+  // refuses with it, auto runs dense and says it.
+  const char* why_not = nullptr;
 };
 
 // The surviving tiles of a culled pair domain.
@@ -68,7 +75,9 @@ struct Culled {
   // counts ri × rj comparisons; squared: the metric's value is the square
   // of the norm (sqeuclidean).
   bool all_columns = false, squared = false;
-  index_t tile_count() const { return tiles.size() / 2; }
+  // Indices a tile: 2 (I, J), or 3 (I, J, K) for triplets.
+  int width = 2;
+  index_t tile_count() const { return tiles.size() / width; }
   index_t tested() const { return before.empty() ? 0 : before.back(); }
 };
 
@@ -94,6 +103,14 @@ template <typename T>
 bool build_culled_knn(const T* pts, index_t n, index_t d, index_t rho, index_t k,
                       const CullGeometry& g, index_t max_tiles, Culled* c);
 
+// The culled domain of a triplet command: the tiles (I <= J <= K) whose
+// three block pairs may satisfy g.triplet_rule (each pair's boxes within
+// g.cutoff plus the margin), by layer I; their elements are the triplets
+// i < j < k they test. d = 3.
+template <typename T>
+bool build_culled_triplets(const T* pts, index_t n, index_t d, index_t rho, const CullGeometry& g,
+                           index_t max_tiles, Culled* c);
+
 // The culled domain as the chunk planner sees it (mapping::ChunkPlan's
 // Domain): block rows of the run's order, elements the pairs tested.
 struct CulledDomain {
@@ -111,6 +128,16 @@ struct CulledDomain {
     return most;
   }
 };
+
+// Triplets i < j < k of a tile (I <= J <= K) of n points in blocks of rho.
+inline index_t tile_triplets(index_t n, index_t rho, index_t I, index_t J, index_t K) {
+  const index_t ri = std::min(rho, n - I * rho), rj = std::min(rho, n - J * rho),
+                rk = std::min(rho, n - K * rho);
+  if (I == J && J == K) return ri * (ri - 1) * (ri - 2) / 6;
+  if (I == J) return ri * (ri - 1) / 2 * rk;
+  if (J == K) return ri * (rj * (rj - 1) / 2);
+  return ri * rj * rk;
+}
 
 // Pairs of a tile (I, J) of n points in blocks of rho (all_columns: the
 // comparisons of knn's rows, ri × rj).

@@ -93,8 +93,11 @@ void apply_cull(Problem<T>* p, CullMode mode, CullGeometry g) {
   const index_t m = (p->rows + p->rho - 1) / p->rho;
   std::string why;
   const bool knn = p->knn();  // the rectangle of the points against themselves
-  if (p->domain != DomainKind::pairs && !knn) {
-    why = "culling applies to the pairs of one point set";
+  const bool triplets = p->triplets();
+  if (g.why_not) {
+    why = g.why_not;
+  } else if (p->domain != DomainKind::pairs && !knn && !triplets) {
+    why = "culling applies to the pairs or triplets of one point set";
   } else if (!metric_ok) {
     why = std::string("metric ") + metric_name(p->metric) +
           " has no box bound (culling needs euclidean, sqeuclidean, cityblock, chebyshev or "
@@ -118,7 +121,7 @@ void apply_cull(Problem<T>* p, CullMode mode, CullGeometry g) {
   g.box_dims = p->box_dims;  // hist, knn --radius, collide: --box
   for (int k = 0; k < p->box_dims; ++k)
     g.box[k] = static_cast<double>(p->box[k]);
-  const index_t all = knn ? m * m : m * (m + 1) / 2;
+  const index_t all = knn ? m * m : triplets ? mapping::tet(m) : m * (m + 1) / 2;
   // auto: dense once more than half of the tiles survive; on: the list's
   // memory (8 bytes a tile) bounds it.
   const index_t cap = index_t(1) << 28;  // 4 GB while the list is built
@@ -128,8 +131,9 @@ void apply_cull(Problem<T>* p, CullMode mode, CullGeometry g) {
       mode == CullMode::automatic ? std::min((knn ? all / 10 * 9 : all / 2) + 1, cap) : cap;
   Culled c;
   const bool built =
-      knn ? build_culled_knn<T>(p->a.data(), p->rows, p->d, p->rho, p->k, g, budget, &c)
-          : build_culled<T>(p->a.data(), p->rows, p->d, p->rho, g, budget, &c);
+      knn        ? build_culled_knn<T>(p->a.data(), p->rows, p->d, p->rho, p->k, g, budget, &c)
+      : triplets ? build_culled_triplets<T>(p->a.data(), p->rows, p->d, p->rho, g, budget, &c)
+                 : build_culled<T>(p->a.data(), p->rows, p->d, p->rho, g, budget, &c);
   if (!built) {
     if (mode == CullMode::on)
       throw InputError("--cull on: more than 2^28 tiles of " + std::to_string(p->rho) +
@@ -140,12 +144,13 @@ void apply_cull(Problem<T>* p, CullMode mode, CullGeometry g) {
     return;
   }
   char note[160];
-  std::snprintf(
-      note, sizeof note, "culled (%s): %llu of %llu tiles, %.3g%% of the pairs tested",
-      mode == CullMode::on ? "--cull on" : "auto", (unsigned long long)c.tile_count(),
-      (unsigned long long)all,
-      100.0 * double(c.tested()) /
-          (knn ? double(p->rows) * double(p->rows) : double(mapping::pair_count(p->rows))));
+  const double possible = knn        ? double(p->rows) * double(p->rows)
+                          : triplets ? double(mapping::triplet_count(p->rows))
+                                     : double(mapping::pair_count(p->rows));
+  std::snprintf(note, sizeof note, "culled (%s): %llu of %llu tiles, %.3g%% of the %s tested",
+                mode == CullMode::on ? "--cull on" : "auto", (unsigned long long)c.tile_count(),
+                (unsigned long long)all, 100.0 * double(c.tested()) / possible,
+                triplets ? "triplets" : "pairs");
   p->cull_note = note;
   const index_t n = p->rows, d = p->d;
   std::vector<T> a(n * d);

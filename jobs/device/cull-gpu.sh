@@ -10,6 +10,8 @@
 #                  (open and periodic), collide of 10^7 spheres; culled, with
 #                  --stats (compute = kernel time and the copies of the pairs)
 #   PARTS="dense"  the same queries at n = 10^6 culled and dense (--cull off)
+#   PARTS="epi"    CullGpuTest, test_gpu.py (no lab), TripletGpuTest, SwGpuTest:
+#                  every epilogue type's GPU files against the CPU's
 #   PARTS="peers"  jobs/bench/cutoff_vs_peers.py --backend cuda at N_PEERS = 10^6
 #                  (--skip PEERS_SKIP, default knn-k)
 #                  (cKDTree on this machine's CPU)
@@ -41,6 +43,15 @@ trap 'rm -rf "$work"' EXIT
 if [[ $parts == *" tests "* ]]; then
   step e2e_cull_gpu 300 python3 tests/e2e/test_cull.py -v CullGpuTest
   step e2e_gpu_select 400 python3 tests/e2e/test_gpu.py -v -k hist -k knn -k collide -k radius
+fi
+# Every GPU class that compares the CUDA backend's files with the CPU's
+# (the epilogue types: store, histogram, select, top-k, triplet reduce and
+# store), the lab's test left out (a LAB=OFF build).
+if [[ $parts == *" epi "* ]]; then
+  step e2e_cull_gpu 150 python3 tests/e2e/test_cull.py -v CullGpuTest
+  step e2e_gpu 330 python3 tests/e2e/test_gpu.py -v -k identical -k knn -k picks -k errors -k orders
+  step e2e_triplet_gpu 120 python3 tests/e2e/test_triplet.py -v TripletGpuTest
+  step e2e_sw_gpu 90 python3 tests/e2e/test_sw.py -v SwGpuTest
 fi
 
 # one NAME ARGS...: a culled tdsolve run with --stats; a CSV row

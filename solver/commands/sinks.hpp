@@ -530,6 +530,7 @@ class TripletSink final : public Sink<T> {
         comm_(comm),
         n_(p.rows),
         store_(p.stores_values()),
+        order_(p.culled ? p.cull.order.data() : nullptr),
         slots_(triplet_sum_slots(p.rows)),
         sum_(slots_ * kExactLimbs, 0) {
     if (comm_rank(comm) == 0 && initial.size() == sum_.size()) sum_ = initial;
@@ -591,11 +592,12 @@ class TripletSink final : public Sink<T> {
     if (root) {
       for (index_t slot = 0; slot < slots_; ++slot)
         exact_normalise(&total[slot * kExactLimbs]);
-      if (complete) {
+      if (complete) {  // a culled run's point q is the input's order_[q]
         for (index_t q = 0; q < n_; ++q) {
-          energy[q] = exact_value(&total[q * kExactLimbs]) / 3;
+          const index_t i = order_ ? order_[q] : q;
+          energy[i] = exact_value(&total[q * kExactLimbs]) / 3;
           for (int c = 0; c < 3; ++c)
-            forces[3 * q + c] = exact_value(&total[(n_ + 3 * q + c) * kExactLimbs]);
+            forces[3 * i + c] = exact_value(&total[(n_ + 3 * q + c) * kExactLimbs]);
         }
         e_total = exact_value(&total[4 * n_ * kExactLimbs]);
       }
@@ -619,6 +621,7 @@ class TripletSink final : public Sink<T> {
   MPI_Comm comm_;
   index_t n_;
   bool store_;
+  const index_t* order_;  // a culled run's order (progress/sums keep it); null: the input's
   index_t slots_;
   std::vector<std::int64_t> sum_;
   index_t added_ = 0;  // chunks added since sum_ was last normalised

@@ -312,7 +312,7 @@ class Triplet final : public PairCommand<T> {
       a.push_back(Attr{"cutoff", pot.atm.cutoff > 0 ? pot.atm.cutoff : inf});
       a.push_back(Attr{"cutoff_triple", pot.atm.cutoff_triple > 0 ? pot.atm.cutoff_triple : inf});
     }
-    a.push_back(Attr{"triplets", std::uint64_t(plan.total())});
+    a.push_back(Attr{"triplets", std::uint64_t(mapping::triplet_count(p.rows))});
     a.push_back(Attr{"precision", precision});
     a.push_back(Attr{"block", std::uint64_t(p.rho)});
     a.push_back(Attr{"formula", std::string(pot.kind == Potential::sw ? kSwFormula : kAtmFormula)});
@@ -349,17 +349,39 @@ class Triplet final : public PairCommand<T> {
     if (p.epilogue == EpilogueKind::reduce) return triplet_chunk_elements(p.total());
     return PairCommand<T>::chunk_bound(p);
   }
+  // --cull: the triplets whose pairs are beyond the potential's cutoff are
+  // never visited: ATM with --cutoff (all three pairs within it), SW (two
+  // of the three: the sides of a term's vertex).
+  bool cull_geometry(const Problem<T>& p, CullGeometry* g) const override {
+    const TripletOptions& t = this->options().triplet;
+    const PotentialSpec& pot = t.potential;
+    if (t.store_triplets) {
+      g->why_not = "--store-triplets writes every triplet's energy";
+    } else if (p.three_body.kernel != TripletKernel::potential) {
+      g->why_not = "no potential (--kernel dummy)";
+    } else if (pot.kind == Potential::sw) {
+      g->cutoff = pot.sw.sigma * pot.sw.a;
+      g->triplet_rule = 2;
+    } else if (pot.atm.cutoff > 0) {
+      g->cutoff = pot.atm.cutoff;
+      g->triplet_rule = 3;
+    } else {
+      g->why_not = "ATM without --cutoff counts every triplet";
+    }
+    return true;
+  }
   void print_before(const Problem<T>& p, const mapping::ChunkPlan& plan) const override {
     const double bytes = p.stores_values() ? double(plan.total()) * sizeof(T) : 0;
     std::printf("tdsolve %s: %llu points in 3-D, %llu triplets%s, %s, %s, block %llu\n",
-                this->name(), (unsigned long long)p.rows, (unsigned long long)plan.total(),
+                this->name(), (unsigned long long)p.rows,
+                (unsigned long long)mapping::triplet_count(p.rows),
                 bytes > 0 ? (" (" + human_bytes(bytes) + " stored)").c_str() : "",
                 potential_summary(p.three_body.potential).c_str(), precision_name<T>(),
                 (unsigned long long)p.rho);
   }
   std::unique_ptr<Sink<T>> make_sink(io::ResultWriter& w, MPI_Comm comm, const Problem<T>& p,
                                      const Existing& ex) override {
-    return std::make_unique<TripletSink<T>>(w, comm, p, ex.sums);
+    return std::make_unique<TripletSink<T>>(w, comm, p, ex.sums);  // culled: p.cull.order
   }
   bool checkpoints() const override { return true; }
   void print_after(const Problem<T>& p, index_t now, double total) const override {
@@ -381,7 +403,7 @@ class TripletCommand final : public PairCommandOf<Triplet> {
              "term of pair_style sw (Stillinger-Weber)",
              kUsage, "result file: /energy, /energy_per_point, /forces (and /triplet_energy)",
              /*store_points=*/true, /*second_set=*/false, /*spheres=*/false,
-             cli::kChunks | cli::kMap | cli::kTriplets}) {}
+             cli::kChunks | cli::kMap | cli::kTriplets | cli::kCull}) {}
 
  protected:
   void add_groups(cli::po::options_description& all) override {

@@ -20,6 +20,7 @@ TripletView<T> triplet_view_of(const Problem<T>& p) {
   v.kernel = p.three_body.kernel;
   v.potential = p.three_body.potential;
   v.epilogue = p.epilogue;
+  if (p.culled) v.cull = &p.cull;
   return v;
 }
 
@@ -162,7 +163,11 @@ template <typename T>
 void compute_triplet_chunk(const TripletView<T>& v, index_t layer_begin, index_t layer_end, T* out,
                            std::int64_t* sums, int threads) {
   std::memset(sums, 0, triplet_sum_slots(v.n) * kExactLimbs * sizeof(std::int64_t));
-  const mapping::TripletDomain dom(v.n, v.rho);
+  mapping::TripletDomain dom(v.n, v.rho);
+  if (v.cull) {  // culled: Lambda3Map walks the list
+    dom.tiles = v.cull->tiles.data();
+    dom.tile_start = v.cull->tile_start.data();
+  }
   const index_t out_offset = dom.elements_before(layer_begin);
   dispatch_map3(v.map, [&](auto map) {
     dispatch_potential<T>(v.potential, [&](const auto& ev) {

@@ -22,6 +22,7 @@ struct TripletView {
   TripletKernel kernel = TripletKernel::potential;
   PotentialSpec potential;  // the tiles' evaluator: dispatch_potential<T>(potential, ...)
   EpilogueKind epilogue = EpilogueKind::reduce;  // epi::Reduce, or epi::Store as well
+  const Culled* cull = nullptr;                  // a culled domain's tiles; null: dense
 };
 
 template <typename T>

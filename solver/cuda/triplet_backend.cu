@@ -514,6 +514,7 @@ class CudaTripletBackend final : public Backend<T> {
     if (p.rho != kRho)
       throw UsageError("--backend cuda computes triplets in tiles of 32 (--block 32)");
     x_.upload(p.a, "the points");
+    if (p.culled) tiles_.upload(p.cull.tiles, "the culled domain's tiles");
     for (int s = 0; s < 2; ++s) {
       device_sums_[s].allocate(sum_words_, "the triplet sums");
       host_sums_[s].allocate(sum_words_, "the triplet sums");
@@ -544,6 +545,10 @@ class CudaTripletBackend final : public Backend<T> {
     TripletParams<T> k;
     k.x = x_.get();
     k.dom = p_.triplet_domain();
+    if (p_.culled) {  // Lambda3Map walks the list: the tiles on the device, the starts here
+      k.dom.tiles = tiles_.get();
+      k.dom.tile_start = p_.cull.tile_start.data();
+    }
     dispatch_map3(
         p_.map, [&](auto map) { k.grid = decltype(map)::grid(k.dom, job.row_begin, job.row_end); });
     k.out_offset = k.dom.elements_before(job.row_begin);
@@ -605,6 +610,7 @@ class CudaTripletBackend final : public Backend<T> {
   std::string name_;
   bool keep_on_device_ = false;
   DeviceBuffer<T> x_;
+  DeviceBuffer<std::uint32_t> tiles_;  // a culled domain's list
   DeviceBuffer<T> device_out_[2];
   PinnedBuffer<T> host_out_[2];
   DeviceBuffer<unsigned long long> device_sums_[2];

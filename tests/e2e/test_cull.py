@@ -12,7 +12,9 @@ tiles (--block 8 to 32) so that a few hundred points make many blocks; and
 on 3 ranks, where the pair lists are sorted across ranks. Then what auto
 chooses, the refusals of --cull on, resume after a kill (hist, from its last
 checkpoint; collide, between the flags and the rename) and the verdicts of
-tdsolve info and tdsolve.check on culled files, complete and damaged. PeriodicTest: knn
+tdsolve info and tdsolve.check on culled files, complete and damaged. TripletCullTest:
+triplet --cull (ATM with --cutoff, SW) against dense runs (to rounding), LAMMPS pair_style
+atm, its refusals and a resume. PeriodicTest: knn
 --radius and collide in a periodic box (--box) against cKDTree(boxsize=L),
 culled = dense, and the refusals of bad boxes.
 
@@ -394,6 +396,108 @@ class CullVerdictTest(CullCase):
                     self.assertFalse(str(v).startswith("complete"), v)
 
 
+class TripletCullTest(CullCase):
+    """triplet --cull: ATM with --cutoff (all three pairs within it) and SW (two
+    of three). Exact sums of the same triplets, but a culled run meets each
+    triplet with its points in the curve's order, so its terms (and the tiles'
+    partial sums) round differently: culled = dense to rounding, and culled
+    runs on 1 and 3 ranks give the same bytes."""
+
+    def box_points(self, n, side, seed):
+        x = np.random.default_rng(seed).random((n, 3)) * side
+        np.save(self.path("x.npy"), x)
+        return x
+
+    def sums(self, path):
+        with h5py.File(path, "r") as f:
+            return {k: f[k][()] for k in ("energy", "energy_per_point", "forces")}
+
+    def assert_close(self, on, off, tol, what):
+        a, b = self.sums(on), self.sums(off)
+        for k in a:
+            scale = max(float(np.max(np.abs(b[k]))), 1e-300)
+            self.assertLessEqual(float(np.max(np.abs(np.asarray(a[k]) - b[k]))), tol * scale, f"{k}: {what}")
+
+    def test_culled_equals_dense_atm_and_sw(self):
+        self.box_points(1200, 9.0, SEED + 6)
+        src = ["triplet", "--input", self.path("x.npy")]
+        cases = [(["--nu", "0.8", "--cutoff", "2.5"], "float64", None),
+                 (["--nu", "0.8", "--cutoff", "2.5", "--cutoff-triple", "2.2"], "float64", 3),
+                 (["--nu", "0.8", "--cutoff", "2.0"], "float32", None),
+                 (["--potential", "sw", "--sigma", "1", "--a", "1.8"], "float64", 3),
+                 (["--potential", "sw", "--sigma", "1", "--a", "1.8"], "float32", None)]
+        for extra, precision, np_ in cases:  # triplet tiles are 32 points a side
+            what = f"{extra} {precision} ranks {np_ or 1}"
+            with self.subTest(what=what):
+                args = [*src, *extra, "--precision", precision]
+                on, off = self.run_pair(args, np_=np_)
+                self.assert_close(on, off, 1e-9 if precision == "float64" else 2e-4, what)
+                self.assertEqual(cull_attrs(on)[0], 1)
+                with h5py.File(on, "r") as f:
+                    self.assertEqual(int(f["energy"].attrs["triplets"]), 1200 * 1199 * 1198 // 6)
+                one = self.path("one.h5")
+                tdsolve(*args, "--cull", "on", "--backend", "cpu", "--output", one, "--overwrite", check=True)
+                for k, v in self.sums(one).items():
+                    self.assertEqual(np.asarray(v).tobytes(), np.asarray(self.sums(on)[k]).tobytes(), f"{k}: {what}")
+                self.assertEqual(tdsolve("info", on).returncode, 0)
+
+    def test_culled_atm_equals_lammps(self):
+        import test_triplet
+        if not test_triplet.LMP:
+            self.skipTest("LAMMPS (lmp) is not on PATH")
+        x = self.box_points(700, 8.0, SEED + 7)
+        out = self.path("t.h5")
+        r = tdsolve("triplet", "--input", self.path("x.npy"), "--nu", "0.65", "--cutoff", "2.5", "--cutoff-triple",
+                    "2.3", "--precision", "float64", "--cull", "on", "--backend", "cpu", "--output", out, check=True)
+        self.assertIn("culled (--cull on)", r.stdout)
+        e, f = test_triplet.LammpsTest.lammps(self, x, 0.65, 2.5, 2.3)
+        got = self.sums(out)
+        self.assertLessEqual(abs(float(got["energy"]) - e), 1e-8 * abs(e))
+        self.assertLessEqual(test_triplet.rel(got["forces"], f), 1e-8)
+
+    def test_choices_and_refusals(self):
+        out = self.path("a.h5")
+        self.box_points(400, 6.0, SEED + 8)
+        small = ["triplet", "--input", self.path("x.npy"), "--backend", "cpu"]
+        r = tdsolve(*small, "--nu", "1", "--output", out, check=True)
+        self.assertIn("dense (auto: ATM without --cutoff counts every triplet)", r.stdout)
+        r = tdsolve(*small, "--nu", "1", "--cutoff", "5", "--output", out, "--overwrite", check=True)
+        self.assertIn("dense (auto: more than half of the tiles are within the cutoff)", r.stdout)
+        for extra, words in ((["--nu", "1"], "ATM without --cutoff"),
+                             (["--nu", "1", "--cutoff", "1.5", "--store-triplets"], "--store-triplets writes"),
+                             (["--nu", "1", "--cutoff", "1.5", "--map", "bb"], "--map bb")):
+            with self.subTest(extra=extra):
+                r = tdsolve(*small, *extra, "--cull", "on", "--output", self.path("b.h5"))
+                self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+                self.assertIn(words, r.stderr)
+                self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+                self.assertFalse(os.path.exists(self.path("b.h5")) or os.path.exists(self.path("b.h5.partial")))
+        self.box_points(4000, 20.0, SEED + 8)
+        r = tdsolve("triplet", "--input", self.path("x.npy"), "--backend", "cpu", "--nu", "1", "--cutoff", "1.5",
+                    "--output", out, "--overwrite", check=True)
+        self.assertIn("culled (auto)", r.stdout)
+
+    def test_killed_culled_triplets_resume_to_the_same_bytes(self):
+        self.box_points(3000, 12.0, SEED + 9)
+        args = ["triplet", "--input", self.path("x.npy"), "--nu", "1", "--cutoff", "2.5", "--backend", "cpu",
+                "--progress", "none", "--cull", "on"]
+        ref, out = self.path("ref.h5"), self.path("t.h5")
+        tdsolve(*args, "--output", ref, "--quiet", check=True)
+        r = tdsolve(*args, "--output", out, np_=2,
+                    env={"TDSOLVE_TEST_CHECKPOINT_S": "0.001", "TDSOLVE_TEST_FAULT": "0:2:kill"})
+        self.assertNotEqual(r.returncode, 0)
+        with h5py.File(out + ".partial", "r") as f:
+            flagged = int(f["progress/done"][:].sum())
+            chunks = len(f["progress/done"])
+        self.assertGreater(chunks, 3)
+        r = tdsolve(*args, "--output", out, "--resume", np_=3)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(f"{flagged} of", r.stdout)
+        a, b = self.sums(ref), self.sums(out)
+        for k in a:
+            self.assertEqual(np.asarray(a[k]).tobytes(), np.asarray(b[k]).tobytes(), k)
+
+
 class CullGpuTest(CullCase):
     @classmethod
     def setUpClass(cls):
@@ -421,6 +525,28 @@ class CullGpuTest(CullCase):
                      ["collide", "--input", self.path("s.npy"), "--box", "1,1,1"]):
             with self.subTest(args=args):
                 self.assert_same(args, backend_on="cuda", backend_off="cpu")
+
+    def test_gpu_culled_triplets_equal_cpu_culled(self):
+        # The GPU kernel on the culled list: the CPU's culled sums to
+        # rounding (the GPU's reciprocal square root differs), and 1 and 2
+        # ranks on the GPU alike.
+        x = np.random.default_rng(SEED + 10).random((4000, 3)) * 14
+        np.save(self.path("x.npy"), x)
+        for extra in (["--nu", "0.8", "--cutoff", "2.5"], ["--potential", "sw", "--sigma", "1", "--a", "1.8"]):
+            with self.subTest(extra=extra):
+                args = ["triplet", "--input", self.path("x.npy"), *extra, "--precision", "float64", "--block", "32",
+                        "--cull", "on"]
+                g, g2, c = self.path("g.h5"), self.path("g2.h5"), self.path("c.h5")
+                r = tdsolve(*args, "--backend", "cuda", "--output", g, "--overwrite", check=True)
+                self.assertIn("culled (--cull on)", r.stdout)
+                tdsolve(*args, "--backend", "cuda", "--output", g2, "--overwrite", np_=2, check=True)
+                tdsolve(*args, "--backend", "cpu", "--output", c, "--overwrite", check=True)
+                with h5py.File(g, "r") as a, h5py.File(g2, "r") as b, h5py.File(c, "r") as cc:
+                    for k in ("energy", "energy_per_point", "forces"):
+                        self.assertEqual(a[k][()].tobytes(), b[k][()].tobytes(), k)
+                        ref = cc[k][()]
+                        scale = max(float(np.max(np.abs(ref))), 1e-300)
+                        self.assertLessEqual(float(np.max(np.abs(a[k][()] - ref))), 1e-9 * scale, k)
 
     def test_gpu_neighbours_run_dense(self):
         # knn --k is culled on the CPU backend only: on the GPU auto runs it
