@@ -85,7 +85,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     here = os.path.dirname(os.path.abspath(__file__))
     ap.add_argument("--tdsolve", default=os.path.join(here, "../../build/tdsolve"))
-    ap.add_argument("--lmp", default=shutil.which("lmp") or "lmp")
+    ap.add_argument("--lmp", default=shutil.which("lmp") or "",
+                    help="LAMMPS's binary (default: lmp on PATH; none: tdsolve alone)")
+    ap.add_argument("--launcher", default="", help='prefix of tdsolve, e.g. "bash .devrun/on-device.sh"')
     ap.add_argument("--side", type=int, default=32, help="lattice points a side (n = side^3)")
     ap.add_argument("--ranks", type=int, default=2, help="LAMMPS's mpirun -np (0: skip)")
     ap.add_argument("--backend", choices=["cpu", "cuda"], default="cpu")
@@ -93,6 +95,7 @@ def main():
     ap.add_argument("--dense", action="store_true", help="also tdsolve --cull off")
     ap.add_argument("--only", choices=["atm", "sw"])
     a = ap.parse_args()
+    a.tdsolve = os.path.abspath(a.tdsolve)
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
                HDF5_USE_FILE_LOCKING="FALSE", OMPI_MCA_rmaps_base_oversubscribe="1")
     print(f"# {time.strftime('%Y-%m-%d %H:%M %Z')}, {os.cpu_count()} CPUs, n = {a.side ** 3}, "
@@ -106,15 +109,15 @@ def main():
         with tempfile.TemporaryDirectory() as d:
             np.save(os.path.join(d, "x.npy"), x)
             lammps_inputs(d, x, kind)
-            runs = [("lammps, 1 process", [a.lmp, "-in", "in.b", "-log", "none", "-nocite"])]
-            if a.ranks > 1:
+            runs = [("lammps, 1 process", [a.lmp, "-in", "in.b", "-log", "none", "-nocite"])] if a.lmp else []
+            if a.ranks > 1 and a.lmp:
                 runs.append((f"lammps, mpirun -np {a.ranks}",
                              ["mpirun", "-np", str(a.ranks), a.lmp, "-in", "in.b", "-log", "none", "-nocite"]))
             pot = (["--nu", "1", "--cutoff", "2.5", "--cutoff-triple", "2.5"] if kind == "atm" else
                    ["--potential", "sw"] + [x for k, v in SW_SI.items() for x in (f"--{k}", repr(v))])
             for cull in (["on", "off"] if a.dense else ["on"]):
                 runs.append((f"tdsolve --cull {cull}",
-                             [a.tdsolve, "triplet", "--input", "x.npy", *pot, "--precision", "float64",
+                             [*a.launcher.split(), a.tdsolve, "triplet", "--input", "x.npy", *pot, "--precision", "float64",
                               "--backend", a.backend, "--cull", cull, "--output", "t.h5", "--overwrite",
                               "--progress", "none"]))
             ref = None

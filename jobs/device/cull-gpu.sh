@@ -10,8 +10,9 @@
 #                  (open and periodic), collide of 10^7 spheres; culled, with
 #                  --stats (compute = kernel time and the copies of the pairs)
 #   PARTS="dense"  the same queries at n = 10^6 culled and dense (--cull off)
-#   PARTS="epi"    CullGpuTest, test_gpu.py (no lab), TripletGpuTest, SwGpuTest:
-#                  every epilogue type's GPU files against the CPU's
+#   PARTS="epi"    CullGpuTest, TripletGpuTest, SwGpuTest; PARTS="gpu": test_gpu.py
+#                  (no lab): every epilogue type's GPU files against the CPU's
+#   PARTS="trip"   triplet --cull on/off on the GPU (triplet_vs_lammps.py, no LAMMPS)
 #   PARTS="peers"  jobs/bench/cutoff_vs_peers.py --backend cuda at N_PEERS = 10^6
 #                  (--skip PEERS_SKIP, default knn-k)
 #                  (cKDTree on this machine's CPU)
@@ -48,10 +49,22 @@ fi
 # (the epilogue types: store, histogram, select, top-k, triplet reduce and
 # store), the lab's test left out (a LAB=OFF build).
 if [[ $parts == *" epi "* ]]; then
-  step e2e_cull_gpu 150 python3 tests/e2e/test_cull.py -v CullGpuTest
-  step e2e_gpu 330 python3 tests/e2e/test_gpu.py -v -k identical -k knn -k picks -k errors -k orders
-  step e2e_triplet_gpu 120 python3 tests/e2e/test_triplet.py -v TripletGpuTest
-  step e2e_sw_gpu 90 python3 tests/e2e/test_sw.py -v SwGpuTest
+  step e2e_cull_gpu 200 python3 tests/e2e/test_cull.py -v CullGpuTest
+  step e2e_triplet_gpu 150 python3 tests/e2e/test_triplet.py -v TripletGpuTest
+  step e2e_sw_gpu 120 python3 tests/e2e/test_sw.py -v SwGpuTest
+fi
+if [[ $parts == *" gpu "* ]]; then
+  step e2e_gpu 400 python3 tests/e2e/test_gpu.py -v -k identical -k knn -k picks -k errors -k orders
+fi
+# triplet --cull against --cull off on the GPU (jobs/bench/triplet_vs_lammps.py
+# without LAMMPS, which the GPU machine lacks), N_TRIP = side^3
+if [[ $parts == *" trip "* ]]; then
+  # python3 outside on-device.sh (its h5py, numpy); tdsolve inside it
+  timeout 400 python3 jobs/bench/triplet_vs_lammps.py --tdsolve "$bin" --lmp "" \
+    --launcher "bash $PWD/.devrun/on-device.sh" --backend cuda --side "${TRIP_SIDE:-32}" --dense --repeat 3 \
+    >"$out/triplet-bench-$gpu.md" 2>&1
+  echo "triplet_bench rc=$?" | tee -a "$summary"
+  cat "$out/triplet-bench-$gpu.md"
 fi
 
 # one NAME ARGS...: a culled tdsolve run with --stats; a CSV row

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "solver/cull_bound.hpp"
 #include "solver/exact_sum.hpp"
 
 namespace tdsolve::cpu {
@@ -95,6 +96,29 @@ void potential_tile(const Ev& ev, const TripletView<T>& v, mapping::Tile3 t, ind
   double* EJ = &s.e[rho];
   double* EK = &s.e[2 * rho];
   double total = 0;
+  // A culled run knows its rule (solver/cull.hpp): only k whose pairs may be
+  // within the cutoff (the margin added) can count, so the k of (i, j) are
+  // the bits of a mask — ATM: k near both i and j, (i, j) near; SW: with
+  // (i, j) near, k near either, else near both. The skipped k would not
+  // count; the visited ones come in the same order: the same sums.
+  const int rule = v.cull && rho <= 64 ? v.cull->geometry.triplet_rule : 0;
+  std::uint64_t mik[64], mjk[64];
+  double near2 = 0;
+  if (rule) {
+    const double near =
+        cull::limit(v.cull->geometry.cutoff, v.cull->geometry.rel_tol, v.cull->scale);
+    near2 = near * near;
+    for (index_t p = 0; p < len[0]; ++p) {
+      mik[p] = 0;
+      for (index_t k = 0; k < len[2]; ++k)
+        if (static_cast<double>(C[p * rho + k]) <= near2) mik[p] |= std::uint64_t(1) << k;
+    }
+    for (index_t p = 0; p < len[1]; ++p) {
+      mjk[p] = 0;
+      for (index_t k = 0; k < len[2]; ++k)
+        if (static_cast<double>(B[p * rho + k]) <= near2) mjk[p] |= std::uint64_t(1) << k;
+    }
+  }
   for (index_t i = 0; i < len[0]; ++i) {
     const index_t gi = g0[0] + i;
     const index_t jb = t.row == t.layer ? i + 1 : 0;
@@ -106,8 +130,25 @@ void potential_tile(const Ev& ev, const TripletView<T>& v, mapping::Tile3 t, ind
       if constexpr (epi::traits<E>::kStores)
         dst = out + (mapping::triplet_rank(n, gi, gj, g0[2] + kb) - out_offset) - kb;
       const T a = A[i * rho + j], ia = iA[i * rho + j];
+      // The screens are monotone (a triplet that counts still counts with
+      // b or c smaller), so when not even (a, 0, 0) counts no k does: ATM's
+      // pair beyond its cutoff skips the row of k (SW's never: its (j, k)
+      // and (i, k) sides may carry the term). Stored values stay 0.
+      if (!ev.counts(a, T(0), T(0))) {
+        if (dst)
+          for (index_t k = kb; k < len[2]; ++k)
+            dst[k] = 0;
+        continue;
+      }
       double wa = 0, eij = 0;
-      for (index_t k = kb; k < len[2]; ++k) {
+      std::uint64_t ks = ~std::uint64_t(0);  // the k to visit (bits), from kb on
+      if (rule) {
+        const bool ij = static_cast<double>(a) <= near2;
+        ks = rule == 3 ? (ij ? mik[i] & mjk[j] : 0) : (ij ? mik[i] | mjk[j] : mik[i] & mjk[j]);
+      }
+      ks &= (~std::uint64_t(0) << kb) & (~std::uint64_t(0) >> (64 - len[2]));
+      for (std::uint64_t bits = ks; bits; bits &= bits - 1) {  // k rising
+        const index_t k = static_cast<index_t>(__builtin_ctzll(bits));
         const T b = B[j * rho + k], c = C[i * rho + k];
         if (!ev.counts(a, b, c)) {
           if (dst) dst[k] = 0;
