@@ -12,7 +12,8 @@
 #   PARTS="dense"  the same queries at n = 10^6 culled and dense (--cull off)
 #   PARTS="epi"    CullGpuTest, TripletGpuTest, SwGpuTest; PARTS="gpu": test_gpu.py
 #                  (no lab): every epilogue type's GPU files against the CPU's
-#   PARTS="trip"   triplet --cull on/off on the GPU (triplet_vs_lammps.py, no LAMMPS)
+#   PARTS="trip"   triplet --cull on on the GPU for each TRIP_SIDE (n = side^3;
+#                  TRIP_DENSE=1 adds --cull off) (triplet_vs_lammps.py, no LAMMPS)
 #   PARTS="peers"  jobs/bench/cutoff_vs_peers.py --backend cuda at N_PEERS = 10^6
 #                  (--skip PEERS_SKIP, default knn-k)
 #                  (cKDTree on this machine's CPU)
@@ -60,11 +61,13 @@ fi
 # without LAMMPS, which the GPU machine lacks), N_TRIP = side^3
 if [[ $parts == *" trip "* ]]; then
   # python3 outside on-device.sh (its h5py, numpy); tdsolve inside it
-  timeout 400 python3 jobs/bench/triplet_vs_lammps.py --tdsolve "$bin" --lmp "" \
-    --launcher "bash $PWD/.devrun/on-device.sh" --backend cuda --side "${TRIP_SIDE:-32}" --dense --repeat 3 \
-    >"$out/triplet-bench-$gpu.md" 2>&1
-  echo "triplet_bench rc=$?" | tee -a "$summary"
-  cat "$out/triplet-bench-$gpu.md"
+  for side in ${TRIP_SIDE:-32}; do
+    timeout 400 python3 jobs/bench/triplet_vs_lammps.py --tdsolve "$bin" --lmp "" \
+      --launcher "bash $PWD/.devrun/on-device.sh" --backend cuda --side "$side" ${TRIP_DENSE:+--dense} \
+      --repeat 3 >"$out/triplet-bench-$side-$gpu.md" 2>&1
+    echo "triplet_bench side $side rc=$?" | tee -a "$summary"
+    cat "$out/triplet-bench-$side-$gpu.md"
+  done
 fi
 
 # one NAME ARGS...: a culled tdsolve run with --stats; a CSV row
