@@ -168,13 +168,22 @@ def is_scale(ds):
         return False
 
 
-def describe_data(path, scales):
+def skipped(name, obj, scales, known):
+    """Whether a dataset is left out of the comparison as a dimension scale:
+    one of the reference's (scales), or one that is a scale here under a
+    name the reference does not have (a scale whose name damage changed).
+    A dataset of the reference's that damage made look like a scale (a
+    CLASS attribute from a neighbour's) is still compared."""
+    return name in scales or (is_scale(obj) and name not in known)
+
+
+def describe_data(path, scales, known):
     """{dataset: (shape, dtype, value bytes)} of every result dataset (every
-    dataset but the reference's dimension scales)."""
+    dataset but the dimension scales: skipped())."""
     data = {}
     with h5py.File(path, "r") as f:
         def visit(name, obj):
-            if not isinstance(obj, h5py.Dataset) or name in scales or is_scale(obj):
+            if not isinstance(obj, h5py.Dataset) or skipped(name, obj, scales, known):
                 return
             value = obj[()] if obj.shape is not None else None
             data[name] = (obj.shape, obj.dtype.str, None if value is None else np.asarray(value).tobytes())
@@ -182,7 +191,7 @@ def describe_data(path, scales):
     return data
 
 
-def describe_attrs(path, scales):
+def describe_attrs(path, scales, known):
     """{object: {attr: repr}} of every object but the dimension scales, each
     attribute h5py cannot read (a type NumPy has no dtype for, a value HDF5
     reads from outside its damaged message) described as such. Apart from
@@ -204,7 +213,7 @@ def describe_attrs(path, scales):
             attrs[name] = {str(k): attr_repr(obj, k) for k in keys}
 
         def visit(name, obj):
-            if isinstance(obj, h5py.Dataset) and (name in scales or is_scale(obj)):
+            if isinstance(obj, h5py.Dataset) and skipped(name, obj, scales, known):
                 return
             note_attrs(name, obj)
         note_attrs("/", f)
@@ -264,10 +273,11 @@ def differences(path, ref, layout, changed):
     datasets that cannot be read are a dataset difference, attributes that
     cannot be read (even by a crash) an attribute difference. And the
     number left out."""
-    scales = layout["scales"]
-    a, a_attrs = in_child(describe_data, path, scales), in_child(describe_attrs, path, scales)
+    scales, known = layout["scales"], sorted(layout["extents"])
+    a, a_attrs = in_child(describe_data, path, scales, known), in_child(describe_attrs, path, scales, known)
     if ref not in _DESCRIBED:  # the reference's, once a worker
-        _DESCRIBED[ref] = (in_child(describe_data, ref, scales), in_child(describe_attrs, ref, scales))
+        _DESCRIBED[ref] = (in_child(describe_data, ref, scales, known),
+                           in_child(describe_attrs, ref, scales, known))
     b, b_attrs = _DESCRIBED[ref]
     assert b[0] == "ok" and b_attrs[0] == "ok", (b, b_attrs)
     if a[0] != "ok":
