@@ -531,6 +531,7 @@ class TripletSink final : public Sink<T> {
         n_(p.rows),
         store_(p.stores_values()),
         order_(p.culled ? p.cull.order.data() : nullptr),
+        cull_(p.culled ? &p.cull : nullptr),
         slots_(triplet_sum_slots(p.rows)),
         sum_(slots_ * kExactLimbs, 0) {
     if (comm_rank(comm) == 0 && initial.size() == sum_.size()) sum_ = initial;
@@ -546,8 +547,13 @@ class TripletSink final : public Sink<T> {
     // independent integer sums: threads do not change a bit.
     const std::int64_t* in = r.sums;
     std::int64_t* acc = sum_.data();
+    // A culled chunk adds to the points of its tiles only (the other slots
+    // hold zeros): those slots, not all (4n + 1) × 69 limbs.
+    const std::vector<index_t>* only = cull_ ? &touched(offset, count) : nullptr;
+    const index_t visits = only ? only->size() : slots_;
 #pragma omp parallel for schedule(static)
-    for (index_t slot = 0; slot < slots_; ++slot) {
+    for (index_t v = 0; v < visits; ++v) {
+      const index_t slot = only ? (*only)[v] : v;
       std::int64_t limbs[kExactLimbs];
       bool any = false;
       for (int l = 0; l < kExactLimbs; ++l) {
@@ -564,6 +570,30 @@ class TripletSink final : public Sink<T> {
         exact_normalise(&sum_[slot * kExactLimbs]);
       added_ = 0;
     }
+  }
+  // The sum slots a culled chunk (its comparisons offset .. offset + count)
+  // may add to: energy, forces of each point of a block in its tiles, and
+  // the total.
+  const std::vector<index_t>& touched(index_t offset, index_t count) {
+    const Culled& c = *cull_;
+    const auto b = c.before.begin();
+    const index_t I0 = std::lower_bound(b, c.before.end(), offset) - b;
+    const index_t I1 = std::upper_bound(b, c.before.end(), offset + count) - b - 1;
+    hit_.assign(c.m, 0);
+    for (index_t t = c.tile_start[I0]; t < c.tile_start[std::max(I0, I1)]; ++t)
+      for (int q = 0; q < 3; ++q)
+        hit_[c.tiles[3 * t + q]] = 1;
+    slots_of_chunk_.clear();
+    for (index_t B = 0; B < c.m; ++B) {
+      if (!hit_[B]) continue;
+      for (index_t p = B * c.rho; p < std::min(n_, (B + 1) * c.rho); ++p) {
+        slots_of_chunk_.push_back(p);
+        for (index_t k = 0; k < 3; ++k)
+          slots_of_chunk_.push_back(n_ + 3 * p + k);
+      }
+    }
+    slots_of_chunk_.push_back(4 * n_);
+    return slots_of_chunk_;
   }
   void mark(bool, index_t) override {
     if (store_) step_together(comm_, [&] { w_.flush(); });
@@ -622,6 +652,9 @@ class TripletSink final : public Sink<T> {
   index_t n_;
   bool store_;
   const index_t* order_;  // a culled run's order (progress/sums keep it); null: the input's
+  const Culled* cull_;    // a culled run's tiles; null: dense
+  std::vector<unsigned char> hit_;       // touched(): the blocks of a chunk's tiles
+  std::vector<index_t> slots_of_chunk_;  // touched(): their slots
   index_t slots_;
   std::vector<std::int64_t> sum_;
   index_t added_ = 0;  // chunks added since sum_ was last normalised
