@@ -129,15 +129,8 @@ class Traversal {
 
   // The lower bound of any pair's distance between nodes a and b.
   double lower(std::int64_t a, std::int64_t b) const {
-    double s = 0;
-    for (index_t k = 0; k < dims_; ++k) {
-      const double L = k < static_cast<index_t>(g_.box_dims) ? g_.box[k] : 0;
-      s = cull::add(s,
-                    cull::gap(node_lo_[a * dims_ + k], node_hi_[a * dims_ + k],
-                              node_lo_[b * dims_ + k], node_hi_[b * dims_ + k], L),
-                    g_.p);
-    }
-    return cull::finish(s, g_.p);
+    return cull::bound(&node_lo_[a * dims_], &node_hi_[a * dims_], &node_lo_[b * dims_],
+                       &node_hi_[b * dims_], dims_, g_.p, g_.box_dims, g_.box);
   }
 
   bool far(std::int64_t a, std::int64_t b) const {

@@ -19,6 +19,7 @@
 // not change its value: every result is the dense run's.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -79,6 +80,11 @@ struct Culled {
   int width = 2;
   index_t tile_count() const { return tiles.size() / width; }
   index_t tested() const { return before.empty() ? 0 : before.back(); }
+  // The first block row with `elements` tested before it: a chunk's first
+  // row from its offset (a chunk starts and ends at block rows).
+  index_t block_row_at(index_t elements) const {
+    return std::lower_bound(before.begin(), before.end(), elements) - before.begin();
+  }
 };
 
 // The Morton order of n points of d coordinates (row-major), over their

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 namespace tdsolve::cull {
 
@@ -39,6 +40,28 @@ inline double finish(double s, double p) {
   if (p == 2) return std::sqrt(s);
   if (p == 1 || std::isinf(p)) return s;
   return std::pow(s, 1 / p);
+}
+
+// The bound between the box [alo, ahi] and the box [blo, bhi] over d axes:
+// the norm p of their gaps, the first box_dims axes of period box[k].
+inline double bound(const double* alo, const double* ahi, const double* blo, const double* bhi,
+                    std::int64_t d, double p, int box_dims = 0, const double* box = nullptr) {
+  double s = 0;
+  for (std::int64_t k = 0; k < d; ++k)
+    s = add(s, gap(alo[k], ahi[k], blo[k], bhi[k], k < box_dims ? box[k] : 0.0), p);
+  return finish(s, p);
+}
+
+// The same for a point x (d coordinates of the run's precision) and a box.
+template <typename T>
+double point_bound(const T* x, const double* blo, const double* bhi, std::int64_t d, double p,
+                   int box_dims = 0, const double* box = nullptr) {
+  double s = 0;
+  for (std::int64_t k = 0; k < d; ++k) {
+    const double v = static_cast<double>(x[k]);
+    s = add(s, gap(v, v, blo[k], bhi[k], k < box_dims ? box[k] : 0.0), p);
+  }
+  return finish(s, p);
 }
 
 // The largest bound that may still hold a pair within `cutoff`: a margin of

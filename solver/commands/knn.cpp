@@ -98,9 +98,7 @@ class Knn final : public PairCommand<T> {
       // comparisons of the plan: every chunk is a band of whole rows.
       for (index_t& off : L.chunk_offsets) {
         if (p.culled) {  // comparisons before a chunk -> its first row of the run's order
-          const auto b = p.cull.before.begin();
-          const index_t I = std::lower_bound(b, p.cull.before.end(), off) - b;
-          off = std::min(I * p.rho, p.rows) * p.k;
+          off = std::min(p.cull.block_row_at(off) * p.rho, p.rows) * p.k;
         } else {
           off = off / p.cols * p.k;
         }

@@ -86,9 +86,7 @@ class KnnRowsSink final : public Sink<T> {
   void write(bool has, index_t, index_t offset, index_t count, const ChunkResult<T>& r) override {
     if (!has) return;
     // The chunk's block rows, from the comparisons before them.
-    const auto b = c_.before.begin();
-    const index_t I0 = std::lower_bound(b, c_.before.end(), offset) - b;
-    const index_t I1 = std::lower_bound(b, c_.before.end(), offset + count) - b;
+    const index_t I0 = c_.block_row_at(offset), I1 = c_.block_row_at(offset + count);
     const index_t q0 = I0 * c_.rho, q1 = std::min(I1 * c_.rho, c_.n);
     for (index_t q = q0; q < q1; ++q) {
       rows_.push_back(static_cast<std::int64_t>(c_.order[q]));
@@ -576,11 +574,11 @@ class TripletSink final : public Sink<T> {
   // the total.
   const std::vector<index_t>& touched(index_t offset, index_t count) {
     const Culled& c = *cull_;
-    const auto b = c.before.begin();
-    const index_t I0 = std::lower_bound(b, c.before.end(), offset) - b;
-    const index_t I1 = std::upper_bound(b, c.before.end(), offset + count) - b - 1;
+    // Layers without triplets (a last block of 1 or 2 points) may tie at
+    // the ends: their tiles add nothing either way.
+    const index_t I0 = c.block_row_at(offset), I1 = c.block_row_at(offset + count);
     hit_.assign(c.m, 0);
-    for (index_t t = c.tile_start[I0]; t < c.tile_start[std::max(I0, I1)]; ++t)
+    for (index_t t = c.tile_start[I0]; t < c.tile_start[I1]; ++t)
       for (int q = 0; q < 3; ++q)
         hit_[c.tiles[3 * t + q]] = 1;
     slots_of_chunk_.clear();
