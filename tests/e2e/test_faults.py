@@ -413,15 +413,17 @@ class FullDiskTest(FaultTestBase):
                         self.assertFalse(os.path.exists(left), f"{what}: left {left}\n{run}")
 
     def test_knn_full_disk(self):
-        # --k writes each chunk's rows as it goes; --radius writes all its
-        # pairs at the end: ENOSPC from the first byte leaves nothing, later
-        # one line and a .partial that reads as incomplete, on 1 and 2 ranks.
+        # --k dense (--cull off) writes each chunk's rows as it goes; --k
+        # culled (auto here, on the CPU in 3-D) and --radius write all
+        # their rows or pairs at the end: ENOSPC from the first byte leaves
+        # nothing, later one line and a .partial that reads as incomplete,
+        # on 1 and 2 ranks.
         pts = self.path("knn_points.npy")
         np.save(pts, np.random.default_rng(4).random((3000, 3)))
-        for mode in (["--k", "150"], ["--radius", "0.2"]):
+        for mode in (["--k", "150", "--cull", "off"], ["--k", "150"], ["--radius", "0.2"]):
             for after, ranks in ((0, None), (2000, None), (300000, None), (300000, 2)):
                 with self.subTest(mode=mode, after=after, ranks=ranks):
-                    out = self.path(f"knn-{mode[0][2:]}-{after}-{ranks}.h5")
+                    out = self.path(f"knn-{mode[0][2:]}-{len(mode)}-{after}-{ranks}.h5")
                     run = run_job(["knn", "--input", pts, *mode, "--chunk-mb", 1, "--block", 16, "--output", out,
                                    "--progress", "none"], np_=ranks, env=self.shim_env(out, after))
                     what = f"knn {mode}, ENOSPC after {after} bytes, ranks {ranks}"
