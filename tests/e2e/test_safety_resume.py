@@ -45,6 +45,8 @@ JOBS = {
     "cross": ["cross", "--generate", "uniform:900:3:1", "--with-generate", "uniform:700:3:2", "--chunk-mb", "1"],
     "hist": ["hist", "--generate", "uniform:1500:3:1", "--bins", "16", "--range", "0:1.5"],
     "knn": ["knn", "--generate", "uniform:1500:3:1", "--k", "5", "--chunk-mb", "1"],
+    # --k dense: each chunk's rows written as they come (auto culls it on the CPU in 3-D)
+    "knn-dense": ["knn", "--generate", "uniform:1500:3:1", "--k", "5", "--chunk-mb", "1", "--cull", "off"],
     "radius": ["knn", "--generate", "uniform:1500:3:1", "--radius", "0.1", "--chunk-mb", "1"],
     "collide": ["collide", "--generate", "spheres:1500:3:4:0.1", "--chunk-mb", "1"],
     "triplet": ["triplet", "--generate", "uniform:120:3:1"],
@@ -128,6 +130,7 @@ DAMAGES = {
     "cross": [longer("distances"), retyped("distances", np.float64)],
     "hist": [longer("counts"), retyped("counts", np.float64), shorter("edges"), changed("edges")],
     "knn": [longer("distances"), longer("indices"), retyped("indices", np.int32)],
+    "knn-dense": [longer("distances"), longer("indices"), retyped("indices", np.int32)],
     "radius": [wider("pairs"), retyped("distances", np.float64, maxshape=(None,)), list_shorter("distances")],
     "collide": [wider("pairs"), ("/count off by one", "/count", recount)],
     "triplet": [longer("energy_per_point"), retyped("forces", np.float32), longer("progress/sums")],
@@ -234,6 +237,9 @@ class DamagedPartialTest(TempDirTest):
 
     def test_knn_k(self):
         self.check_command("knn")
+
+    def test_knn_k_dense(self):
+        self.check_command("knn-dense")
 
     def test_knn_radius(self):
         self.check_command("radius")
@@ -363,6 +369,7 @@ class FullDiskTest(FaultTestBase):
                   "1"],
         "hist": ["hist", "--generate", "uniform:1500:3:1", "--bins", "16", "--range", "0:1.5"],
         "knn": ["knn", "--generate", "uniform:1500:3:1", "--k", "5", "--chunk-mb", "1"],
+        "knn-dense": ["knn", "--generate", "uniform:1500:3:1", "--k", "5", "--chunk-mb", "1", "--cull", "off"],
         "radius": ["knn", "--generate", "uniform:300:3:5", "--radius", "0.3"],
         "collide": ["collide", "--generate", "spheres:300:3:4:0.2"],
         "triplet": ["triplet", "--generate", "uniform:120:3:1"],
@@ -447,6 +454,9 @@ class FullDiskTest(FaultTestBase):
     def test_knn_every_write(self):
         self.check("knn")
 
+    def test_knn_dense_every_write(self):
+        self.check("knn-dense")
+
     def test_radius_every_write(self):
         self.check("radius")
 
@@ -466,7 +476,10 @@ class KnnStopTest(TempDirTest):
 
     # The CPU: a GPU's chunks are larger (solver/cuda/cuda_backend.cu) and
     # this job is one of them.
-    JOB = ["knn", "--generate", "uniform:20000:3:9", "--k", "8", "--backend", "cpu", "--progress", "none"]
+    # Dense (--cull off): its chunks are written as they come, so a stop
+    # keeps the finished ones (a culled run keeps nothing: test_cull.py).
+    JOB = ["knn", "--generate", "uniform:20000:3:9", "--k", "8", "--backend", "cpu", "--progress", "none",
+           "--cull", "off"]
 
     def test_sigterm_mid_run_stops_soon_and_resumes_to_the_same_file(self):
         out = self.path("k.h5")
