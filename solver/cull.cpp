@@ -45,7 +45,51 @@ std::vector<index_t> morton_order(const double* pts, index_t n, index_t d) {
   return order;
 }
 
+void set_triclinic(CullGeometry* g, const double* cell) {
+  g->triclinic = true;
+  std::copy(cell, cell + 6, g->cell);
+  g->box_dims = 3;
+  g->box[0] = g->box[1] = g->box[2] = 1;
+  const double lx = cell[0], ly = cell[1], lz = cell[2], xy = cell[3], xz = cell[4], yz = cell[5];
+  // The rows of the inverse of the cell matrix (columns a, b, c): the face
+  // normals, of length 1 / width.
+  const double r[3][3] = {{1 / lx, -xy / (lx * ly), (xy * yz - xz * ly) / (lx * ly * lz)},
+                          {0, 1 / ly, -yz / (ly * lz)},
+                          {0, 0, 1 / lz}};
+  double u[3][3];
+  for (int k = 0; k < 3; ++k) {
+    const double len = std::sqrt(r[k][0] * r[k][0] + r[k][1] * r[k][1] + r[k][2] * r[k][2]);
+    g->tilted.w[k] = 1 / len;
+    for (int c = 0; c < 3; ++c)
+      u[k][c] = r[k][c] / len;
+  }
+  // Gershgorin: the largest eigenvalue of the normals' Gram matrix (1 on
+  // its diagonal) is at most 1 + the largest row sum of |cosines|; a margin
+  // for its rounding.
+  double most = 0;
+  for (int k = 0; k < 3; ++k) {
+    double s = 0;
+    for (int q = 0; q < 3; ++q)
+      if (q != k) s += std::fabs(u[k][0] * u[q][0] + u[k][1] * u[q][1] + u[k][2] * u[q][2]);
+    most = std::max(most, s);
+  }
+  g->tilted.inv_sigma = 1 / std::sqrt(1 + most) * (1 - 1e-12);
+}
+
 namespace {
+
+// The fractional coordinates of x (3) in a triclinic cell (lx, ly, lz, xy,
+// xz, yz). Not wrapped, as an orthorhombic box's points are not: the gaps
+// fold any range onto a period, and wrapping splits the points that lie
+// across a face between the two ends of the curve (a jittered lattice's
+// first plane: 42 % more triplet tiles, 17 % more pair tiles at n = 13824).
+void fractional(const double* cell, const double* x, double* s) {
+  const double sz = x[2] / cell[2];
+  const double sy = (x[1] - cell[5] * sz) / cell[1];
+  s[0] = (x[0] - cell[3] * sy - cell[4] * sz) / cell[0];
+  s[1] = sy;
+  s[2] = sz;
+}
 
 // The scale of cull::limit for points pts (n × d, as the run computes them)
 // in g's periodic box; 0 without one.
@@ -56,6 +100,9 @@ double cull_scale(const double* pts, index_t n, index_t d, const CullGeometry& g
     s = std::max(s, std::fabs(pts[q]));
   for (int k = 0; k < g.box_dims; ++k)
     s = std::max(s, g.box[k]);
+  if (g.triclinic)  // the images' shifts: the cell vectors' components
+    for (int k = 0; k < 6; ++k)
+      s = std::max(s, std::fabs(g.cell[k]));
   return s;
 }
 
@@ -130,7 +177,8 @@ class Traversal {
   // The lower bound of any pair's distance between nodes a and b.
   double lower(std::int64_t a, std::int64_t b) const {
     return cull::bound(&node_lo_[a * dims_], &node_hi_[a * dims_], &node_lo_[b * dims_],
-                       &node_hi_[b * dims_], dims_, g_.p, g_.box_dims, g_.box);
+                       &node_hi_[b * dims_], dims_, g_.p, g_.box_dims, g_.box,
+                       g_.triclinic ? &g_.tilted : nullptr);
   }
 
   bool far(std::int64_t a, std::int64_t b) const {
@@ -195,6 +243,14 @@ void prepare(const T* pts, index_t n, index_t d, index_t rho, const CullGeometry
   c->rho = rho;
   c->m = (n + rho - 1) / rho;
   xs->assign(pts, pts + n * d);
+  c->scale = cull_scale(xs->data(), n, d, g);  // of the coordinates as given
+  if (g.triclinic) {                           // order and bound by fractional coordinates
+    for (index_t i = 0; i < n; ++i) {
+      double s[3];
+      fractional(g.cell, &(*xs)[i * 3], s);
+      std::copy(s, s + 3, &(*xs)[i * 3]);
+    }
+  }
   const std::vector<double>& x = *xs;
   c->order = morton_order(x.data(), n, d);
   const index_t m = c->m;
@@ -215,7 +271,12 @@ void prepare(const T* pts, index_t n, index_t d, index_t rho, const CullGeometry
   }
   c->geometry = g;
   c->geometry.radii = nullptr;  // input order: not the run's
-  c->scale = cull_scale(x.data(), n, d, g);
+  c->frac.clear();
+  if (g.triclinic) {
+    c->frac.resize(n * 3);
+    for (index_t q = 0; q < n; ++q)
+      std::copy_n(&x[c->order[q] * 3], 3, &c->frac[q * 3]);
+  }
 }
 
 }  // namespace

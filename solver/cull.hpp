@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "mapping/domain.hpp"
+#include "solver/cull_bound.hpp"
 
 namespace tdsolve {
 
@@ -46,6 +47,12 @@ struct CullGeometry {
   // A periodic box (lengths per axis; 0: none): gaps are minimum-image.
   int box_dims = 0;
   double box[8] = {};
+  // A triclinic cell (d = 3): its lengths lx, ly, lz and tilts xy, xz, yz as
+  // LAMMPS's. The builders order and bound the points by their fractional
+  // coordinates (period 1), whose boxes `tilted` bounds.
+  bool triclinic = false;
+  double cell[6] = {};
+  cull::Tilted tilted;
   // Relative margin on the cutoff, far above the per-pair rounding in T.
   double rel_tol = 1e-4;
   // Triplets (build_culled_triplets): how many of a triplet's three pairs
@@ -71,6 +78,10 @@ struct Culled {
   CullGeometry geometry;
   double scale = 0;
   std::vector<double> lo, hi, rmax;
+  // A triclinic cell: the points' fractional coordinates (n × 3, the run's
+  // order), which lo and hi bound.
+  std::vector<double> frac;
+  const cull::Tilted* tilted() const { return geometry.triclinic ? &geometry.tilted : nullptr; }
   // knn --k (build_culled_knn): the tiles are (I, J) for every J (not only
   // J >= I), a block row's in order of their boxes' distance, and each
   // counts ri × rj comparisons; squared: the metric's value is the square
@@ -86,6 +97,10 @@ struct Culled {
     return std::lower_bound(before.begin(), before.end(), elements) - before.begin();
   }
 };
+
+// Sets g's triclinic cell (lx, ly, lz, xy, xz, yz): box = 1 along each
+// fractional axis, the widths and normals' bound of cull::Tilted.
+void set_triclinic(CullGeometry* g, const double* cell);
 
 // The Morton order of n points of d coordinates (row-major), over their
 // bounds: order[q] is the input index of the q-th point. Ties keep the

@@ -42,20 +42,58 @@ inline double finish(double s, double p) {
   return std::pow(s, 1 / p);
 }
 
+// A triclinic cell (CullGeometry::tilted): the boxes are in fractional
+// coordinates (period 1 along each cell vector), and w[k] is the cell's
+// width across axis k: a fractional gap g_k puts the two points at least
+// g_k w[k] apart along the face normal n_k, so the distance is at least the
+// largest of those, and at least their euclidean norm over the largest
+// singular value of the matrix of unit normals (Gershgorin's bound on it:
+// 1 / inv_sigma², exact for an orthorhombic box).
+struct Tilted {
+  double w[3] = {1, 1, 1};
+  double inv_sigma = 1;
+};
+inline double tilted_bound(const double* g, const Tilted& t) {
+  double s = 0, most = 0;
+  for (int k = 0; k < 3; ++k) {
+    const double u = g[k] * t.w[k];
+    s += u * u;
+    most = std::max(most, u);
+  }
+  return std::max(most, std::sqrt(s) * t.inv_sigma);
+}
+
 // The bound between the box [alo, ahi] and the box [blo, bhi] over d axes:
-// the norm p of their gaps, the first box_dims axes of period box[k].
+// the norm p of their gaps, the first box_dims axes of period box[k]; with
+// `tilted`, a triclinic cell's (fractional boxes, d = 3, p = 2).
 inline double bound(const double* alo, const double* ahi, const double* blo, const double* bhi,
-                    std::int64_t d, double p, int box_dims = 0, const double* box = nullptr) {
+                    std::int64_t d, double p, int box_dims = 0, const double* box = nullptr,
+                    const Tilted* tilted = nullptr) {
+  if (tilted) {
+    double g[3];
+    for (int k = 0; k < 3; ++k)
+      g[k] = gap(alo[k], ahi[k], blo[k], bhi[k], 1.0);
+    return tilted_bound(g, *tilted);
+  }
   double s = 0;
   for (std::int64_t k = 0; k < d; ++k)
     s = add(s, gap(alo[k], ahi[k], blo[k], bhi[k], k < box_dims ? box[k] : 0.0), p);
   return finish(s, p);
 }
 
-// The same for a point x (d coordinates of the run's precision) and a box.
+// The same for a point x (d coordinates of the run's precision; with
+// `tilted`, its fractional coordinates) and a box.
 template <typename T>
 double point_bound(const T* x, const double* blo, const double* bhi, std::int64_t d, double p,
-                   int box_dims = 0, const double* box = nullptr) {
+                   int box_dims = 0, const double* box = nullptr, const Tilted* tilted = nullptr) {
+  if (tilted) {
+    double g[3];
+    for (int k = 0; k < 3; ++k) {
+      const double v = static_cast<double>(x[k]);
+      g[k] = gap(v, v, blo[k], bhi[k], 1.0);
+    }
+    return tilted_bound(g, *tilted);
+  }
   double s = 0;
   for (std::int64_t k = 0; k < d; ++k) {
     const double v = static_cast<double>(x[k]);

@@ -16,6 +16,47 @@ TDS_HD float minimum_image(float delta, float L) {
 TDS_HD double minimum_image(double delta, double L) {
   return delta - L * rint(delta / L);
 }
+TDS_HD float image_count(float x) {
+  return rintf(x);
+}
+TDS_HD double image_count(double x) {
+  return rint(x);
+}
+
+// The minimum image of a difference v = (x, y, z) in a triclinic cell
+// (LAMMPS's: a = (L[0], 0, 0), b = (t[0], L[1], 0), c = (t[1], t[2], L[2]);
+// t = xy, xz, yz), reduced along c, then b, then a as LAMMPS's
+// Domain::minimum_image: each coordinate's image is minimum_image's, the
+// tilts carried along. Exact (the nearest image) for every pair closer than
+// half the cell's shortest width, the largest cutoff the commands take.
+template <typename T>
+TDS_HD void triclinic_image(T& x, T& y, T& z, const T* L, const T* t) {
+  const T nz = image_count(z / L[2]);
+  z = z - L[2] * nz;
+  y = y - t[2] * nz;
+  x = x - t[1] * nz;
+  const T ny = image_count(y / L[1]);
+  y = y - L[1] * ny;
+  x = x - t[0] * ny;
+  x = x - L[0] * image_count(x / L[0]);
+}
+
+// The periodic box of the triplet tiles (3-D): none, orthorhombic
+// (minimum_image per coordinate) or triclinic (triclinic_image).
+template <typename T>
+struct Cell3 {
+  int kind = 0;  // 0: none, 1: orthorhombic, 2: triclinic
+  T L[3] = {T(0), T(0), T(0)}, tilt[3] = {T(0), T(0), T(0)};
+  TDS_HD void image(T& x, T& y, T& z) const {
+    if (kind == 1) {
+      x = minimum_image(x, L[0]);
+      y = minimum_image(y, L[1]);
+      z = minimum_image(z, L[2]);
+    } else if (kind == 2) {
+      triclinic_image(x, y, z, L, tilt);
+    }
+  }
+};
 
 // Histogram slot of x in [underflow, bins..., overflow] = 0, 1..B, B+1,
 // computed as numpy.histogram's uniform-bin path does (numpy 1.24,

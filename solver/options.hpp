@@ -64,17 +64,48 @@ struct RunOptions {
   std::string effective;
 };
 
-struct HistOptions {
-  index_t bins = 0;
-  double lo = 0, hi = 0;
-  int box_dims = 0;
-  double box[kMaxBoxDims] = {};
-};
-
-// knn --radius, collide: an orthorhombic periodic box (--box), minimum image.
+// A periodic box (--box, --tilt): hist, knn --radius, collide, triplet.
+// Orthorhombic: one length a coordinate, minimum image per coordinate.
+// Triclinic (3-D, euclidean and sqeuclidean): LAMMPS's cell a = (lx, 0, 0),
+// b = (xy, ly, 0), c = (xz, yz, lz), minimum image as LAMMPS's
+// Domain::minimum_image (z, then y, then x: exact for every pair closer than
+// half the cell's shortest width, which the commands require of a cutoff).
 struct BoxOptions {
   int dims = 0;  // 0: none
   double lengths[kMaxBoxDims] = {};
+  bool triclinic = false;  // a tilt is not 0
+  double tilt[3] = {};     // xy, xz, yz
+  double volume() const {
+    double v = 1;
+    for (int k = 0; k < dims; ++k)
+      v *= lengths[k];
+    return v;
+  }
+  // The distance between the cell's opposite faces across axis k (an
+  // orthorhombic box: its length): V / |a × c| for y, V / |b × c| for x.
+  double width(int k) const {
+    if (!triclinic) return lengths[k];
+    const double lx = lengths[0], ly = lengths[1], lz = lengths[2];
+    const double xy = tilt[0], xz = tilt[1], yz = tilt[2];
+    if (k == 2) return lz;
+    if (k == 1) return ly * lz / std::sqrt(lz * lz + yz * yz);
+    // b × c = (ly lz, -xy lz, xy yz - ly xz)
+    const double bx = ly * lz, by = -xy * lz, bz = xy * yz - ly * xz;
+    return lx * ly * lz / std::sqrt(bx * bx + by * by + bz * bz);
+  }
+  // Half the shortest width: the largest cutoff whose pairs have one image.
+  double half_width() const {
+    double w = INFINITY;
+    for (int k = 0; k < dims; ++k)
+      w = std::min(w, width(k));
+    return w / 2;
+  }
+};
+
+struct HistOptions {
+  index_t bins = 0;
+  double lo = 0, hi = 0;
+  BoxOptions box;
 };
 
 // triplet: the three-body potential and what to store.

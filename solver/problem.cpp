@@ -118,9 +118,14 @@ void apply_cull(Problem<T>* p, CullMode mode, CullGeometry g) {
   }
   g.p = norm_p;
   g.rel_tol = cull::rel_tol(sizeof(T) == 4);
-  g.box_dims = p->box_dims;  // hist, knn --radius, collide: --box
+  g.box_dims = p->box_dims;  // hist, knn --radius, collide, triplet: --box
   for (int k = 0; k < p->box_dims; ++k)
     g.box[k] = static_cast<double>(p->box[k]);
+  if (p->triclinic) {
+    const double cell[6] = {double(p->box[0]),  double(p->box[1]),  double(p->box[2]),
+                            double(p->tilt[0]), double(p->tilt[1]), double(p->tilt[2])};
+    set_triclinic(&g, cell);
+  }
   const index_t all = knn ? m * m : triplets ? mapping::tet(m) : m * (m + 1) / 2;
   // auto: dense once more than half of the tiles survive; on: the list's
   // memory (8 bytes a tile) bounds it.

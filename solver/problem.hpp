@@ -94,6 +94,9 @@ struct Problem {
   HistSpec hist;
   int box_dims = 0;  // 0: no box; else = d
   std::array<T, kMaxBoxDims> box{};
+  // A triclinic cell (d = 3): the tilts xy, xz, yz of LAMMPS's (BoxOptions).
+  bool triclinic = false;
+  std::array<T, 3> tilt{};
   TripletSpec three_body;  // triplets
   index_t k = 0;           // topk: neighbours per row
   // select: the test (select.radii: set by each backend to its copy of
@@ -108,6 +111,17 @@ struct Problem {
   std::string cull_note;  // what the run chose and why (the log line, the file)
 
   bool triplets() const { return domain == DomainKind::triplets; }
+  // The box as the triplet tiles take it (3-D).
+  epilogue::Cell3<T> cell3() const {
+    epilogue::Cell3<T> c;
+    if (box_dims != 3) return c;
+    c.kind = triclinic ? 2 : 1;
+    for (int k = 0; k < 3; ++k) {
+      c.L[k] = box[k];
+      c.tilt[k] = tilt[k];
+    }
+    return c;
+  }
   mapping::TripletDomain triplet_domain() const { return mapping::TripletDomain(rows, rho); }
 
   // Culled: with its tile list (host memory).

@@ -17,6 +17,7 @@ TDSOLVE_PACKAGES=(
 TDSOLVE_TEST_PACKAGES=(slurmctld slurmd slurm-client munge
   python3-venv python3-wheel  # e2e.package: pip-installs python/ into a venv (setuptools 66 needs wheel)
   lammps                      # e2e.triplet: tdsolve triplet against LAMMPS pair_style atm
+  python3-mdanalysis          # e2e.periodic: triclinic minimum images and InterRDF against MDAnalysis
 )
 
 as_root() {

@@ -225,8 +225,11 @@ po::options_description hist_group(HistOptions& h, Choices& c) {
       "the binned interval [LO, HI], LO < HI (required); distances outside it are counted in "
       "/underflow and /overflow")(
       "box", po::value(&c.box)->value_name("L1,...,Ld"),
-      "periodic orthorhombic box: minimum-image distances, and /rdf normalised as MDAnalysis "
-      "InterRDF (one length per feature; not with cosine)");
+      "periodic box: minimum-image distances, and /rdf normalised as MDAnalysis InterRDF. "
+      "Orthorhombic: one length per feature (euclidean, sqeuclidean, cityblock, chebyshev); "
+      "triclinic (3-D, euclidean or sqeuclidean): with --tilt, or the 9 numbers of the cell's "
+      "vectors a, b, c (rows, a along x, b in the xy plane), and RANGE's HI at most half the "
+      "cell's shortest width")("tilt", po::value(&c.tilt)->value_name("XY,XZ,YZ"), kTiltHelp);
   return g;
 }
 
@@ -592,6 +595,14 @@ double parse_finite(const std::string& s, const std::string& what) {
   return v;
 }
 
+namespace {
+std::string g17(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+}  // namespace
+
 void finish_hist(HistOptions& h, const Choices& c, const po::variables_map& vm, Metric metric,
                  const std::string& weights) {
   if (!vm.count("bins")) throw UsageError("--bins B is required");
@@ -602,31 +613,79 @@ void finish_hist(HistOptions& h, const Choices& c, const po::variables_map& vm, 
   h.lo = parse_finite(c.range.substr(0, colon), "--range LO");
   h.hi = parse_finite(c.range.substr(colon + 1), "--range HI");
   if (!(h.lo < h.hi)) throw UsageError("--range wants LO < HI, got '" + c.range + "'");
-  if (!c.box.empty()) parse_box(c.box, metric, weights, &h.box_dims, h.box);
+  if (c.box.empty() && c.tilt.empty()) return;
+  parse_box(c.box, c.tilt, metric, weights, &h.box);
+  // An orthorhombic box's per-coordinate image is every pair's nearest at
+  // any distance; a triclinic cell's reduction only within half its
+  // shortest width.
+  if (h.box.triclinic && cull_cutoff(metric, h.hi) > h.box.half_width())
+    throw UsageError("--range HI " + g17(h.hi) + " reaches past half the triclinic cell's " +
+                     "shortest width (" + g17(h.box.half_width()) +
+                     "): a pair's minimum image is not certain there");
 }
 
-void parse_box(const std::string& text, Metric metric, const std::string& weights, int* dims,
-               double* lengths) {
+void parse_box(const std::string& text, const std::string& tilt, Metric metric,
+               const std::string& weights, BoxOptions* box) {
   if (metric != Metric::euclidean && metric != Metric::sqeuclidean && metric != Metric::cityblock &&
       metric != Metric::chebyshev)
     throw UsageError(std::string("--box does not apply to --metric ") + metric_name(metric) +
                      " (only euclidean, sqeuclidean, cityblock, chebyshev)");
   if (!weights.empty()) throw UsageError("--box and --weights do not go together");
+  if (text.empty()) throw UsageError("--tilt needs --box lx,ly,lz");
+  std::vector<double> v;
   std::stringstream ss(text);
-  *dims = 0;
-  for (std::string part; std::getline(ss, part, ',');) {
-    if (*dims == kMaxBoxDims)
-      throw UsageError("--box takes at most " + std::to_string(kMaxBoxDims) + " lengths");
-    const double L = parse_finite(part, "--box");
-    if (!(L > 0)) throw UsageError("--box lengths must be positive, got '" + part + "'");
-    lengths[(*dims)++] = L;
+  for (std::string part; std::getline(ss, part, ',');)
+    v.push_back(parse_finite(part, "--box"));
+  *box = BoxOptions{};
+  if (v.size() == 9) {
+    // The cell's vectors a, b, c as rows (MDAnalysis triclinic_vectors, an
+    // H5MD box's edges): LAMMPS's orientation, a along x, b in the xy plane.
+    if (!tilt.empty()) throw UsageError("--tilt goes with --box lx,ly,lz, not with a 3 x 3 cell");
+    if (v[1] != 0 || v[2] != 0 || v[5] != 0)
+      throw UsageError(
+          "--box ax,ay,az,bx,by,bz,cx,cy,cz wants a along x and b in the xy plane (ay = az = bz "
+          "= 0), as LAMMPS and MDAnalysis triclinic_vectors lay a cell out");
+    if (!(v[0] > 0 && v[4] > 0 && v[8] > 0))
+      throw UsageError("--box: a degenerate cell (ax, by and cz must be > 0, got " + g17(v[0]) +
+                       ", " + g17(v[4]) + ", " + g17(v[8]) + ")");
+    box->dims = 3;
+    box->lengths[0] = v[0];
+    box->lengths[1] = v[4];
+    box->lengths[2] = v[8];
+    box->tilt[0] = v[3];
+    box->tilt[1] = v[6];
+    box->tilt[2] = v[7];
+  } else {
+    if (v.size() > static_cast<size_t>(kMaxBoxDims))
+      throw UsageError("--box takes at most " + std::to_string(kMaxBoxDims) +
+                       " lengths (or the 9 numbers of a 3-D cell)");
+    for (size_t k = 0; k < v.size(); ++k) {
+      if (!(v[k] > 0)) throw UsageError("--box lengths must be positive, got '" + g17(v[k]) + "'");
+      box->lengths[k] = v[k];
+    }
+    box->dims = static_cast<int>(v.size());
+    if (!tilt.empty()) {
+      if (box->dims != 3) throw UsageError("--tilt xy,xz,yz wants --box lx,ly,lz (3-D)");
+      std::vector<double> t;
+      std::stringstream ts(tilt);
+      for (std::string part; std::getline(ts, part, ',');)
+        t.push_back(parse_finite(part, "--tilt"));
+      if (t.size() != 3) throw UsageError("--tilt wants xy,xz,yz (LAMMPS's tilt factors)");
+      std::copy(t.begin(), t.end(), box->tilt);
+    }
   }
-  if (*dims == 0) throw UsageError("--box wants L1,...,Ld");
+  if (box->dims == 0) throw UsageError("--box wants L1,...,Ld");
+  box->triclinic = box->tilt[0] != 0 || box->tilt[1] != 0 || box->tilt[2] != 0;
+  if (box->triclinic && metric != Metric::euclidean && metric != Metric::sqeuclidean)
+    throw UsageError(std::string("a triclinic --box applies to --metric euclidean and sqeuclidean, "
+                                 "not ") +
+                     metric_name(metric));
 }
 
-po::options_description box_group(std::string& text, const char* what) {
+po::options_description box_group(std::string& text, std::string& tilt, const char* what) {
   po::options_description g("Periodic box");
-  g.add_options()("box", po::value(&text)->value_name("L1,...,Ld"), what);
+  g.add_options()("box", po::value(&text)->value_name("L1,...,Ld"), what)(
+      "tilt", po::value(&tilt)->value_name("XY,XZ,YZ"), kTiltHelp);
   return g;
 }
 

@@ -34,7 +34,7 @@ double parse_finite(const std::string& s, const std::string& what);
 
 // The strings of enum-valued options until they are checked.
 struct Choices {
-  std::string metric, precision, backend, map, progress, range, box, cull;
+  std::string metric, precision, backend, map, progress, range, box, tilt, cull;
   std::string p, base;  // the metric's parameters
 };
 
@@ -105,13 +105,19 @@ void finish_run(RunOptions& o, const Choices& c, const po::options_description& 
                 const po::variables_map& vm, int argc, char** argv);
 void finish_hist(HistOptions& h, const Choices& c, const po::variables_map& vm, Metric metric,
                  const std::string& weights);
-// --box L1,...,Ld (text as given): lengths finite and > 0, at most
-// kMaxBoxDims, only with the metrics of a difference and without weights;
+// --box L1,...,Ld or ax,ay,az,bx,by,bz,cx,cy,cz, and --tilt xy,xz,yz (text
+// as given; tilt may be empty) into *box: lengths finite and > 0, at most
+// kMaxBoxDims, only with the metrics of a difference and without weights; a
+// triclinic cell in LAMMPS's orientation, euclidean or sqeuclidean only;
 // UsageError otherwise.
-void parse_box(const std::string& text, Metric metric, const std::string& weights, int* dims,
-               double* lengths);
-// The --box option, into `text` (what it holds: `what`).
-po::options_description box_group(std::string& text, const char* what);
+void parse_box(const std::string& text, const std::string& tilt, Metric metric,
+               const std::string& weights, BoxOptions* box);
+// --tilt's help.
+inline constexpr const char* kTiltHelp =
+    "with --box lx,ly,lz: a triclinic cell's tilt factors as LAMMPS's (a = (lx,0,0), "
+    "b = (xy,ly,0), c = (xz,yz,lz)); minimum image as LAMMPS's";
+// The --box and --tilt options, into `text` and `tilt` (what --box holds: `what`).
+po::options_description box_group(std::string& text, std::string& tilt, const char* what);
 
 // A command whose command line is Boost options: its usage text, its groups
 // (in the order of its --help) and its checks; parse() is theirs in that

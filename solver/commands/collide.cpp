@@ -80,11 +80,12 @@ class Collide final : public PairCommand<T> {
       // Overlaps are within twice the largest radius: the minimum image is
       // every pair's only image that close within half the shortest length.
       const double rmax = *std::max_element(radii_.begin(), radii_.end());
-      const double half = *std::min_element(b.lengths, b.lengths + b.dims) / 2;
+      const double half = b.half_width();
       if (2 * rmax > half)
         throw InputError("'" + a.source + "' has a sphere of radius " + number_text(rmax) +
                          ": two of them overlap up to " + number_text(2 * rmax) +
-                         " apart, past half the shortest --box length (" + number_text(half) +
+                         " apart, past half the shortest --box " +
+                         (b.triclinic ? "width" : "length") + " (" + number_text(half) +
                          "), where a pair's minimum image is not its only image");
     }
     // The pairs found are not known in advance; a few bytes a point at least.
@@ -103,7 +104,8 @@ class Collide final : public PairCommand<T> {
   }
   void identity(const Problem<T>&, const AddKey& add) const override {
     const BoxOptions& b = this->options().box;
-    if (b.dims > 0) add("box", box_text(b.dims, b.lengths));
+    if (b.dims > 0) add("box", box_text(b));
+    if (b.triclinic) add("tilt", tilt_text(b));
   }
   index_t chunk_bound(const Problem<T>& p) const override {
     const ComputeOptions& o = this->options().compute;
@@ -127,7 +129,8 @@ class Collide final : public PairCommand<T> {
           Attr{"block", std::uint64_t(p.rho)}},
          {}});
     const BoxOptions& b = this->options().box;
-    if (b.dims > 0) L.lists.back().attrs.push_back(Attr{"box", box_text(b.dims, b.lengths)});
+    if (b.dims > 0) L.lists.back().attrs.push_back(Attr{"box", box_text(b)});
+    if (b.triclinic) L.lists.back().attrs.push_back(Attr{"tilt", tilt_text(b)});
     L.lists.push_back({"distances",
                        value_type<T>(),
                        {0},
@@ -189,17 +192,20 @@ class CollideCommand final : public PairCommandOf<Collide> {
 
  protected:
   void add_groups(cli::po::options_description& all) override {
-    all.add(cli::box_group(box_,
-                           "an orthorhombic periodic box, one length > 0 a coordinate (1 or "
-                           "3): centres' distances are minimum-image; twice the largest "
-                           "radius at most half the shortest length"));
+    all.add(cli::box_group(box_, tilt_,
+                           "a periodic box, one length > 0 a coordinate (1 or 3), or a "
+                           "triclinic cell (3-D): --tilt, or the 9 numbers of its vectors a, b, "
+                           "c (rows, a along x, b in the xy plane); centres' distances are "
+                           "minimum-image; twice the largest radius at most half the shortest "
+                           "width"));
   }
   void check_groups(const cli::po::variables_map&) override {
-    if (!box_.empty()) cli::parse_box(box_, Metric::euclidean, "", &o_.box.dims, o_.box.lengths);
+    if (!box_.empty() || !tilt_.empty())
+      cli::parse_box(box_, tilt_, Metric::euclidean, "", &o_.box);
   }
 
  private:
-  std::string box_;
+  std::string box_, tilt_;
 };
 
 }  // namespace

@@ -13,13 +13,14 @@ namespace {
 
 const char* kUsage =
     "Usage: tdsolve hist (--input SRC | --generate SPEC) --bins B --range LO:HI --output FILE.h5\n"
-    "                    [--box L1,...,Ld] [options]\n"
+    "                    [--box L1,...,Ld [--tilt XY,XZ,YZ]] [options]\n"
     "\n"
     "Counts the distances of all pairs i<j of n points in B equal bins over [LO, HI],\n"
     "without storing a distance: /counts (int64) equals numpy.histogram(d, B, (LO, HI))\n"
     "of the distances d in the run's precision; /underflow and /overflow count those\n"
     "outside. With --box, distances are minimum-image and /rdf is the radial distribution\n"
-    "function as MDAnalysis InterRDF normalises it. Same counts on any rank count.\n";
+    "function as MDAnalysis InterRDF normalises it (a triclinic cell: --tilt, or --box with\n"
+    "the cell's 9 numbers). Same counts on any rank count.\n";
 
 const char* kRdfFormula =
     "rdf[b] = counts[b] / ((4/3) pi (edges[b+1]^3 - edges[b]^3) n (n-1) / (2 volume)), "
@@ -28,10 +29,6 @@ const char* kBinning =
     "numpy.histogram: edges = numpy.linspace(range_lo, range_hi, bins + 1); bins half-open "
     "[edges[b], edges[b+1]), the last closed; distances below range_lo in /underflow, above "
     "range_hi in /overflow";
-
-std::string box_text(const HistOptions& h) {
-  return tdsolve::box_text(h.box_dims, h.box);
-}
 
 // Histogram chunks buffer nothing, so their size serves progress and
 // balance only: about 1/256 of the pairs (at least a block row), at most
@@ -53,16 +50,12 @@ class Hist final : public PairCommand<T> {
   void check_output(const Problem<T>& p, const io::PointSet& a, bool) const override {
     const HistOptions& h = this->options().hist;
     checked_total(p.rows, p.cols, sizeof(T), a.source);
-    if (h.box_dims > 0 && static_cast<index_t>(h.box_dims) != a.d)
-      throw UsageError("--box gives " + std::to_string(h.box_dims) + " lengths but '" + a.source +
-                       "' has d = " + std::to_string(a.d) + " features");
+    check_box_dims(h.box.dims, a.d, a.source);
   }
   void complete(Problem<T>& p) const override {
     const HistOptions& h = this->options().hist;
     p.hist = make_hist_spec(h.lo, h.hi, h.bins);
-    p.box_dims = h.box_dims;
-    for (int k = 0; k < h.box_dims; ++k)
-      p.box[k] = static_cast<T>(h.box[k]);
+    set_problem_box(&p, h.box);
   }
 
   void identity(const Problem<T>&, const AddKey& add) const override {
@@ -71,7 +64,8 @@ class Hist final : public PairCommand<T> {
     add("bins", std::to_string(h.bins));
     std::snprintf(num, sizeof num, "%.17g:%.17g", h.lo, h.hi);
     add("range", num);
-    add("box", h.box_dims > 0 ? box_text(h) : "none");
+    add("box", h.box.dims > 0 ? box_text(h.box) : "none");
+    if (h.box.triclinic) add("tilt", tilt_text(h.box));
   }
 
   void layout(io::ResultLayout& L, const Problem<T>& p,
@@ -89,18 +83,20 @@ class Hist final : public PairCommand<T> {
                            Attr{"range_hi", p.hist.hi},
                            Attr{"pairs", std::uint64_t(mapping::pair_count(p.rows))},
                            Attr{"binning", std::string(kBinning)}};
-    if (h.box_dims > 0) a.push_back(Attr{"box", box_text(h)});
+    if (h.box.dims > 0) a.push_back(Attr{"box", box_text(h.box)});
+    if (h.box.triclinic) a.push_back(Attr{"tilt", tilt_text(h.box)});
     L.result = {"counts", io::ValueType::i64, {p.hist.bins}, a, {}};
     L.extras.push_back({"edges", io::ValueType::f64, {p.hist.bins + 1}, {}, p.hist.edges});
     L.extras.push_back({"underflow", io::ValueType::i64, {}, {}, {}});
     L.extras.push_back({"overflow", io::ValueType::i64, {}, {}, {}});
-    if (h.box_dims > 0)
-      L.extras.push_back({"rdf",
-                          io::ValueType::f64,
-                          {p.hist.bins},
-                          {Attr{"volume", box_volume(h)}, Attr{"formula", std::string(kRdfFormula)},
-                           Attr{"n", std::uint64_t(p.rows)}},
-                          {}});
+    if (h.box.dims > 0)
+      L.extras.push_back(
+          {"rdf",
+           io::ValueType::f64,
+           {p.hist.bins},
+           {Attr{"volume", h.box.volume()}, Attr{"formula", std::string(kRdfFormula)},
+            Attr{"n", std::uint64_t(p.rows)}},
+           {}});
     add_metric_attrs(this->options(), p, &L);
   }
 

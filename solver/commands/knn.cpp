@@ -83,7 +83,8 @@ class Knn final : public PairCommand<T> {
     const BoxOptions& b = this->options().box;
     if (k.k > 0) add("neighbors", std::to_string(k.k));
     if (k.k == 0) add("radius", number_text(k.radius));
-    if (b.dims > 0) add("box", box_text(b.dims, b.lengths));
+    if (b.dims > 0) add("box", box_text(b));
+    if (b.triclinic) add("tilt", tilt_text(b));
   }
 
   // --radius writes a file of its own kind (/pairs and /distances, no /indices).
@@ -125,7 +126,8 @@ class Knn final : public PairCommand<T> {
             Attr{"block", std::uint64_t(p.rho)}},
            {}});
       const BoxOptions& b = this->options().box;
-      if (b.dims > 0) L.lists.back().attrs.push_back(Attr{"box", box_text(b.dims, b.lengths)});
+      if (b.dims > 0) L.lists.back().attrs.push_back(Attr{"box", box_text(b)});
+      if (b.triclinic) L.lists.back().attrs.push_back(Attr{"tilt", tilt_text(b)});
       L.lists.push_back({"distances",
                          vt,
                          {0},
@@ -205,7 +207,7 @@ class Knn final : public PairCommand<T> {
 
 struct KnnChoices {
   long long k = 0;
-  std::string radius, box;
+  std::string radius, box, tilt;
 };
 
 cli::po::options_description knn_group(KnnChoices& c) {
@@ -232,15 +234,15 @@ void finish_knn(KnnOptions& k, const KnnChoices& c, const cli::po::variables_map
     k.radius = cli::parse_finite(c.radius, "--radius");
     if (!(k.radius >= 0)) throw UsageError("--radius must be >= 0, got '" + c.radius + "'");
   }
-  if (c.box.empty()) return;
+  if (c.box.empty() && c.tilt.empty()) return;
   if (has_k) throw UsageError("--box applies to --radius (knn --k takes no periodic box yet)");
-  cli::parse_box(c.box, o.metric, o.weights, &box->dims, box->lengths);
+  cli::parse_box(c.box, c.tilt, o.metric, o.weights, box);
   // The minimum image is every pair's nearest image only within half the
-  // shortest length.
-  const double half = *std::min_element(box->lengths, box->lengths + box->dims) / 2;
+  // shortest width (an orthorhombic box's: its shortest length).
+  const double half = box->half_width();
   if (cull_cutoff(o.metric, k.radius) > half)
-    throw UsageError("--radius " + c.radius + " reaches past half the shortest --box length (" +
-                     number_text(half) +
+    throw UsageError("--radius " + c.radius + " reaches past half the shortest --box " +
+                     (box->triclinic ? "width" : "length") + " (" + number_text(half) +
                      "): a pair's minimum image is then not its only image within R");
 }
 
@@ -260,10 +262,12 @@ class KnnCommand final : public PairCommandOf<Knn> {
  protected:
   void add_groups(cli::po::options_description& all) override {
     all.add(knn_group(kc_));
-    all.add(cli::box_group(kc_.box,
-                           "--radius: an orthorhombic periodic box, one length > 0 a coordinate: "
-                           "distances are minimum-image (euclidean, sqeuclidean, cityblock, "
-                           "chebyshev); R at most half the shortest length"));
+    all.add(cli::box_group(kc_.box, kc_.tilt,
+                           "--radius: a periodic box, one length > 0 a coordinate (euclidean, "
+                           "sqeuclidean, cityblock, chebyshev), or a triclinic cell (3-D, "
+                           "euclidean or sqeuclidean): --tilt, or the 9 numbers of its vectors "
+                           "a, b, c (rows, a along x, b in the xy plane); distances are "
+                           "minimum-image; R at most half the shortest width"));
   }
   void check_groups(const cli::po::variables_map& vm) override {
     finish_knn(o_.knn, kc_, vm, o_.compute, &o_.box);

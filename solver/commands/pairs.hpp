@@ -187,8 +187,15 @@ io::ValueType value_type() {
 }
 // The shortest "%.17g" of v.
 std::string number_text(double v);
-// A periodic box as its file attribute and job key: "L1,...,Ld" (%.17g).
+// A periodic box as its file attribute and job key: "L1,...,Ld" (%.17g);
+// a triclinic cell's tilts as theirs, "xy,xz,yz".
 std::string box_text(int dims, const double* lengths);
+inline std::string box_text(const BoxOptions& b) {
+  return box_text(b.dims, b.lengths);
+}
+inline std::string tilt_text(const BoxOptions& b) {
+  return box_text(3, b.tilt);
+}
 // Rank 0: InputError unless a --box has one length per coordinate of points
 // from `source` (d of them).
 void check_box_dims(int dims, index_t d, const std::string& source);
@@ -198,6 +205,9 @@ void set_problem_box(Problem<T>* p, const BoxOptions& b) {
   p->box_dims = b.dims;
   for (int k = 0; k < b.dims; ++k)
     p->box[k] = static_cast<T>(b.lengths[k]);
+  p->triclinic = b.triclinic;
+  for (int k = 0; k < 3; ++k)
+    p->tilt[k] = static_cast<T>(b.tilt[k]);
 }
 // The result dataset's attributes for the metric's parameters, and the
 // datasets /weights and /variance (float64[d]) they name.

@@ -36,14 +36,6 @@ namespace tdsolve {
 
 constexpr double kPi = 3.141592653589793238462643383279502884;
 
-// The periodic box's volume (hist --box).
-inline double box_volume(const HistOptions& h) {
-  double v = 1;
-  for (int k = 0; k < h.box_dims; ++k)
-    v *= h.box[k];
-  return v;
-}
-
 // Values in packed order straight into the file; a chunk's flag only after
 // its data is synced to the storage. knn writes rows of K values (and their
 // companion, the indices) where the domain has rows of n comparisons: a
@@ -478,8 +470,8 @@ class HistogramSink final : public Sink<T> {
         over += static_cast<std::int64_t>(mapping::pair_count(p_.rows) - p_.cull.tested());
       for (index_t b = 0; b < bins; ++b)
         counts[b] = static_cast<std::int64_t>(total[b + 1]);
-      if (h_.box_dims > 0 && complete) {
-        const double n = static_cast<double>(p_.rows), volume = box_volume(h_);
+      if (h_.box.dims > 0 && complete) {
+        const double n = static_cast<double>(p_.rows), volume = h_.box.volume();
         const double density = n * (n - 1) / (2 * volume);
         const std::vector<double>& e = p_.hist.edges;
         rdf.resize(bins);
@@ -496,7 +488,7 @@ class HistogramSink final : public Sink<T> {
     step_together(comm_, [&] { w_.write_extra("counts", root ? counts.data() : nullptr); });
     step_together(comm_, [&] { w_.write_extra("underflow", root ? &under : nullptr); });
     step_together(comm_, [&] { w_.write_extra("overflow", root ? &over : nullptr); });
-    if (h_.box_dims > 0 && complete)
+    if (h_.box.dims > 0 && complete)
       step_together(comm_, [&] { w_.write_extra("rdf", root ? rdf.data() : nullptr); });
     step_together(comm_, [&] { w_.flush(); });
     step_together(comm_, [&] { w_.set_done(root ? done.data() : nullptr); });

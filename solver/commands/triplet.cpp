@@ -132,12 +132,40 @@ void finish_triplet(TripletOptions& t, TripletChoices& c, const po::variables_ma
 
 namespace {
 
+// A triplet's three minimum-image differences close (v12 + v23 + v31 = 0,
+// one cluster as LAMMPS's ghost atoms give it) when the cutoff is small
+// against the cell: ATM's three sides below RC sum to a lattice vector
+// shorter than 3 RC, none if 3 RC <= the shortest width; SW's opposite side
+// is below 2 aσ, the only image that short if 2 aσ <= half the width.
+void check_triplet_box(const TripletOptions& t, const BoxOptions& box) {
+  if (box.dims != 3)
+    throw UsageError("--box wants lx,ly,lz for triplets (3-D), got " + std::to_string(box.dims) +
+                     " length" + (box.dims == 1 ? "" : "s"));
+  const PotentialSpec& pot = t.potential;
+  const double w = 2 * box.half_width();
+  if (pot.kind == Potential::sw) {
+    const double cut = pot.sw.sigma * pot.sw.a;
+    if (4 * cut > w)
+      throw UsageError("--potential sw: a sigma = " + number_text(cut) +
+                       " is more than a quarter of the --box's shortest width (" + number_text(w) +
+                       "): a triplet could wrap around the box");
+  } else {
+    if (!(pot.atm.cutoff > 0))
+      throw UsageError("--box needs --cutoff for atm: without one a periodic sum never ends");
+    if (3 * pot.atm.cutoff > w)
+      throw UsageError("--cutoff " + number_text(pot.atm.cutoff) +
+                       " is more than a third of the --box's shortest width (" + number_text(w) +
+                       "): a triplet could wrap around the box");
+  }
+}
+
 const char* kUsage =
     "Usage: tdsolve triplet (--input SRC | --generate SPEC) --output FILE.h5\n"
     "                       [--potential atm] [--nu NU] [--cutoff RC] [--cutoff-triple RT]\n"
     "                       [--store-triplets] [options]\n"
     "       tdsolve triplet ... --potential sw [--epsilon E] [--sigma S] [--a A] [--lambda L]\n"
     "                       [--gamma G] [--costheta0 C] [--store-triplets] [options]\n"
+    "       (either with [--box LX,LY,LZ [--tilt XY,XZ,YZ]]: a periodic box)\n"
     "\n"
     "Sums a three-body energy over every triplet i<j<k of n points in 3-D: the\n"
     "Axilrod-Teller-Muto potential (--potential atm, the default), as LAMMPS pair_style\n"
@@ -149,7 +177,10 @@ const char* kUsage =
     "its points) and /forces (n x 3, the analytic -dE/dx), all float64. The sums are\n"
     "exact before the one final rounding, so the file is the same for any rank count,\n"
     "chunk size or thread schedule. Only the tetrahedron's tiles are launched (the\n"
-    "block map λ3). --store-triplets also writes each triplet's energy.\n";
+    "block map λ3). --store-triplets also writes each triplet's energy. In a periodic\n"
+    "--box every pair's difference is its minimum image, and a cutoff short enough\n"
+    "(atm: a third of the cell's shortest width, sw: a quarter) makes each triplet one\n"
+    "cluster, as LAMMPS's ghost atoms give it.\n";
 
 const char* kAtmFormula =
     "E = nu (1 + 3 cos g1 cos g2 cos g3) / (r12 r23 r31)^3 per triplet i<j<k, counted when "
@@ -279,6 +310,8 @@ class Triplet final : public PairCommand<T> {
   void check_points(Problem<T>& p, const io::PointSet& a) const override {
     check_distinct(p.a, p.rows, a.source);
   }
+  // --box: the pairs' differences minimum-image (the tiles' Cell3).
+  void complete(Problem<T>& p) const override { set_problem_box(&p, this->options().box); }
 
   void identity(const Problem<T>&, const AddKey& add) const override {
     const TripletOptions& t = this->options().triplet;
@@ -293,6 +326,9 @@ class Triplet final : public PairCommand<T> {
       add("cutoff_triple", pot.atm.cutoff_triple > 0 ? number_text(pot.atm.cutoff_triple) : "none");
     }
     add("store_triplets", t.store_triplets ? "yes" : "no");
+    const BoxOptions& b = this->options().box;
+    if (b.dims > 0) add("box", box_text(b));
+    if (b.triclinic) add("tilt", tilt_text(b));
   }
 
   void layout(io::ResultLayout& L, const Problem<T>& p,
@@ -312,6 +348,9 @@ class Triplet final : public PairCommand<T> {
       a.push_back(Attr{"cutoff", pot.atm.cutoff > 0 ? pot.atm.cutoff : inf});
       a.push_back(Attr{"cutoff_triple", pot.atm.cutoff_triple > 0 ? pot.atm.cutoff_triple : inf});
     }
+    const BoxOptions& b = this->options().box;
+    if (b.dims > 0) a.push_back(Attr{"box", box_text(b)});
+    if (b.triclinic) a.push_back(Attr{"tilt", tilt_text(b)});
     a.push_back(Attr{"triplets", std::uint64_t(mapping::triplet_count(p.rows))});
     a.push_back(Attr{"precision", precision});
     a.push_back(Attr{"block", std::uint64_t(p.rho)});
@@ -414,9 +453,19 @@ class TripletCommand final : public PairCommandOf<Triplet> {
  protected:
   void add_groups(cli::po::options_description& all) override {
     all.add(triplet_group(o_.triplet, tc_, false));
+    all.add(cli::box_group(box_, tilt_,
+                           "a periodic box, lx,ly,lz (or a triclinic cell: --tilt, or the 9 "
+                           "numbers of its vectors a, b, c, rows, a along x, b in the xy "
+                           "plane): pair differences are minimum-image. atm needs --cutoff at "
+                           "most a third of the cell's shortest width, sw a sigma at most a "
+                           "quarter: then every counted triplet is one compact cluster"));
   }
   void check_groups(const cli::po::variables_map& vm) override {
     finish_triplet(o_.triplet, tc_, vm);
+    if (!box_.empty() || !tilt_.empty()) {
+      cli::parse_box(box_, tilt_, Metric::euclidean, "", &o_.box);
+      check_triplet_box(o_.triplet, o_.box);
+    }
   }
   // The other potential's options: not in the effective options, so a
   // file's `options` attribute reads back as a config of this potential.
@@ -424,6 +473,7 @@ class TripletCommand final : public PairCommandOf<Triplet> {
 
  private:
   TripletChoices tc_;
+  std::string box_, tilt_;
 };
 
 }  // namespace

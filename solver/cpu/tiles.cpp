@@ -55,6 +55,9 @@ CpuView<T> view_of(const Problem<T>& p) {
   v.box_dims = p.box_dims;
   for (int k = 0; k < kMaxBoxDims; ++k)
     v.box[k] = p.box[k];
+  v.triclinic = p.triclinic;
+  for (int k = 0; k < 3; ++k)
+    v.tilt[k] = p.tilt[k];
   v.bins = p.hist.bins;
   v.lo = p.hist.lo;
   v.hi = p.hist.hi;

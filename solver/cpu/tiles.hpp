@@ -22,6 +22,8 @@ struct CpuView {
   MetricParams mp;  // the metric and its parameters (mp.weights: host memory)
   int box_dims = 0;
   T box[kMaxBoxDims] = {};
+  bool triclinic = false;  // d = 3: box[0..2] and the tilts (epilogue::triclinic_image)
+  T tilt[3] = {};
   index_t bins = 0;
   double lo = 0, hi = 0, norm = 0, margin = 1;
   epilogue::HistFast32 fast32;

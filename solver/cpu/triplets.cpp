@@ -22,6 +22,7 @@ TripletView<T> triplet_view_of(const Problem<T>& p) {
   v.potential = p.three_body.potential;
   v.epilogue = p.epilogue;
   if (p.culled) v.cull = &p.cull;
+  v.cell = p.cell3();
   return v;
 }
 
@@ -73,8 +74,9 @@ void potential_tile(const Ev& ev, const TripletView<T>& v, mapping::Tile3 t, ind
     const T* xb = &s.x[second[q] * rho * 3];
     for (index_t p = 0; p < len[first[q]]; ++p)
       for (index_t r = 0; r < len[second[q]]; ++r) {
-        const T dx = xa[p * 3] - xb[r * 3], dy = xa[p * 3 + 1] - xb[r * 3 + 1],
-                dz = xa[p * 3 + 2] - xb[r * 3 + 2];
+        T dx = xa[p * 3] - xb[r * 3], dy = xa[p * 3 + 1] - xb[r * 3 + 1],
+          dz = xa[p * 3 + 2] - xb[r * 3 + 2];
+        v.cell.image(dx, dy, dz);
         const T d2 = dx * dx + dy * dy + dz * dz;
         const index_t at = q * rho * rho + p * rho + r;
         s.r2[at] = d2;
@@ -179,8 +181,11 @@ void potential_tile(const Ev& ev, const TripletView<T>& v, mapping::Tile3 t, ind
       for (index_t r = 0; r < len[pb]; ++r) {
         const double wpr = W[p * rho + r];
         if (wpr == 0) continue;
+        T dv[3] = {xa[p * 3] - xb[r * 3], xa[p * 3 + 1] - xb[r * 3 + 1],
+                   xa[p * 3 + 2] - xb[r * 3 + 2]};
+        v.cell.image(dv[0], dv[1], dv[2]);  // the image its r² had
         for (int c = 0; c < 3; ++c) {
-          const double d = static_cast<double>(xa[p * 3 + c] - xb[r * 3 + c]);
+          const double d = static_cast<double>(dv[c]);
           s.f[(pa * rho + p) * 3 + c] -= 2 * wpr * d;
           s.f[(pb * rho + r) * 3 + c] += 2 * wpr * d;
         }

@@ -23,6 +23,7 @@ struct TripletView {
   PotentialSpec potential;  // the tiles' evaluator: dispatch_potential<T>(potential, ...)
   EpilogueKind epilogue = EpilogueKind::reduce;  // epi::Reduce, or epi::Store as well
   const Culled* cull = nullptr;                  // a culled domain's tiles; null: dense
+  epilogue::Cell3<T> cell;                       // --box: pairs' differences minimum-image
 };
 
 template <typename T>

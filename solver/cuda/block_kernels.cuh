@@ -376,12 +376,33 @@ __device__ __forceinline__ void subtile_small_d(const KernelParams<T>& p, index_
     for (int k = 0; k < D; ++k)
       xr[k] = sh.rows[r * D + k];
     A acc[kCols];
+    const auto plain = [&] {
 #pragma unroll
-    for (int s = 0; s < kCols; ++s) {
-      acc[s] = A(0);
+      for (int s = 0; s < kCols; ++s) {
+        acc[s] = A(0);
 #pragma unroll
-      for (int k = 0; k < D; ++k)
-        acc[s] = step<M, T, kPeriodic>(p, m, acc[s], xr[k], xc[s][k], k);
+        for (int k = 0; k < D; ++k)
+          acc[s] = step<M, T, kPeriodic>(p, m, acc[s], xr[k], xc[s][k], k);
+      }
+    };
+    if constexpr (kPeriodic && D == 3) {
+      // A triclinic cell (uniform): the difference's coordinates reduced
+      // together, then accumulated in order (the CPU loops' bits).
+      if (p.triclinic) {
+#pragma unroll
+        for (int s = 0; s < kCols; ++s) {
+          T d[3] = {T(xr[0] - xc[s][0]), T(xr[1] - xc[s][1]), T(xr[2] - xc[s][2])};
+          epilogue::triclinic_image(d[0], d[1], d[2], p.box, p.tilt);
+          acc[s] = A(0);
+#pragma unroll
+          for (int k = 0; k < 3; ++k)
+            acc[s] = m.accumulate(acc[s], d[k], T(0), static_cast<index_t>(k));
+        }
+      } else {
+        plain();
+      }
+    } else {
+      plain();
     }
     const double nr = M::needs_norms ? sh.row_norms[r] : 1.0;
     Epilogue<T, Map, E>::template row<kFast>(p, cur, j0, m, acc, nr, nc, lane);

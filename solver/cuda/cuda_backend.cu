@@ -583,6 +583,9 @@ class CudaBackend final : public Backend<T> {
     }
     for (int i = 0; i < kMaxBoxDims; ++i)
       k.box[i] = p_.box[i];
+    k.triclinic = p_.triclinic;
+    for (int i = 0; i < 3; ++i)
+      k.tilt[i] = p_.tilt[i];
     k.mp = p_.metric_params();
     k.mp.weights = p_.kernel_weights.empty() ? nullptr : weights_.get();
     k.masked_only = masked_only_;

@@ -150,6 +150,8 @@ struct KernelParams {
   T* __restrict__ sel_values;
   unsigned long long sel_capacity;
   T box[kMaxBoxDims];
+  bool triclinic;  // d = 3: box[0..2] and tilt (epilogue::triclinic_image)
+  T tilt[3];
   MetricParams mp;   // the metric and its parameters (mp.weights: device memory)
   bool masked_only;  // test hook: every sub-tile on the masked path
   KernelPlan plan;   // the kernel to run (kernel_plan.hpp)

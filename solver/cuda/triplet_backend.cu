@@ -57,6 +57,7 @@ struct TripletParams {
   index_t out_offset = 0;
   T* out = nullptr;                    // store: the chunk's triplet energies
   unsigned long long* sums = nullptr;  // triplet_sum_slots(n) × kExactLimbs
+  epilogue::Cell3<T> cell;             // --box: pairs' differences minimum-image
 };
 
 // Shared memory of a block, in elements of T.
@@ -298,15 +299,24 @@ __global__ void __launch_bounds__(kThreads, NI == 16 ? 2 : 1)
       for (int e = tid; e < kRho * kRho; e += kThreads) {
         const int hi = e / kRho, lo = e % kRho;
         // A[j][i]: j = hi, i = lo. CC[i][k]: i = hi, k = lo. (J_hi, K_lo) for the check.
+        T u[3], v[3], w[3];
+#pragma unroll
+        for (int c = 0; c < 3; ++c) {
+          u[c] = xs[(0 * 3 + c) * kRho + lo] - xs[(1 * 3 + c) * kRho + hi];
+          v[c] = xs[(0 * 3 + c) * kRho + hi] - xs[(2 * 3 + c) * kRho + lo];
+          w[c] = xs[(1 * 3 + c) * kRho + hi] - xs[(2 * 3 + c) * kRho + lo];
+        }
+        if (k.cell.kind) {  // uniform
+          k.cell.image(u[0], u[1], u[2]);
+          k.cell.image(v[0], v[1], v[2]);
+          k.cell.image(w[0], w[1], w[2]);
+        }
         T da = 0, dc = 0, db = 0;
 #pragma unroll
         for (int c = 0; c < 3; ++c) {
-          const T u = xs[(0 * 3 + c) * kRho + lo] - xs[(1 * 3 + c) * kRho + hi];
-          const T v = xs[(0 * 3 + c) * kRho + hi] - xs[(2 * 3 + c) * kRho + lo];
-          const T w = xs[(1 * 3 + c) * kRho + hi] - xs[(2 * 3 + c) * kRho + lo];
-          da += u * u;
-          dc += v * v;
-          db += w * w;
+          da += u[c] * u[c];
+          dc += v[c] * v[c];
+          db += w[c] * w[c];
         }
         A[e] = da;
         iA[e] = T(1) / da;
@@ -329,12 +339,15 @@ __global__ void __launch_bounds__(kThreads, NI == 16 ? 2 : 1)
         for (int q = 0; q < kJPerWarp; ++q) {
           const int j = warp + kWarps * q;
           const index_t gj = g0[1] + j;
+          T u[3];
+#pragma unroll
+          for (int c = 0; c < 3; ++c)
+            u[c] = xs[(1 * 3 + c) * kRho + j] - xs[(2 * 3 + c) * kRho + lane];
+          if (k.cell.kind) k.cell.image(u[0], u[1], u[2]);
           T b = 0;
 #pragma unroll
-          for (int c = 0; c < 3; ++c) {
-            const T u = xs[(1 * 3 + c) * kRho + j] - xs[(2 * 3 + c) * kRho + lane];
-            b += u * u;
-          }
+          for (int c = 0; c < 3; ++c)
+            b += u[c] * u[c];
           const T ib = T(1) / b;
           const bool jk = gj < gk && gk < n;
           // gi < gj <=> i < gj - g0[0]
@@ -409,6 +422,18 @@ __global__ void __launch_bounds__(kThreads, NI == 16 ? 2 : 1)
                 w = s2 == 0 ? WC[r * kPadded + p] : WB[r * kPadded + p];
               }
               if (w == 0) continue;
+              if (k.cell.kind) {
+                // The image the pair's r² had: the difference in T, as the CPU tiles.
+                T dv[3];
+#pragma unroll
+                for (int c = 0; c < 3; ++c)
+                  dv[c] = xs[(s * 3 + c) * kRho + p] - xs[(s2 * 3 + c) * kRho + r];
+                k.cell.image(dv[0], dv[1], dv[2]);
+#pragma unroll
+                for (int c = 0; c < 3; ++c)
+                  f[c] -= 2 * w * static_cast<double>(dv[c]);
+                continue;
+              }
 #pragma unroll
               for (int c = 0; c < 3; ++c)
                 f[c] -= 2 * w * (xp[c] - static_cast<double>(xs[(s2 * 3 + c) * kRho + r]));
@@ -554,6 +579,7 @@ class CudaTripletBackend final : public Backend<T> {
     k.out_offset = k.dom.elements_before(job.row_begin);
     k.out = store_ ? device_out_[s].get() : nullptr;
     k.sums = device_sums_[s].get();
+    k.cell = p_.cell3();
     check(cudaStreamWaitEvent(compute_.s, copied_[s].e, 0), "cudaStreamWaitEvent");
     check(cudaEventRecord(kernel_start_[s].e, compute_.s), "cudaEventRecord");
     check(cudaMemsetAsync(k.sums, 0, sum_words_ * sizeof(unsigned long long), compute_.s),

@@ -147,6 +147,129 @@ TEST(Cull, KeepsEveryPairWithinTheCutoff) {
   }
 }
 
+// A triclinic cell (LAMMPS's: lx, ly, lz, xy, xz, yz): its nearest image by
+// a search of the 125 images of the wrapped difference, in long double.
+long double nearest_image(const double* cell, const double* v) {
+  const long double lx = cell[0], ly = cell[1], lz = cell[2], xy = cell[3], xz = cell[4],
+                    yz = cell[5];
+  const long double sz = v[2] / lz, sy = (v[1] - yz * sz) / ly,
+                    sx = (v[0] - xy * sy - xz * sz) / lx;
+  const long double f[3] = {sx - std::nearbyint(sx), sy - std::nearbyint(sy),
+                            sz - std::nearbyint(sz)};
+  long double best = INFINITY;
+  for (int a = -2; a <= 2; ++a)
+    for (int b = -2; b <= 2; ++b)
+      for (int c = -2; c <= 2; ++c) {
+        const long double fa = f[0] + a, fb = f[1] + b, fc = f[2] + c;
+        const long double x = lx * fa + xy * fb + xz * fc, y = ly * fb + yz * fc, z = lz * fc;
+        best = std::min(best, std::sqrt(x * x + y * y + z * z));
+      }
+  return best;
+}
+
+TEST(Cull, TriclinicImageIsTheNearestWithinHalfTheWidth) {
+  // epilogue::triclinic_image (the kernels' reduction) against the search,
+  // for pairs closer than half the cell's shortest width; and the bound of
+  // the culled domain (fractional boxes) never above the search's distance.
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  index_t close = 0;
+  for (int trial = 0; trial < 200; ++trial) {
+    const double lx = 1 + 4 * u(rng), ly = 1 + 4 * u(rng), lz = 1 + 4 * u(rng);
+    const double t = trial % 3 == 0 ? 0.5 : 1.5;  // within LAMMPS's limits, and beyond
+    const double cell[6] = {lx,
+                            ly,
+                            lz,
+                            t * lx * (2 * u(rng) - 1),
+                            t * lx * (2 * u(rng) - 1),
+                            t * ly * (2 * u(rng) - 1)};
+    CullGeometry g;
+    set_triclinic(&g, cell);
+    const double half = std::min({g.tilted.w[0], g.tilted.w[1], g.tilted.w[2]}) / 2;
+    for (int q = 0; q < 200; ++q) {
+      double a[3], b[3];
+      for (int k = 0; k < 3; ++k) {
+        a[k] = (6 * u(rng) - 3) * cell[k];
+        b[k] = a[k] + (2 * u(rng) - 1) * half * 1.2;
+      }
+      const double v[3] = {a[0] - b[0], a[1] - b[1], a[2] - b[2]};
+      const long double want = nearest_image(cell, v);
+      double x = v[0], y = v[1], z = v[2];
+      epilogue::triclinic_image(x, y, z, cell, cell + 3);
+      const double got = std::sqrt(x * x + y * y + z * z);
+      if (want < half) {
+        ++close;
+        ASSERT_NEAR(got, static_cast<double>(want), 1e-12 * (1 + 3 * (lx + ly + lz)))
+            << "trial " << trial;
+      } else {
+        ASSERT_GE(got, static_cast<double>(want) * (1 - 1e-12));  // an image, never nearer
+      }
+      // The bound of the points' fractional coordinates (single-point boxes).
+      std::vector<double> pts(a, a + 3);
+      pts.insert(pts.end(), b, b + 3);
+      Culled c;
+      g.cutoff = INFINITY;
+      ASSERT_TRUE(build_culled<double>(pts.data(), 2, 3, 1, g, ~index_t(0), &c));
+      const double bound =
+          cull::bound(&c.lo[0], &c.hi[0], &c.lo[3], &c.hi[3], 3, 2, 3, g.box, c.tilted());
+      ASSERT_LE(bound, static_cast<double>(want) * (1 + 1e-12) + 1e-12) << "trial " << trial;
+    }
+  }
+  EXPECT_GT(close, 10000);
+}
+
+TEST(Cull, KeepsEveryPairWithinTheCutoffInATriclinicCell) {
+  std::mt19937_64 rng(12);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  index_t within = 0, dropped = 0;
+  for (int trial = 0; trial < 12; ++trial) {
+    const double cell[6] = {2, 2.5, 3, trial % 2 ? 0.9 : -0.4, 0.7 * (u(rng) - 0.5), 1.1 * u(rng)};
+    CullGeometry g;
+    set_triclinic(&g, cell);
+    const double half = std::min({g.tilted.w[0], g.tilted.w[1], g.tilted.w[2]}) / 2;
+    g.cutoff = half * (trial % 4) / 3;
+    g.rel_tol = 1e-10;
+    const index_t n = 300, rho = 8;
+    std::vector<double> x(n * 3);
+    for (index_t i = 0; i < n; ++i) {  // half on a lattice of the cell, half anywhere
+      const double f[3] = {i < n / 2 ? std::floor(u(rng) * 4) / 4 : 3 * u(rng) - 1,
+                           i < n / 2 ? std::floor(u(rng) * 4) / 4 : 3 * u(rng) - 1,
+                           i < n / 2 ? std::floor(u(rng) * 4) / 4 : 3 * u(rng) - 1};
+      x[i * 3] = cell[0] * f[0] + cell[3] * f[1] + cell[4] * f[2];
+      x[i * 3 + 1] = cell[1] * f[1] + cell[5] * f[2];
+      x[i * 3 + 2] = cell[2] * f[2];
+    }
+    Culled c;
+    ASSERT_TRUE(build_culled<double>(x.data(), n, 3, rho, g, ~index_t(0), &c));
+    ASSERT_EQ(c.frac.size(), n * 3);
+    std::set<std::pair<index_t, index_t>> kept;
+    for (index_t t = 0; t < c.tile_count(); ++t)
+      kept.insert({c.tiles[2 * t], c.tiles[2 * t + 1]});
+    std::vector<index_t> pos(n);
+    for (index_t q = 0; q < n; ++q)
+      pos[c.order[q]] = q;
+    const double limit = cull::limit(g.cutoff, g.rel_tol, c.scale);
+    for (index_t i = 0; i < n; ++i)
+      for (index_t j = i + 1; j < n; ++j) {
+        double v[3] = {x[i * 3] - x[j * 3], x[i * 3 + 1] - x[j * 3 + 1],
+                       x[i * 3 + 2] - x[j * 3 + 2]};
+        epilogue::triclinic_image(v[0], v[1], v[2], cell, cell + 3);
+        if (!(std::sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]) <= g.cutoff)) continue;
+        ++within;
+        const index_t a = std::min(pos[i], pos[j]), b = std::max(pos[i], pos[j]);
+        ASSERT_TRUE(kept.count({a / rho, b / rho})) << i << ", " << j << " trial " << trial;
+        // The CPU loops' row test keeps it too.
+        const index_t J = b / rho;
+        ASSERT_LE(cull::point_bound(&c.frac[a * 3], &c.lo[J * 3], &c.hi[J * 3], 3, 2, 3, g.box,
+                                    c.tilted()),
+                  limit);
+      }
+    dropped += c.m * (c.m + 1) / 2 - kept.size();
+  }
+  EXPECT_GT(within, 1000u);
+  EXPECT_GT(dropped, 100u);
+}
+
 TEST(Cull, KeepsEveryOverlap) {
   std::mt19937_64 rng(7);
   std::uniform_real_distribution<double> u(0.0, 1.0);
