@@ -8,7 +8,9 @@
        parameters) against `tdsolve triplet --potential sw`, on a simple cubic
        lattice of spacing 2.35 (jittered by 0.1)
 
-Both non-periodic (tdsolve triplet has no box yet). Times are of the whole
+Non-periodic, or with --periodic a periodic box the lattice fills (side ×
+spacing a side; --tilt T shears it into a triclinic cell, xy = xz = yz = T ×
+the side): LAMMPS `boundary p p p`, tdsolve `--box` (and `--tilt`). Times are of the whole
 command (wall clock: LAMMPS reads its data file, builds its neighbour list and
 computes the energy and forces once, `run 0`; tdsolve reads the .npy, culls,
 computes and writes its file), the median of --repeat runs; tdsolve with
@@ -47,12 +49,20 @@ def timed(cmd, cwd, env=None):
     return dt, r.stdout
 
 
-def lammps_inputs(d, x, kind):
+def lammps_inputs(d, x, kind, cell=None):
+    """cell: None (an open box around x) or (L, tilt) of a periodic one."""
     lo, hi = x.min(0) - 5.0, x.max(0) + 5.0
     with open(os.path.join(d, "atoms.data"), "w") as f:
         f.write(f"tdsolve bench\n\n{len(x)} atoms\n1 atom types\n\n")
-        for k, ax in enumerate("xyz"):
-            f.write(f"{lo[k]!r} {hi[k]!r} {ax}lo {ax}hi\n")
+        if cell:
+            L, t = cell
+            for ax in "xyz":
+                f.write(f"0 {L!r} {ax}lo {ax}hi\n")
+            if t:
+                f.write(f"{t!r} {t!r} {t!r} xy xz yz\n")
+        else:
+            for k, ax in enumerate("xyz"):
+                f.write(f"{lo[k]!r} {hi[k]!r} {ax}lo {ax}hi\n")
         f.write("\nMasses\n\n1 1.0\n\nAtoms # atomic\n\n")
         for i, p in enumerate(x):
             f.write(f"{i + 1} 1 {p[0]!r} {p[1]!r} {p[2]!r}\n")
@@ -70,7 +80,7 @@ def lammps_inputs(d, x, kind):
     with open(os.path.join(d, "in.b"), "w") as f:
         f.write(head + """atom_style atomic
 atom_modify map array
-boundary f f f
+boundary """ + ("p p p" if cell else "f f f") + """
 read_data atoms.data
 """ + pair + """neigh_modify one 10000 page 200000
 thermo_style custom step pe
@@ -94,21 +104,33 @@ def main():
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--dense", action="store_true", help="also tdsolve --cull off")
     ap.add_argument("--only", choices=["atm", "sw"])
+    ap.add_argument("--periodic", action="store_true", help="a periodic box the lattice fills")
+    ap.add_argument("--tilt", type=float, default=0.0, help="with --periodic: xy = xz = yz = TILT × the side")
     a = ap.parse_args()
     a.tdsolve = os.path.abspath(a.tdsolve)
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
                HDF5_USE_FILE_LOCKING="FALSE", OMPI_MCA_rmaps_base_oversubscribe="1")
     print(f"# {time.strftime('%Y-%m-%d %H:%M %Z')}, {os.cpu_count()} CPUs, n = {a.side ** 3}, "
-          f"tdsolve --backend {a.backend}, median of {a.repeat}")
+          f"tdsolve --backend {a.backend}, median of {a.repeat}" +
+          (f", periodic (tilt {a.tilt} of the side)" if a.periodic else ", open boundaries"))
     print("| potential | run | seconds | energy | rel. diff. to LAMMPS |")
     print("|---|---|---:|---:|---:|")
     for kind in ("atm", "sw"):
         if a.only and kind != a.only:
             continue
-        x = lattice(a.side, 1.0, 0.05) if kind == "atm" else lattice(a.side, 2.35, 0.1)
+        spacing = 1.0 if kind == "atm" else 2.35
+        x = lattice(a.side, spacing, 0.05 if kind == "atm" else 0.1)
+        cell, box = None, []
+        if a.periodic:
+            L = a.side * spacing
+            t = a.tilt * L
+            H = np.array([[L, 0, 0], [t, L, 0], [t, t, L]])
+            x = (x / L) @ H  # the lattice sheared into the cell
+            cell = (L, t)
+            box = ["--box", f"{L!r},{L!r},{L!r}"] + (["--tilt", f"{t!r},{t!r},{t!r}"] if t else [])
         with tempfile.TemporaryDirectory() as d:
             np.save(os.path.join(d, "x.npy"), x)
-            lammps_inputs(d, x, kind)
+            lammps_inputs(d, x, kind, cell)
             runs = [("lammps, 1 process", [a.lmp, "-in", "in.b", "-log", "none", "-nocite"])] if a.lmp else []
             if a.ranks > 1 and a.lmp:
                 runs.append((f"lammps, mpirun -np {a.ranks}",
@@ -117,7 +139,8 @@ def main():
                    ["--potential", "sw"] + [x for k, v in SW_SI.items() for x in (f"--{k}", repr(v))])
             for cull in (["on", "off"] if a.dense else ["on"]):
                 runs.append((f"tdsolve --cull {cull}",
-                             [*a.launcher.split(), a.tdsolve, "triplet", "--input", "x.npy", *pot, "--precision", "float64",
+                             [*a.launcher.split(), a.tdsolve, "triplet", "--input", "x.npy", *pot, *box,
+                              "--precision", "float64",
                               "--backend", a.backend, "--cull", cull, "--output", "t.h5", "--overwrite",
                               "--progress", "none"]))
             ref = None

@@ -14,6 +14,12 @@
 #                  (no lab): every epilogue type's GPU files against the CPU's
 #   PARTS="trip"   triplet --cull on on the GPU for each TRIP_SIDE (n = side^3;
 #                  TRIP_DENSE=1 adds --cull off) (triplet_vs_lammps.py, no LAMMPS)
+#   PARTS="periodic" test_periodic.py's PeriodicGpuTest (triclinic cells and
+#                  periodic triplets, GPU = CPU) and CullGpuTest; then at n =
+#                  N_BIG knn --radius, hist and collide in the unit box, the
+#                  orthorhombic and a triclinic (TILT) cell, one after the
+#                  other; and triplet_vs_lammps.py --periodic (and --tilt
+#                  0.1) for each TRIP_SIDE
 #   PARTS="peers"  jobs/bench/cutoff_vs_peers.py --backend cuda at N_PEERS = 10^6
 #                  (--skip PEERS_SKIP, default knn-k)
 #                  (cKDTree on this machine's CPU)
@@ -106,6 +112,31 @@ if [[ $parts == *" dense "* ]]; then
     one "knn-radius n=$n $cull" knn --generate uniform:$n:3:1 --radius "$r" --cull $cull
     one "hist n=$n $cull" hist --generate uniform:$n:3:1 --bins 50 --range 0:0.05 --cull $cull
     one "collide n=$n $cull" collide --generate spheres:$n:3:1 --cull $cull
+  done
+fi
+
+if [[ $parts == *" periodic "* ]]; then
+  step e2e_periodic_gpu 400 python3 tests/e2e/test_periodic.py -v PeriodicGpuTest
+  step e2e_cull_gpu 200 python3 tests/e2e/test_cull.py -v CullGpuTest
+  n=${N_BIG:-10000000}
+  r=$(radius "$n")
+  tilt=${TILT:-0.2,-0.1,0.15}
+  for rep in 1 2; do
+    for box in "--box 1,1,1" "--box 1,1,1 --tilt $tilt"; do
+      tag=$([[ $box == *tilt* ]] && echo tri || echo ortho)
+      one "knn-radius $tag n=$n" knn --generate uniform:$n:3:1 --radius "$r" $box
+      one "hist $tag n=$n" hist --generate uniform:$n:3:1 --bins 50 --range 0:0.05 $box
+      one "collide $tag n=$n" collide --generate spheres:$n:3:1 $box
+    done
+  done
+  for side in ${TRIP_SIDE:-64}; do
+    for t in 0 0.1; do
+      timeout 300 python3 jobs/bench/triplet_vs_lammps.py --tdsolve "$bin" --lmp "" \
+        --launcher "bash $PWD/.devrun/on-device.sh" --backend cuda --side "$side" --periodic --tilt $t \
+        --repeat 2 >"$out/triplet-periodic-$side-$t-$gpu.md" 2>&1
+      echo "triplet_periodic side $side tilt $t rc=$?" | tee -a "$summary"
+      cat "$out/triplet-periodic-$side-$t-$gpu.md"
+    done
   done
 fi
 

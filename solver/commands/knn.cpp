@@ -235,8 +235,17 @@ void finish_knn(KnnOptions& k, const KnnChoices& c, const cli::po::variables_map
     if (!(k.radius >= 0)) throw UsageError("--radius must be >= 0, got '" + c.radius + "'");
   }
   if (c.box.empty() && c.tilt.empty()) return;
-  if (has_k) throw UsageError("--box applies to --radius (knn --k takes no periodic box yet)");
   cli::parse_box(c.box, c.tilt, o.metric, o.weights, box);
+  // An orthorhombic box's per-coordinate image is the nearest at any
+  // distance; a triclinic cell's only within half its width, which a K-th
+  // neighbour need not be.
+  if (has_k) {
+    if (box->triclinic)
+      throw UsageError(
+          "knn --k takes an orthorhombic --box (no --tilt): a triclinic cell's "
+          "minimum image is certain only within half its width");
+    return;
+  }
   // The minimum image is every pair's nearest image only within half the
   // shortest width (an orthorhombic box's: its shortest length).
   const double half = box->half_width();
@@ -263,11 +272,11 @@ class KnnCommand final : public PairCommandOf<Knn> {
   void add_groups(cli::po::options_description& all) override {
     all.add(knn_group(kc_));
     all.add(cli::box_group(kc_.box, kc_.tilt,
-                           "--radius: a periodic box, one length > 0 a coordinate (euclidean, "
-                           "sqeuclidean, cityblock, chebyshev), or a triclinic cell (3-D, "
-                           "euclidean or sqeuclidean): --tilt, or the 9 numbers of its vectors "
-                           "a, b, c (rows, a along x, b in the xy plane); distances are "
-                           "minimum-image; R at most half the shortest width"));
+                           "a periodic box, one length > 0 a coordinate (euclidean, "
+                           "sqeuclidean, cityblock, chebyshev), or for --radius a triclinic "
+                           "cell (3-D, euclidean or sqeuclidean): --tilt, or the 9 numbers of "
+                           "its vectors a, b, c (rows, a along x, b in the xy plane); distances "
+                           "are minimum-image; R at most half the shortest width"));
   }
   void check_groups(const cli::po::variables_map& vm) override {
     finish_knn(o_.knn, kc_, vm, o_.compute, &o_.box);

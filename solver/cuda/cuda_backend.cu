@@ -509,6 +509,9 @@ class CudaBackend final : public Backend<T> {
     k.out_i = device_idx_[s].get();
     k.mp = p_.metric_params();
     k.mp.weights = p_.kernel_weights.empty() ? nullptr : weights_.get();
+    k.box_dims = p_.box_dims;
+    for (int i = 0; i < kMaxBoxDims; ++i)
+      k.box[i] = p_.box[i];
     return k;
   }
 

@@ -15,6 +15,7 @@
 
 #include "solver/cuda/knn_kernels.cuh"
 #include "solver/epi.hpp"
+#include "solver/epilogue.hpp"
 #include "solver/knn.hpp"
 
 namespace tdsolve::cuda {
@@ -115,12 +116,25 @@ __global__ void __launch_bounds__(kThreads) knn_kernel(const KnnParams<T> p) {
       if (M::needs_norms && f0 == 0 && threadIdx.x < width)
         col_norms[threadIdx.x] = p.norms[col0 + threadIdx.x];
       __syncthreads();
-      // Features in order, each fused as the CPU fuses it: the same bits.
+      // Features in order, each fused as the CPU fuses it: the same bits
+      // (in a --box, of the minimum-image difference, as the CPU's step).
       for (int f = 0; f < dw; ++f) {
         T x[kRows];
 #pragma unroll
         for (int q = 0; q < kRows; ++q)
           x[q] = rows_s[threadIdx.x + q * kThreads][f];
+        if (p.box_dims > 0) {  // uniform
+          const T L = p.box[f0 + f];
+#pragma unroll
+          for (int c = 0; c < kCols; ++c) {
+            const T y = cols_s[c][f];
+#pragma unroll
+            for (int q = 0; q < kRows; ++q)
+              acc[q][c] = m.accumulate(
+                  acc[q][c], epilogue::minimum_image(static_cast<T>(x[q] - y), L), T(0), f0 + f);
+          }
+          continue;
+        }
 #pragma unroll
         for (int c = 0; c < kCols; ++c) {
           const T y = cols_s[c][f];
@@ -161,8 +175,16 @@ __global__ void __launch_bounds__(kThreads) knn_kernel(const KnnParams<T> p) {
         const index_t j = col0 + c;
         if (j == row[q]) continue;
         A a = 0;
-        for (index_t f = 0; f < d; ++f)
-          a = m.accumulate(a, p.a[row[q] * d + f], p.a[j * d + f], f);
+        if (p.box_dims > 0) {
+          for (index_t f = 0; f < d; ++f)
+            a = m.accumulate(a,
+                             epilogue::minimum_image(
+                                 static_cast<T>(p.a[row[q] * d + f] - p.a[j * d + f]), p.box[f]),
+                             T(0), f);
+        } else {
+          for (index_t f = 0; f < d; ++f)
+            a = m.accumulate(a, p.a[row[q] * d + f], p.a[j * d + f], f);
+        }
         const T v = m.finalize(a, row_norm[q], M::needs_norms ? p.norms[j] : 0.0);
         if (!epi::TopK::admits<T>(v, worst[q], free_slot[q])) continue;
         A* list_acc = nullptr;

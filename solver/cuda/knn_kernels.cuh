@@ -19,6 +19,8 @@ struct KnnParams {
   MetricParams mp;                   // the metric and its parameters (mp.weights: device memory)
   T* __restrict__ out_d;             // rows × k
   std::int64_t* __restrict__ out_i;  // rows × k
+  int box_dims;                      // an orthorhombic --box (0: none): minimum image
+  T box[8];                          // its lengths (d of them)
 };
 
 template <typename T>

@@ -237,7 +237,8 @@ class PeriodicTest(CullCase):
         np.save(self.path("s.npy"), np.c_[np.random.default_rng(9).random((300, 3)), np.full(300, 0.3)])
         out = self.path("b.h5")
         for args, code, words in (
-                (["knn", "--input", self.path("x.npy"), "--k", "3", "--box", "1,1,1"], 2, "--box applies to --radius"),
+                (["knn", "--input", self.path("x.npy"), "--k", "3", "--box", "1,1,1", "--tilt", "0.1,0,0"], 2,
+                 "knn --k takes an orthorhombic --box"),
                 (["knn", "--input", self.path("x.npy"), "--radius", "0.6", "--box", "1,1,1"], 2,
                  "past half the shortest --box length"),
                 (["knn", "--input", self.path("x.npy"), "--radius", "0.1", "--box", "1,1"], 2, "--box gives 2 lengths"),

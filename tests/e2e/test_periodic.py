@@ -13,6 +13,10 @@ culled = dense byte for byte (hist, knn --radius, collide; float32 and
 float64; 1 and 3 ranks; points outside the cell); --tilt and the cell's 9
 numbers give the same bytes; tilts of 0 give the orthorhombic run's bytes.
 
+PeriodicNeighboursTest: knn --k in an orthorhombic box against cKDTree
+(boxsize=L).query, culled = dense bytes (a triclinic cell is refused for
+--k: its reduction is certain only within half its width).
+
 PeriodicTripletTest: ATM and SW in an orthorhombic and a triclinic periodic
 box against LAMMPS (boundary p p p, its own ghost atoms and tilt factors):
 energy and forces to 1e-8; culled = dense to rounding, culled runs on 1 and
@@ -22,8 +26,8 @@ to rounding.
 BadBoxTest: every refusal is one line and writes nothing.
 
 PeriodicGpuTest (skips without a GPU; fails instead under
-TDSOLVE_REQUIRE_GPU=1): the CUDA backend's triclinic runs are the CPU's
-bytes; its periodic triplets the CPU's sums to 1e-9.
+TDSOLVE_REQUIRE_GPU=1): the CUDA backend's triclinic runs and knn --k in
+a box are the CPU's bytes; its periodic triplets the CPU's sums to 1e-9.
 """
 import os
 import shutil
@@ -220,6 +224,30 @@ class TriclinicTest(CullCase):
                 self.assertEqual(da[k][2], db[k][2], k)
 
 
+class PeriodicNeighboursTest(CullCase):
+    """knn --k in an orthorhombic box: cKDTree(boxsize=L).query's lists
+    (float64, points anywhere), culled = dense bytes on 1 and 3 ranks."""
+
+    def test_neighbours_are_ckdtrees(self):
+        from scipy.spatial import cKDTree
+        rng = np.random.default_rng(SEED + 8)
+        for trial, (k, metric) in enumerate(((8, "euclidean"), (5, "sqeuclidean"), (12, "euclidean"))):
+            L = rng.uniform(0.6, 1.6, 3)
+            x = rng.uniform(-0.4, 1.4, (6000, 3)) * L
+            np.save(self.path("x.npy"), x)
+            args = ["knn", "--input", self.path("x.npy"), "--k", str(k), "--metric", metric, "--precision",
+                    "float64", "--box", ",".join(num(v) for v in L), "--block", "32"]
+            with self.subTest(trial=trial, L=L, k=k, metric=metric):
+                on, _ = self.assert_same(args, np_=3 if trial == 1 else None)
+                w = x - L * np.floor(x / L)
+                d, i = cKDTree(w, boxsize=L).query(w, k=k + 1)
+                d, i = d[:, 1:], i[:, 1:]
+                with h5py.File(on, "r") as f:
+                    np.testing.assert_array_equal(f["indices"][:], i)
+                    got = f["distances"][:]
+                    np.testing.assert_allclose(got, d * d if metric == "sqeuclidean" else d, rtol=1e-12)
+
+
 class PeriodicTripletTest(CullCase):
     def sums(self, path):
         with h5py.File(path, "r") as f:
@@ -348,6 +376,7 @@ class BadBoxTest(TempDirTest):
         out = self.path("b.h5")
         for args, code, words in (
                 (["knn", *x, "--radius", "0.5", "--box", "4,4,4", "--tilt", "0.1,0.1"], 2, "--tilt wants xy,xz,yz"),
+                (["knn", *x, "--k", "3", "--box", "4,0,0,1,4,0,1,1,4"], 2, "knn --k takes an orthorhombic --box"),
                 (["knn", *x, "--radius", "0.5", "--box", "4,4", "--tilt", "0,0,0"], 2, "--tilt xy,xz,yz wants --box"),
                 (["knn", *x, "--radius", "0.5", "--tilt", "0.1,0,0"], 2, "--tilt needs --box"),
                 (["knn", *x, "--radius", "0.5", "--box", "4,0.5,0,0,4,0,0,0,4"], 2, "wants a along x"),
@@ -415,6 +444,22 @@ class PeriodicGpuTest(CullCase):
                 a, b = datasets(g), datasets(self.path("off.h5"))
                 for k in a:
                     self.assertEqual(a[k][2], b[k][2], k)
+
+    def test_gpu_periodic_neighbours_are_the_cpus(self):
+        # knn --k in a box runs dense on the GPU: the CPU's culled bytes.
+        rng = np.random.default_rng(SEED + 9)
+        x = rng.uniform(-0.2, 1.2, (30000, 3)) * [1.0, 0.8, 1.2]
+        np.save(self.path("x.npy"), x)
+        for precision in ("float32", "float64"):
+            with self.subTest(precision=precision):
+                args = ["knn", "--input", self.path("x.npy"), "--k", "10", "--box", "1,0.8,1.2", "--precision",
+                        precision]
+                g, c = self.path("g.h5"), self.path("c.h5")
+                tdsolve(*args, "--backend", "cuda", "--output", g, "--overwrite", check=True)
+                tdsolve(*args, "--backend", "cpu", "--cull", "on", "--output", c, "--overwrite", check=True)
+                a, b = datasets(g), datasets(c)
+                for key in a:
+                    self.assertEqual(a[key][2], b[key][2], key)
 
     def test_gpu_periodic_triplets_are_the_cpus(self):
         rng = np.random.default_rng(SEED + 7)
