@@ -673,7 +673,11 @@ void show(hid_t file, const std::string& kind, const std::map<std::string, std::
     if (has_attr(counts, "range_lo") && has_attr(counts, "range_hi"))
       out << " over [" << number(read_attr_f64(counts, "range_lo")) << ", "
           << number(read_attr_f64(counts, "range_hi")) << "]";
-    out << (has_attr(counts, "box") ? " (periodic box " + read_attr_text(counts, "box") + ")" : "")
+    out << (has_attr(counts, "box")
+                ? " (periodic box " + read_attr_text(counts, "box") +
+                      (has_attr(counts, "tilt") ? ", tilt " + read_attr_text(counts, "tilt") : "") +
+                      ")"
+                : "")
         << "\n";
     const auto under = static_cast<std::int64_t>(at("under"));
     const auto over = static_cast<std::int64_t>(at("over"));

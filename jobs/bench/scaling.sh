@@ -4,6 +4,8 @@
 # 1, 2, ... GPUs (one rank per GPU), twice each. Prints per rank count the
 # best wall time, the run's own total, the slowest rank's compute time, the
 # efficiency t(1) / (R · t(R)) of both, and whether the counts are the same.
+# CULL_RANGE=R: the culled hist instead (50 bins over [0, R], --cull on,
+# float32), e.g. HIST_N=100000000 CULL_RANGE=0.02 (issue 29's strong scaling).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=/tmp/tdsolve-scaling
@@ -12,11 +14,16 @@ T=.devbin/tdsolve
 HIST_N=${HIST_N:-1000000}
 gpus=$(nvidia-smi -L | wc -l)
 nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv | tee "$out/gpu.txt"
-for r in $(seq 1 "$gpus"); do
+if [ -n "${CULL_RANGE:-}" ]; then
+  what=(--bins 50 --range "0:$CULL_RANGE" --cull on)
+else
+  what=(--bins 200 --range 0:1.8)
+fi
+for r in ${RANKS:-$(seq 1 "$gpus")}; do
   for rep in 1 2; do
     t0=$(date +%s.%N)
     timeout 300 bash .devrun/on-device.sh mpirun -np $r $T hist --backend cuda \
-      --generate uniform:$HIST_N:3:7 --bins 200 --range 0:1.8 --output /tmp/h_$r.h5 --overwrite --quiet \
+      --generate uniform:$HIST_N:3:7 "${what[@]}" --output /tmp/h_$r.h5 --overwrite --quiet \
       --stats "$out/hist_${r}_${rep}.json"
     t1=$(date +%s.%N)
     echo "$r $rep $(python3 -c "print($t1-$t0)")" >> "$out/hist_wall.txt"

@@ -20,7 +20,8 @@ def describe(path):
             if r.kind == "hist":
                 lo, hi = r.range or (None, None)
                 what = (f"hist n={r.n} bins={r.bins} range={lo!r}:{hi!r} metric={r.metric} "
-                        f"precision={r.precision}" + (f" box={','.join(map(repr, r.box))}" if r.box else ""))
+                        f"precision={r.precision}" + (f" box={','.join(map(repr, r.box))}" if r.box else "") +
+                        (f" tilt={','.join(map(repr, r.tilt))}" if r.tilt else ""))
             elif r.kind == "triplet":
                 params = " ".join(f"{k}={v!r}" for k, v in r.parameters.items())
                 what = (f"triplet n={r.n} triplets={r.triplets} potential={r.potential} {params} "

@@ -557,7 +557,8 @@ class HistResult(Result):
 
     n: the number of points; counts, edges (as numpy.histogram), underflow,
     overflow, rdf (with --box, else None), volume, bins, range, pairs,
-    binning, box; shape == (bins,), r[...] indexes the counts."""
+    binning, box (its lengths), tilt (a triclinic cell's xy, xz, yz, else
+    None); shape == (bins,), r[...] indexes the counts."""
 
     kind = "hist"
 
@@ -576,6 +577,7 @@ class HistResult(Result):
         self.pairs = scalar("pairs", int)
         self.binning = _text(a["binning"]) if "binning" in a else None
         self.box = tuple(float(s) for s in _text(a["box"]).split(",")) if "box" in a else None
+        self.tilt = tuple(float(s) for s in _text(a["tilt"]).split(",")) if "tilt" in a else None
 
     def _describe(self):
         lo, hi = self.range or (None, None)
@@ -608,7 +610,7 @@ class HistResult(Result):
 
     @property
     def volume(self):
-        """The box volume L1*...*Ld (with --box), else None."""
+        """The box volume L1*...*Ld (a triclinic cell's lx*ly*lz; with --box), else None."""
         return float(self._f["rdf"].attrs["volume"]) if "rdf" in self._f else None
 
 

@@ -112,6 +112,8 @@ class Knn final : public PairCommand<T> {
                      Attr{"features", std::uint64_t(p.d)}, Attr{"block", std::uint64_t(p.rho)},
                      Attr{"order", std::string(kKnnOrder)}})
         a.push_back(x);
+      const BoxOptions& b = this->options().box;
+      if (b.dims > 0) a.push_back(Attr{"box", box_text(b)});
       L.result = {"distances", vt, {p.rows, p.k}, a, {}};
       L.companion = {"indices", io::ValueType::i64, {p.rows, p.k}, common, {}};
     } else {

@@ -250,17 +250,25 @@ void triplet_store_fits(const CommandOptions& o, index_t n, const std::string& s
 // Coincident points have r = 0: their three-body energy is infinite.
 // Checked in the compute precision (float32 may merge close points).
 template <typename T>
-void check_distinct(const std::vector<T>& x, index_t n, const std::string& source) {
+void check_distinct(const std::vector<T>& x, index_t n, const std::string& source,
+                    const epilogue::Cell3<T>& cell) {
   std::vector<index_t> order(n);
   for (index_t i = 0; i < n; ++i)
     order[i] = i;
-  const auto key = [&](index_t i) { return std::make_tuple(x[3 * i], x[3 * i + 1], x[3 * i + 2]); };
+  // In a periodic box a point and its image a cell vector away are the
+  // same point: compare the points' own minimum images (the tiles' reduction).
+  std::vector<T> w(x.begin(), x.begin() + 3 * n);
+  if (cell.kind)
+    for (index_t i = 0; i < n; ++i)
+      cell.image(w[3 * i], w[3 * i + 1], w[3 * i + 2]);
+  const auto key = [&](index_t i) { return std::make_tuple(w[3 * i], w[3 * i + 1], w[3 * i + 2]); };
   std::sort(order.begin(), order.end(), [&](index_t a, index_t b) { return key(a) < key(b); });
   for (index_t k = 1; k < n; ++k)
     if (key(order[k - 1]) == key(order[k])) {
       const index_t a = std::min(order[k - 1], order[k]), b = std::max(order[k - 1], order[k]);
       throw InputError("points " + std::to_string(a) + " and " + std::to_string(b) + " of '" +
                        source + "' coincide" + (sizeof(T) == 4 ? " (in float32)" : "") +
+                       (cell.kind ? " in the periodic box" : "") +
                        ": r = 0, where the three-body energy is infinite");
     }
 }
@@ -308,7 +316,8 @@ class Triplet final : public PairCommand<T> {
                              double(p.rows) * 32);
   }
   void check_points(Problem<T>& p, const io::PointSet& a) const override {
-    check_distinct(p.a, p.rows, a.source);
+    set_problem_box(&p, this->options().box);  // as complete() sets it
+    check_distinct(p.a, p.rows, a.source, p.cell3());
   }
   // --box: the pairs' differences minimum-image (the tiles' Cell3).
   void complete(Problem<T>& p) const override { set_problem_box(&p, this->options().box); }

@@ -39,7 +39,7 @@ import warnings
 import h5py
 import numpy as np
 
-from common import TempDirTest, gpu_available, tdsolve
+from common import TempDirTest, gpu_available, tdsolve, tdsolve_h5
 from test_cull import CullCase, datasets
 
 SEED = int(os.environ.get("TDSOLVE_PERIODIC_SEED", np.random.SeedSequence().entropy % (1 << 32)))
@@ -180,7 +180,13 @@ class TriclinicTest(CullCase):
                     np.testing.assert_allclose(f["rdf"][:], rdf.results.rdf, rtol=2e-3, atol=0)
                     full = counts == rdf.results.count / 2
                     np.testing.assert_allclose(f["rdf"][:][full], rdf.results.rdf[full], rtol=1e-6, atol=0)
-                    self.assertAlmostEqual(float(f["rdf"].attrs["volume"]), float(np.linalg.det(np.asarray(H, dtype=np.float64))), delta=1e-9)
+                    volume = float(np.linalg.det(np.asarray(H, dtype=np.float64)))
+                    self.assertAlmostEqual(float(f["rdf"].attrs["volume"]), volume, delta=1e-9)
+                with tdsolve_h5.open_result(on) as r:  # the reader names the cell, and so does info
+                    self.assertEqual(r.box, tuple(float(v) for v in np.diag(H)))
+                    self.assertEqual(r.tilt, (float(H[1, 0]), float(H[2, 0]), float(H[2, 1])))
+                info = tdsolve("info", on, check=True).stdout
+                self.assertIn(", tilt " + ",".join("%.17g" % v for v in (H[1, 0], H[2, 0], H[2, 1])), info)
 
     def test_culled_equals_dense_and_spellings_agree(self):
         rng = np.random.default_rng(SEED + 2)
@@ -243,6 +249,7 @@ class PeriodicNeighboursTest(CullCase):
                 d, i = cKDTree(w, boxsize=L).query(w, k=k + 1)
                 d, i = d[:, 1:], i[:, 1:]
                 with h5py.File(on, "r") as f:
+                    self.assertEqual(f["distances"].attrs["box"], ",".join("%.17g" % v for v in L))
                     np.testing.assert_array_equal(f["indices"][:], i)
                     got = f["distances"][:]
                     np.testing.assert_allclose(got, d * d if metric == "sqeuclidean" else d, rtol=1e-12)
@@ -367,11 +374,45 @@ write_dump all custom {dump} id fx fy fz modify sort id format float %.17g
                         self.assertEqual(np.asarray(v).tobytes(), np.asarray(a[k]).tobytes(), k)
 
 
+    def test_killed_periodic_triplets_resume_to_the_same_bytes(self):
+        rng = np.random.default_rng(SEED + 10)
+        H = np.array([[12.0, 0, 0], [1.0, 12.0, 0], [-1.5, 0.5, 12.0]])
+        np.save(self.path("x.npy"), points_in(rng, H, 2500, (-0.2, 1.2)))
+        args = ["triplet", "--input", self.path("x.npy"), "--nu", "1", "--cutoff", "2.5", "--box", cell_text(H),
+                "--backend", "cpu", "--progress", "none", "--cull", "on"]
+        ref, out = self.path("ref.h5"), self.path("t.h5")
+        tdsolve(*args, "--output", ref, "--quiet", check=True)
+        r = tdsolve(*args, "--output", out, np_=2,
+                    env={"TDSOLVE_TEST_CHECKPOINT_S": "0.001", "TDSOLVE_TEST_FAULT": "0:2:kill"})
+        self.assertNotEqual(r.returncode, 0)
+        with h5py.File(out + ".partial", "r") as f:
+            flagged = int(f["progress/done"][:].sum())
+        self.assertGreater(flagged, 0)
+        # Another cell is another job: refused, the partial file kept.
+        other = [a if a != cell_text(H) else cell_text(H + np.array([[0, 0, 0], [0.5, 0, 0], [0, 0, 0]]))
+                 for a in args]
+        r = tdsolve(*other, "--output", out, "--resume")
+        self.assertNotEqual(r.returncode, 0, r.stdout)
+        self.assertIn("tilt", r.stderr)
+        self.assertTrue(os.path.exists(out + ".partial"))
+        r = tdsolve(*args, "--output", out, "--resume", np_=3)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(f"{flagged} of", r.stdout)
+        a, b = self.sums(ref), self.sums(out)
+        for k in a:
+            self.assertEqual(np.asarray(a[k]).tobytes(), np.asarray(b[k]).tobytes(), k)
+
+
 class BadBoxTest(TempDirTest):
     def test_bad_boxes_are_one_line_and_write_nothing(self):
         rng = np.random.default_rng(7)
         np.save(self.path("x.npy"), rng.random((300, 3)) * 4)
         np.save(self.path("s.npy"), np.c_[rng.random((300, 3)) * 4, np.full(300, 0.9)])
+        # point 7 again, a cell vector (c = (0.5, 0, 4)) away; multiples of
+        # 1/64 so that its image is exactly point 7 (r = 0 in the tiles)
+        twins = np.round(rng.random((300, 3)) * 3 * 64) / 64
+        twins[200] = twins[7] + [0.5, 0.0, 4.0]
+        np.save(self.path("twins.npy"), twins)
         x = ["--input", self.path("x.npy")]
         out = self.path("b.h5")
         for args, code, words in (
@@ -399,7 +440,9 @@ class BadBoxTest(TempDirTest):
                  "more than a quarter"),
                 (["triplet", *x, "--nu", "1", "--cutoff", "1", "--box", "4,4"], 2, "--box wants lx,ly,lz for triplets"),
                 (["triplet", *x, "--nu", "1", "--cutoff", "1", "--box", "4,4,4", "--tilt", "0,0"], 2,
-                 "--tilt wants xy,xz,yz")):
+                 "--tilt wants xy,xz,yz"),
+                (["triplet", "--input", self.path("twins.npy"), "--nu", "1", "--cutoff", "1", "--box", "4,4,4",
+                  "--tilt", "1,0.5,0"], 1, "in the periodic box: r = 0")):
             with self.subTest(args=args):
                 r = tdsolve(*args, "--backend", "cpu", "--output", out)
                 self.assertEqual(r.returncode, code, r.stdout + r.stderr)
