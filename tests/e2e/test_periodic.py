@@ -175,10 +175,13 @@ class TriclinicTest(CullCase):
                     else:  # float32 distances within an ulp of an edge may bin either way
                         self.assertLessEqual(int(np.abs(counts - want).sum()), 4)
                     self.assertEqual(int(counts.sum() + f["overflow"][()]), len(x) * (len(x) - 1) // 2)
-                    # MDAnalysis counts ordered pairs, from float32 differences
-                    self.assertLessEqual(int(np.abs(2 * counts - rdf.results.count).sum()), 2 * 8)
-                    np.testing.assert_allclose(f["rdf"][:], rdf.results.rdf, rtol=2e-3, atol=0)
+                    # MDAnalysis counts ordered pairs, from float32 differences: a
+                    # pair within ~1e-6 of an edge may bin either way (a few of
+                    # ~10^5), and where the counts agree so does the rdf.
+                    moved = int(np.abs(2 * counts - rdf.results.count).sum())
+                    self.assertLessEqual(moved, max(16, 2e-4 * 2 * int(counts.sum())))
                     full = counts == rdf.results.count / 2
+                    self.assertGreater(int(full.sum()), 40)
                     np.testing.assert_allclose(f["rdf"][:][full], rdf.results.rdf[full], rtol=1e-6, atol=0)
                     volume = float(np.linalg.det(np.asarray(H, dtype=np.float64)))
                     self.assertAlmostEqual(float(f["rdf"].attrs["volume"]), volume, delta=1e-9)
