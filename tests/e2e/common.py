@@ -38,6 +38,36 @@ def gpu_available():
     return r.returncode == 0, r.stderr.strip()
 
 
+def require_gpu(probe=gpu_available, what="tdsolve"):
+    """A GPU class's setUpClass: SkipTest without a GPU (probe() is (ok,
+    why)), AssertionError instead under TDSOLVE_REQUIRE_GPU=1."""
+    ok, why = probe()
+    if not ok:
+        if os.environ.get("TDSOLVE_REQUIRE_GPU") == "1":
+            raise AssertionError(f"TDSOLVE_REQUIRE_GPU=1 but {what} cannot use a GPU: {why}")
+        raise unittest.SkipTest(f"no GPU: {why}")
+
+
+def run_lammps(case, lmp, script, dump, n, columns):
+    """Runs LAMMPS binary lmp on `script` (which prints "TDSOLVE_PE <energy>"
+    and dumps `id` and `columns` more values an atom, sorted, to `dump`) in
+    case.dir: (the energy, float64[n, columns] in atom order)."""
+    r = subprocess.run([lmp, "-in", script, "-log", "none", "-nocite"], capture_output=True, text=True,
+                       timeout=300, cwd=case.dir)
+    case.assertEqual(r.returncode, 0, f"LAMMPS failed:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
+    lines = [l for l in r.stdout.splitlines() if l.startswith("TDSOLVE_PE ")]
+    case.assertEqual(len(lines), 1, r.stdout[-3000:])
+    energy = float(lines[0].split()[1])
+    with open(dump) as f:
+        rows = f.read().splitlines()
+    start = next(i for i, l in enumerate(rows) if l.startswith("ITEM: ATOMS")) + 1
+    table = np.array([[float(v) for v in l.split()] for l in rows[start:start + n]])
+    case.assertEqual(table.shape, (n, columns + 1))
+    values = np.empty((n, columns))
+    values[table[:, 0].astype(int) - 1] = table[:, 1:]
+    return energy, values
+
+
 def lab_built():
     """Whether this tdsolve has the map laboratory (CMake's TDSOLVE_LAB): as
     ctest says (TDSOLVE_LAB_BUILT), else as the program's bench help says."""

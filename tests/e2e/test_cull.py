@@ -28,7 +28,7 @@ import unittest
 import h5py
 import numpy as np
 
-from common import TempDirTest, gpu_available, tdsolve
+from common import TempDirTest, require_gpu, tdsolve
 
 SEED = int(os.environ.get("TDSOLVE_CULL_SEED", np.random.SeedSequence().entropy % (1 << 32)))
 METRICS = ("euclidean", "sqeuclidean", "cityblock", "chebyshev", "minkowski")
@@ -502,11 +502,7 @@ class TripletCullTest(CullCase):
 class CullGpuTest(CullCase):
     @classmethod
     def setUpClass(cls):
-        ok, why = gpu_available()
-        if not ok:
-            if os.environ.get("TDSOLVE_REQUIRE_GPU") == "1":
-                raise AssertionError(f"TDSOLVE_REQUIRE_GPU=1 but tdsolve cannot use a GPU: {why}")
-            raise unittest.SkipTest(f"no GPU: {why}")
+        require_gpu()
 
     def test_gpu_culled_equals_cpu_dense(self):
         rng = np.random.default_rng(SEED + 3)

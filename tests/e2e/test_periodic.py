@@ -31,7 +31,6 @@ a box are the CPU's bytes; its periodic triplets the CPU's sums to 1e-9.
 """
 import os
 import shutil
-import subprocess
 import sys
 import unittest
 import warnings
@@ -39,7 +38,7 @@ import warnings
 import h5py
 import numpy as np
 
-from common import TempDirTest, gpu_available, tdsolve, tdsolve_h5
+from common import TempDirTest, require_gpu, run_lammps, tdsolve, tdsolve_h5
 from test_cull import CullCase, datasets
 
 SEED = int(os.environ.get("TDSOLVE_PERIODIC_SEED", np.random.SeedSequence().entropy % (1 << 32)))
@@ -50,7 +49,7 @@ try:
         warnings.simplefilter("ignore")
         import MDAnalysis
         from MDAnalysis.analysis.rdf import InterRDF
-        from MDAnalysis.lib.distances import self_capped_distance, self_distance_array
+        from MDAnalysis.lib.distances import self_capped_distance
         from MDAnalysis.lib.mdamath import triclinic_vectors
     HAVE_MDA = True
 except ImportError:  # the test packages install python3-mdanalysis
@@ -293,19 +292,7 @@ variable e equal pe
 print "TDSOLVE_PE $(v_e:%.17g)"
 write_dump all custom {dump} id fx fy fz modify sort id format float %.17g
 """)
-        r = subprocess.run([LMP, "-in", script, "-log", "none", "-nocite"], capture_output=True, text=True,
-                           timeout=300, cwd=self.dir)
-        self.assertEqual(r.returncode, 0, f"LAMMPS failed:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
-        lines = [l for l in r.stdout.splitlines() if l.startswith("TDSOLVE_PE ")]
-        self.assertEqual(len(lines), 1, r.stdout[-3000:])
-        energy = float(lines[0].split()[1])
-        with open(dump) as f:
-            rows = f.read().splitlines()
-        start = next(i for i, l in enumerate(rows) if l.startswith("ITEM: ATOMS")) + 1
-        table = np.array([[float(v) for v in l.split()] for l in rows[start:start + len(x)]])
-        forces = np.empty((len(x), 3))
-        forces[table[:, 0].astype(int) - 1] = table[:, 1:]
-        return energy, forces
+        return run_lammps(self, LMP, script, dump, len(x), 3)
 
     def cells(self):
         ortho = np.diag([9.0, 8.5, 9.5])
@@ -462,11 +449,7 @@ class BadBoxTest(TempDirTest):
 class PeriodicGpuTest(CullCase):
     @classmethod
     def setUpClass(cls):
-        ok, why = gpu_available()
-        if not ok:
-            if os.environ.get("TDSOLVE_REQUIRE_GPU") == "1":
-                raise AssertionError(f"TDSOLVE_REQUIRE_GPU=1 but tdsolve cannot use a GPU: {why}")
-            raise unittest.SkipTest(f"no GPU: {why}")
+        require_gpu()
 
     def test_gpu_triclinic_is_the_cpus_bytes(self):
         rng = np.random.default_rng(SEED + 6)

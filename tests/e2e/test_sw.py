@@ -38,7 +38,7 @@ import unittest
 import h5py
 import numpy as np
 
-from common import tdsolve
+from common import require_gpu, run_lammps, tdsolve
 from test_triplet import TripletCase, gpu_probe, read_triplet, rel, sums_bytes, text
 
 SI = {"epsilon": 2.1683, "sigma": 2.0951, "a": 1.80, "lambda": 21.0, "gamma": 1.20, "costheta0": -0.333333333333}
@@ -438,22 +438,8 @@ run 0
 variable e equal pe
 print "TDSOLVE_PE $(v_e:%.17g)"
 """)
-        r = subprocess.run([LMP, "-in", script, "-log", "none", "-nocite"], capture_output=True, text=True,
-                           timeout=300, cwd=self.dir)
-        self.assertEqual(r.returncode, 0, f"LAMMPS failed:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
-        lines = [l for l in r.stdout.splitlines() if l.startswith("TDSOLVE_PE ")]
-        self.assertEqual(len(lines), 1, r.stdout[-3000:])
-        energy = float(lines[0].split()[1])
-        with open(dump) as f:
-            rows = f.read().splitlines()
-        start = next(i for i, l in enumerate(rows) if l.startswith("ITEM: ATOMS")) + 1
-        table = np.array([[float(v) for v in l.split()] for l in rows[start:start + len(x)]])
-        self.assertEqual(table.shape, (len(x), 5))
-        forces, per = np.empty((len(x), 3)), np.empty(len(x))
-        at = table[:, 0].astype(int) - 1
-        forces[at] = table[:, 1:4]
-        per[at] = table[:, 4]
-        return dict(energy=energy, forces=forces, per_point=per)
+        energy, values = run_lammps(self, LMP, script, dump, len(x), 4)
+        return dict(energy=energy, forces=values[:, :3], per_point=values[:, 3])
 
     def test_same_as_lammps_pair_style_sw(self):
         failures = []
@@ -481,11 +467,7 @@ print "TDSOLVE_PE $(v_e:%.17g)"
 class SwGpuTest(SwCase):
     @classmethod
     def setUpClass(cls):
-        ok, why = gpu_probe()
-        if not ok:
-            if os.environ.get("TDSOLVE_REQUIRE_GPU") == "1":
-                raise AssertionError(f"TDSOLVE_REQUIRE_GPU=1 but tdsolve triplet cannot use a GPU: {why}")
-            raise unittest.SkipTest(f"no GPU: {why}")
+        require_gpu(gpu_probe, "tdsolve triplet")
 
     # CPU and GPU round differently (the GPU fuses multiply-adds, its exp
     # and sqrt are its own), each within float32's error of the reference.

@@ -40,7 +40,7 @@ import h5py
 import numpy as np
 from scipy.spatial.distance import pdist
 
-from common import BIN, MPIEXEC, TempDirTest, tdsolve
+from common import BIN, MPIEXEC, TempDirTest, require_gpu, run_lammps, tdsolve
 
 STOPPED = 75  # "stopped cleanly, resumable"
 DMIN = 0.55
@@ -696,20 +696,7 @@ variable e equal pe
 print "TDSOLVE_PE $(v_e:%.17g)"
 write_dump all custom {dump} id fx fy fz modify sort id format float %.17g
 """)
-        r = subprocess.run([LMP, "-in", script, "-log", "none", "-nocite"], capture_output=True, text=True,
-                           timeout=300, cwd=self.dir)
-        self.assertEqual(r.returncode, 0, f"LAMMPS failed:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
-        lines = [l for l in r.stdout.splitlines() if l.startswith("TDSOLVE_PE ")]
-        self.assertEqual(len(lines), 1, r.stdout[-3000:])
-        energy = float(lines[0].split()[1])
-        with open(dump) as f:
-            rows = f.read().splitlines()
-        start = next(i for i, l in enumerate(rows) if l.startswith("ITEM: ATOMS")) + 1
-        table = np.array([[float(v) for v in l.split()] for l in rows[start:start + len(x)]])
-        self.assertEqual(table.shape, (len(x), 4))
-        forces = np.empty((len(x), 3))
-        forces[table[:, 0].astype(int) - 1] = table[:, 1:]
-        return energy, forces
+        return run_lammps(self, LMP, script, dump, len(x), 3)
 
     def test_same_as_lammps_pair_style_atm(self):
         n, nu = 30, 0.65
@@ -746,11 +733,7 @@ def gpu_probe():
 class TripletGpuTest(TripletCase):
     @classmethod
     def setUpClass(cls):
-        ok, why = gpu_probe()
-        if not ok:
-            if os.environ.get("TDSOLVE_REQUIRE_GPU") == "1":
-                raise AssertionError(f"TDSOLVE_REQUIRE_GPU=1 but tdsolve triplet cannot use a GPU: {why}")
-            raise unittest.SkipTest(f"no GPU: {why}")
+        require_gpu(gpu_probe, "tdsolve triplet")
 
     GPU_TOL = {"float64": 1e-12, "float32": 1e-5}
 

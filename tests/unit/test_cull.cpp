@@ -21,6 +21,20 @@ using namespace tdsolve;
 
 namespace {
 
+// A pair list's tiles (I, J), and each input point's position in the run.
+std::set<std::pair<index_t, index_t>> kept_tiles(const Culled& c) {
+  std::set<std::pair<index_t, index_t>> kept;
+  for (index_t t = 0; t < c.tile_count(); ++t)
+    kept.insert({c.tiles[2 * t], c.tiles[2 * t + 1]});
+  return kept;
+}
+std::vector<index_t> positions(const Culled& c) {
+  std::vector<index_t> pos(c.n);
+  for (index_t q = 0; q < c.n; ++q)
+    pos[c.order[q]] = q;
+  return pos;
+}
+
 // The metric's value of one pair in T as a run computes it: a norm of the
 // coordinate differences (minimum image in a box).
 template <typename T>
@@ -86,9 +100,7 @@ void expect_conservative(index_t n, index_t d, index_t rho, double p, double cut
   ASSERT_EQ(c.before[c.m], tested);
   ASSERT_EQ(c.tile_count(), kept.size());
   // Every pair within the cutoff is in a kept tile.
-  std::vector<index_t> pos(n);
-  for (index_t q = 0; q < n; ++q)
-    pos[c.order[q]] = q;
+  const std::vector<index_t> pos = positions(c);
   index_t within = 0;
   for (index_t i = 0; i < n; ++i)
     for (index_t j = i + 1; j < n; ++j) {
@@ -242,12 +254,8 @@ TEST(Cull, KeepsEveryPairWithinTheCutoffInATriclinicCell) {
     Culled c;
     ASSERT_TRUE(build_culled<double>(x.data(), n, 3, rho, g, ~index_t(0), &c));
     ASSERT_EQ(c.frac.size(), n * 3);
-    std::set<std::pair<index_t, index_t>> kept;
-    for (index_t t = 0; t < c.tile_count(); ++t)
-      kept.insert({c.tiles[2 * t], c.tiles[2 * t + 1]});
-    std::vector<index_t> pos(n);
-    for (index_t q = 0; q < n; ++q)
-      pos[c.order[q]] = q;
+    const std::set<std::pair<index_t, index_t>> kept = kept_tiles(c);
+    const std::vector<index_t> pos = positions(c);
     const double limit = cull::limit(g.cutoff, g.rel_tol, c.scale);
     for (index_t i = 0; i < n; ++i)
       for (index_t j = i + 1; j < n; ++j) {
@@ -284,12 +292,8 @@ TEST(Cull, KeepsEveryOverlap) {
   g.rel_tol = 1e-10;
   Culled c;
   ASSERT_TRUE(build_culled<double>(x.data(), n, d, rho, g, ~index_t(0), &c));
-  std::set<std::pair<index_t, index_t>> kept;
-  for (index_t t = 0; t < c.tile_count(); ++t)
-    kept.insert({c.tiles[2 * t], c.tiles[2 * t + 1]});
-  std::vector<index_t> pos(n);
-  for (index_t q = 0; q < n; ++q)
-    pos[c.order[q]] = q;
+  const std::set<std::pair<index_t, index_t>> kept = kept_tiles(c);
+  const std::vector<index_t> pos = positions(c);
   index_t overlaps = 0;
   for (index_t i = 0; i < n; ++i)
     for (index_t j = i + 1; j < n; ++j) {
