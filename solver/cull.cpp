@@ -45,24 +45,28 @@ std::vector<index_t> morton_order(const double* pts, index_t n, index_t d) {
   return order;
 }
 
-void set_triclinic(CullGeometry* g, const double* cell) {
-  g->triclinic = true;
-  std::copy(cell, cell + 6, g->cell);
-  g->box_dims = 3;
-  g->box[0] = g->box[1] = g->box[2] = 1;
+void cell_normals(const double* cell, double (*n)[3], double* widths) {
   const double lx = cell[0], ly = cell[1], lz = cell[2], xy = cell[3], xz = cell[4], yz = cell[5];
   // The rows of the inverse of the cell matrix (columns a, b, c): the face
   // normals, of length 1 / width.
   const double r[3][3] = {{1 / lx, -xy / (lx * ly), (xy * yz - xz * ly) / (lx * ly * lz)},
                           {0, 1 / ly, -yz / (ly * lz)},
                           {0, 0, 1 / lz}};
-  double u[3][3];
   for (int k = 0; k < 3; ++k) {
     const double len = std::sqrt(r[k][0] * r[k][0] + r[k][1] * r[k][1] + r[k][2] * r[k][2]);
-    g->tilted.w[k] = 1 / len;
+    widths[k] = 1 / len;
     for (int c = 0; c < 3; ++c)
-      u[k][c] = r[k][c] / len;
+      n[k][c] = r[k][c] / len;
   }
+}
+
+void set_triclinic(CullGeometry* g, const double* cell) {
+  g->triclinic = true;
+  std::copy(cell, cell + 6, g->cell);
+  g->box_dims = 3;
+  g->box[0] = g->box[1] = g->box[2] = 1;
+  double u[3][3];
+  cell_normals(cell, u, g->tilted.w);
   // Gershgorin: the largest eigenvalue of the normals' Gram matrix (1 on
   // its diagonal) is at most 1 + the largest row sum of |cosines|; a margin
   // for its rounding.

@@ -102,6 +102,12 @@ struct Culled {
 // fractional axis, the widths and normals' bound of cull::Tilted.
 void set_triclinic(CullGeometry* g, const double* cell);
 
+// The unit normals of a triclinic cell's faces (rows of n, across a, b, c:
+// the rows of the inverse of the cell matrix, scaled) and the cell's widths
+// there (the distances between opposite faces; an orthorhombic box's are
+// its lengths).
+void cell_normals(const double* cell, double (*n)[3], double* widths);
+
 // The Morton order of n points of d coordinates (row-major), over their
 // bounds: order[q] is the input index of the q-th point. Ties keep the
 // input order.

@@ -82,16 +82,13 @@ struct BoxOptions {
     return v;
   }
   // The distance between the cell's opposite faces across axis k (an
-  // orthorhombic box: its length): V / |a × c| for y, V / |b × c| for x.
+  // orthorhombic box: its length), as the culled domain takes it.
   double width(int k) const {
     if (!triclinic) return lengths[k];
-    const double lx = lengths[0], ly = lengths[1], lz = lengths[2];
-    const double xy = tilt[0], xz = tilt[1], yz = tilt[2];
-    if (k == 2) return lz;
-    if (k == 1) return ly * lz / std::sqrt(lz * lz + yz * yz);
-    // b × c = (ly lz, -xy lz, xy yz - ly xz)
-    const double bx = ly * lz, by = -xy * lz, bz = xy * yz - ly * xz;
-    return lx * ly * lz / std::sqrt(bx * bx + by * by + bz * bz);
+    const double cell[6] = {lengths[0], lengths[1], lengths[2], tilt[0], tilt[1], tilt[2]};
+    double n[3][3], w[3];
+    cell_normals(cell, n, w);
+    return w[k];
   }
   // Half the shortest width: the largest cutoff whose pairs have one image.
   double half_width() const {
