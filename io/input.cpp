@@ -529,8 +529,11 @@ PointSet generate_points(const GeneratorSpec& g) {
       g.kind + ":" + std::to_string(g.n) + ":" + std::to_string(g.d) + ":" + std::to_string(g.seed);
   p.values.resize(g.n * g.d);
   const std::uint64_t base = splitmix64(g.seed);
-  for (index_t i = 0; i < p.values.size(); ++i)
-    p.values[i] = unit_double(base + i);
+  const index_t size = p.values.size();
+  double* v = p.values.data();
+#pragma omp parallel for schedule(static)
+  for (index_t i = 0; i < size; ++i)
+    v[i] = unit_double(base + i);
   return p;
 }
 
@@ -584,7 +587,9 @@ PointSet generate_spheres(const SpheresSpec& s) {
              std::to_string(s.seed) + ":" + rmax;
   p.values.resize(s.n * w);
   const std::uint64_t base = splitmix64(splitmix64(s.seed) ^ 0x7261646969ull);  // "radii"
-  for (index_t i = 0; i < s.n; ++i) {
+  const index_t n = s.n;
+#pragma omp parallel for schedule(static)
+  for (index_t i = 0; i < n; ++i) {
     for (index_t k = 0; k < s.dim; ++k)
       p.values[i * w + k] = c.values[i * s.dim + k];
     p.values[i * w + s.dim] = s.rmax * (1.0 - unit_double(base + i));  // (0, RMAX]

@@ -1,47 +1,109 @@
 #include "solver/cull.hpp"
 
+#include "solver/bucket_sort.hpp"
 #include "solver/cull_bound.hpp"
+#include "solver/setup_clock.hpp"
+
+#include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <iterator>
 #include <limits>
+#include <memory>
 #include <numeric>
 
 namespace tdsolve {
 
+namespace {
+
+// The bits of x (below 2^21) spread to every third (second) bit.
+std::uint64_t spread3(std::uint64_t x) {
+  x &= 0x1fffff;
+  x = (x | x << 32) & 0x1f00000000ffffull;
+  x = (x | x << 16) & 0x1f0000ff0000ffull;
+  x = (x | x << 8) & 0x100f00f00f00f00full;
+  x = (x | x << 4) & 0x10c30c30c30c30c3ull;
+  x = (x | x << 2) & 0x1249249249249249ull;
+  return x;
+}
+std::uint64_t spread2(std::uint64_t x) {
+  x &= 0x1fffff;
+  x = (x | x << 16) & 0x0000ffff0000ffffull;
+  x = (x | x << 8) & 0x00ff00ff00ff00ffull;
+  x = (x | x << 4) & 0x0f0f0f0f0f0f0f0full;
+  x = (x | x << 2) & 0x3333333333333333ull;
+  x = (x | x << 1) & 0x5555555555555555ull;
+  return x;
+}
+
+}  // namespace
+
+std::uint64_t morton_code(const std::uint64_t* q, int dims, int bits) {
+  // Bit b of coordinate k lands at b * dims + (dims - 1 - k): coordinate 0
+  // the most significant of each group.
+  if (dims == 3 && bits <= 21) return spread3(q[0]) << 2 | spread3(q[1]) << 1 | spread3(q[2]);
+  if (dims == 2 && bits <= 21) return spread2(q[0]) << 1 | spread2(q[1]);
+  if (dims == 1) return q[0];
+  std::uint64_t code = 0;
+  for (int b = bits - 1; b >= 0; --b)
+    for (int k = 0; k < dims; ++k)
+      code = (code << 1) | ((q[k] >> b) & 1u);
+  return code;
+}
+
 std::vector<index_t> morton_order(const double* pts, index_t n, index_t d) {
-  std::vector<index_t> order(n);
-  std::iota(order.begin(), order.end(), index_t(0));
-  if (n < 2 || d == 0) return order;
+  std::vector<index_t> order;
+  if (n < 2 || d == 0) {
+    order.resize(n);
+    std::iota(order.begin(), order.end(), index_t(0));
+    return order;
+  }
   const int dims = static_cast<int>(std::min<index_t>(d, 63));
   const int bits = std::max(1, std::min(21, 63 / dims));
   std::vector<double> lo(dims, INFINITY), scale(dims, 0);
   std::vector<double> hi(dims, -INFINITY);
-  for (index_t i = 0; i < n; ++i)
-    for (int k = 0; k < dims; ++k) {
-      lo[k] = std::min(lo[k], pts[i * d + k]);
-      hi[k] = std::max(hi[k], pts[i * d + k]);
+  for (int k = 0; k < dims; ++k) {
+    double l = INFINITY, h = -INFINITY;
+#pragma omp parallel for reduction(min : l) reduction(max : h)
+    for (index_t i = 0; i < n; ++i) {
+      l = std::min(l, pts[i * d + k]);
+      h = std::max(h, pts[i * d + k]);
     }
+    lo[k] = l;
+    hi[k] = h;
+  }
   const double cells = std::ldexp(1.0, bits) - 1;
   for (int k = 0; k < dims; ++k)
     scale[k] = hi[k] > lo[k] ? cells / (hi[k] - lo[k]) : 0.0;
-  std::vector<std::pair<std::uint64_t, index_t>> key(n);
-  std::vector<std::uint64_t> q(dims);
-  for (index_t i = 0; i < n; ++i) {
-    for (int k = 0; k < dims; ++k) {
-      const double c = (pts[i * d + k] - lo[k]) * scale[k];
-      q[k] = static_cast<std::uint64_t>(std::min(std::max(c, 0.0), cells));
+  // (code, input index): ties keep the input order.
+  struct Key {
+    std::uint64_t code, i;
+    bool operator<(const Key& o) const { return code < o.code || (code == o.code && i < o.i); }
+  };
+  std::unique_ptr<Key[]> key = uninitialised<Key>(n), sorted = uninitialised<Key>(n);
+#pragma omp parallel
+  {
+    std::vector<std::uint64_t> q(dims);
+#pragma omp for schedule(static)
+    for (index_t i = 0; i < n; ++i) {
+      for (int k = 0; k < dims; ++k) {
+        const double c = (pts[i * d + k] - lo[k]) * scale[k];
+        q[k] = static_cast<std::uint64_t>(std::min(std::max(c, 0.0), cells));
+      }
+      key[i] = {morton_code(q.data(), dims, bits), i};
     }
-    std::uint64_t code = 0;
-    for (int b = bits - 1; b >= 0; --b)
-      for (int k = 0; k < dims; ++k)
-        code = (code << 1) | ((q[k] >> b) & 1u);
-    key[i] = {code, i};
   }
-  std::sort(key.begin(), key.end());
+  // Buckets by the codes' top 16 bits (of bits × dims).
+  const int code_bits = bits * dims, top = std::min(code_bits, 16);
+  bucket_sort(key.get(), n, sorted.get(), std::size_t(1) << top,
+              [&](const Key& k) { return k.code >> (code_bits - top); });
+  key.reset();
+  order.resize(n);
+#pragma omp parallel for schedule(static)
   for (index_t i = 0; i < n; ++i)
-    order[i] = key[i].second;
+    order[i] = sorted[i].i;
   return order;
 }
 
@@ -100,6 +162,7 @@ void fractional(const double* cell, const double* x, double* s) {
 double cull_scale(const double* pts, index_t n, index_t d, const CullGeometry& g) {
   if (g.box_dims == 0) return 0;
   double s = 0;
+#pragma omp parallel for reduction(max : s)
   for (index_t q = 0; q < n * d; ++q)
     s = std::max(s, std::fabs(pts[q]));
   for (int k = 0; k < g.box_dims; ++k)
@@ -139,8 +202,28 @@ class Traversal {
   // Every (I, J), I <= J, of blocks whose boxes may hold a pair within the
   // cutoff. False when more than max_tiles survive.
   bool run(std::vector<std::uint64_t>* out) {
-    out_ = out;
-    return self(root_);
+    // The recursion's upper levels are OpenMP tasks (pairs of nodes of more
+    // than `grain_` blocks between them); each thread lists its tiles, in
+    // any order (the caller sorts them).
+    const int team = omp_get_max_threads();
+    parts_ = std::vector<Part>(team);
+    emitted_ = 0;
+    failed_ = false;
+    grain_ = std::max<index_t>(64, nodes_.empty() ? 0 : (nodes_[root_].last / (16 * team)));
+#pragma omp parallel num_threads(team)
+#pragma omp single
+    self(root_);
+    std::size_t total = 0;
+    for (const Part& p : parts_)
+      total += p.tiles.size();
+    if (failed_ || total > max_tiles_) return false;
+    out->clear();
+    out->reserve(total);
+    for (Part& p : parts_) {
+      out->insert(out->end(), p.tiles.begin(), p.tiles.end());
+      std::vector<std::uint64_t>().swap(p.tiles);
+    }
+    return true;
   }
 
   // Every block J (any, I itself too) whose box may hold a point within
@@ -203,27 +286,62 @@ class Traversal {
     return down(x.left, leaf, cutoff, room, out) && down(x.right, leaf, cutoff, room, out);
   }
 
-  bool emit(index_t I, index_t J) {
-    if (out_->size() >= max_tiles_) return false;
-    out_->push_back((static_cast<std::uint64_t>(I) << 32) | J);
-    return true;
+  void emit(index_t I, index_t J) {
+    Part& p = parts_[omp_get_thread_num()];
+    p.tiles.push_back((static_cast<std::uint64_t>(I) << 32) | J);
+    // The shared count every 4096 tiles a thread: past max_tiles_, the list
+    // is too long whatever is still to come.
+    if (p.tiles.size() % 4096 == 0 &&
+        emitted_.fetch_add(4096, std::memory_order_relaxed) + 4096 > max_tiles_)
+      failed_ = true;
   }
 
-  bool self(std::int64_t a) {
+  index_t span(std::int64_t a) const {
+    return nodes_[a].last - nodes_[a].first;
+  }
+
+  void self(std::int64_t a) {
+    if (failed_) return;
     const Node& n = nodes_[a];
     if (n.left < 0) return emit(n.first, n.first);
-    return self(n.left) && cross(n.left, n.right) && self(n.right);
+    if (span(a) > grain_) {
+      const std::int64_t l = n.left, r = n.right;
+#pragma omp task
+      self(l);
+#pragma omp task
+      cross(l, r);
+      self(r);
+#pragma omp taskwait
+      return;
+    }
+    self(n.left);
+    cross(n.left, n.right);
+    self(n.right);
   }
 
   // a's blocks all come before b's.
-  bool cross(std::int64_t a, std::int64_t b) {
-    if (far(a, b)) return true;
+  void cross(std::int64_t a, std::int64_t b) {
+    if (failed_ || far(a, b)) return;
     const Node &x = nodes_[a], &y = nodes_[b];
     const bool leaf_a = x.left < 0, leaf_b = y.left < 0;
     if (leaf_a && leaf_b) return emit(x.first, y.first);
-    if (!leaf_a && (leaf_b || x.last - x.first >= y.last - y.first))
-      return cross(x.left, b) && cross(x.right, b);
-    return cross(a, y.left) && cross(a, y.right);
+    std::int64_t u1 = a, v1 = b, u2 = a, v2 = b;
+    if (!leaf_a && (leaf_b || span(a) >= span(b))) {
+      u1 = x.left;
+      u2 = x.right;
+    } else {
+      v1 = y.left;
+      v2 = y.right;
+    }
+    if (span(a) + span(b) > grain_) {
+#pragma omp task
+      cross(u1, v1);
+      cross(u2, v2);
+#pragma omp taskwait
+      return;
+    }
+    cross(u1, v1);
+    cross(u2, v2);
   }
 
   const CullGeometry& g_;
@@ -234,30 +352,45 @@ class Traversal {
   std::vector<double> node_lo_, node_hi_;
   std::vector<std::int64_t> leaf_;  // block -> its leaf node
   std::int64_t root_ = -1;
-  std::vector<std::uint64_t>* out_ = nullptr;
+  // run(): each thread's tiles, the count listed, whether max_tiles_ was
+  // passed, the task size.
+  struct alignas(64) Part {  // a cache line of its own
+    std::vector<std::uint64_t> tiles;
+  };
+  std::vector<Part> parts_;
+  std::atomic<index_t> emitted_{0};
+  std::atomic<bool> failed_{false};
+  index_t grain_ = 64;
 };
 
 // What both builders start from: the Morton order, each block's bounding
 // box (and largest radius), the geometry and the margin's scale; the tile
-// lists empty. x: the points in double, input order.
+// lists empty.
 template <typename T>
-void prepare(const T* pts, index_t n, index_t d, index_t rho, const CullGeometry& g, Culled* c,
-             std::vector<double>* xs) {
+void prepare(const T* pts, index_t n, index_t d, index_t rho, const CullGeometry& g, Culled* c) {
   c->n = n;
   c->rho = rho;
   c->m = (n + rho - 1) / rho;
-  xs->assign(pts, pts + n * d);
-  c->scale = cull_scale(xs->data(), n, d, g);  // of the coordinates as given
-  if (g.triclinic) {                           // order and bound by fractional coordinates
+  // The points in double (triclinic: fractional), input order.
+  const std::unique_ptr<double[]> xs = uninitialised<double>(n * d);
+  double* x = xs.get();
+#pragma omp parallel for schedule(static)
+  for (index_t q = 0; q < n * d; ++q)
+    x[q] = static_cast<double>(pts[q]);
+  c->scale = cull_scale(x, n, d, g);  // of the coordinates as given
+  if (g.triclinic) {                  // order and bound by fractional coordinates
+#pragma omp parallel for schedule(static)
     for (index_t i = 0; i < n; ++i) {
       double s[3];
-      fractional(g.cell, &(*xs)[i * 3], s);
-      std::copy(s, s + 3, &(*xs)[i * 3]);
+      fractional(g.cell, &x[i * 3], s);
+      std::copy(s, s + 3, &x[i * 3]);
     }
   }
-  const std::vector<double>& x = *xs;
-  c->order = morton_order(x.data(), n, d);
+  setup_mark("cull_copy");
+  c->order = morton_order(x, n, d);
+  setup_mark("cull_order");
   const index_t m = c->m;
+  const index_t* order = c->order.data();
   c->tiles.clear();
   c->tile_start.assign(m + 1, 0);
   c->before.assign(m + 1, 0);
@@ -265,22 +398,28 @@ void prepare(const T* pts, index_t n, index_t d, index_t rho, const CullGeometry
   lo.assign(m * d, INFINITY);
   hi.assign(m * d, -INFINITY);
   rmax.assign(g.radii ? m : 0, 0.0);
-  for (index_t q = 0; q < n; ++q) {
-    const index_t I = q / rho, i = c->order[q];
-    for (index_t k = 0; k < d; ++k) {
-      lo[I * d + k] = std::min(lo[I * d + k], x[i * d + k]);
-      hi[I * d + k] = std::max(hi[I * d + k], x[i * d + k]);
+  // Each block's box (and largest radius): its points are consecutive in
+  // the run's order.
+#pragma omp parallel for schedule(static)
+  for (index_t I = 0; I < m; ++I)
+    for (index_t q = I * rho; q < std::min(n, (I + 1) * rho); ++q) {
+      const index_t i = order[q];
+      for (index_t k = 0; k < d; ++k) {
+        lo[I * d + k] = std::min(lo[I * d + k], x[i * d + k]);
+        hi[I * d + k] = std::max(hi[I * d + k], x[i * d + k]);
+      }
+      if (g.radii) rmax[I] = std::max(rmax[I], g.radii[i]);
     }
-    if (g.radii) rmax[I] = std::max(rmax[I], g.radii[i]);
-  }
   c->geometry = g;
   c->geometry.radii = nullptr;  // input order: not the run's
   c->frac.clear();
   if (g.triclinic) {
     c->frac.resize(n * 3);
+#pragma omp parallel for schedule(static)
     for (index_t q = 0; q < n; ++q)
-      std::copy_n(&x[c->order[q] * 3], 3, &c->frac[q * 3]);
+      std::copy_n(&x[order[q] * 3], 3, &c->frac[q * 3]);
   }
+  setup_mark("cull_boxes");
 }
 
 }  // namespace
@@ -288,20 +427,29 @@ void prepare(const T* pts, index_t n, index_t d, index_t rho, const CullGeometry
 template <typename T>
 bool build_culled(const T* pts, index_t n, index_t d, index_t rho, const CullGeometry& g,
                   index_t max_tiles, Culled* c) {
-  std::vector<double> x;
-  prepare(pts, n, d, rho, g, c, &x);
+  prepare(pts, n, d, rho, g, c);
   const index_t m = c->m;
   if (m == 0) return true;
   Traversal t(g, d, max_tiles, c->scale);
   t.build(c->lo, c->hi, c->rmax, m);
   std::vector<std::uint64_t> kept;
   if (!t.run(&kept)) return false;
-  std::sort(kept.begin(), kept.end());
+  setup_mark("cull_tiles");
+  // By block row (the top 32 bits), J rising; buckets of rows.
+  int shift = 0;
+  while ((m - 1) >> shift >= (index_t(1) << 20))
+    ++shift;
+  bucket_sort(&kept, std::size_t(((m - 1) >> shift) + 1),
+              [shift](std::uint64_t t) { return (t >> 32) >> shift; });
   c->tiles.resize(2 * kept.size());
-  for (size_t q = 0; q < kept.size(); ++q) {
+  const index_t count = kept.size();
+#pragma omp parallel for schedule(static)
+  for (index_t q = 0; q < count; ++q) {
+    c->tiles[2 * q] = static_cast<std::uint32_t>(kept[q] >> 32);
+    c->tiles[2 * q + 1] = static_cast<std::uint32_t>(kept[q] & 0xffffffffu);
+  }
+  for (index_t q = 0; q < count; ++q) {
     const index_t I = kept[q] >> 32, J = kept[q] & 0xffffffffu;
-    c->tiles[2 * q] = static_cast<std::uint32_t>(I);
-    c->tiles[2 * q + 1] = static_cast<std::uint32_t>(J);
     ++c->tile_start[I + 1];
     c->before[I + 1] += tile_pairs(n, rho, I, J);
   }
@@ -309,14 +457,14 @@ bool build_culled(const T* pts, index_t n, index_t d, index_t rho, const CullGeo
     c->tile_start[I + 1] += c->tile_start[I];
     c->before[I + 1] += c->before[I];
   }
+  setup_mark("cull_list");
   return true;
 }
 
 template <typename T>
 bool build_culled_knn(const T* pts, index_t n, index_t d, index_t rho, index_t k,
                       const CullGeometry& g, index_t max_tiles, Culled* c) {
-  std::vector<double> x;
-  prepare(pts, n, d, rho, g, c, &x);
+  prepare(pts, n, d, rho, g, c);
   c->all_columns = true;
   const index_t m = c->m;
   if (m == 0) return true;
@@ -378,8 +526,7 @@ bool build_culled_knn(const T* pts, index_t n, index_t d, index_t rho, index_t k
 template <typename T>
 bool build_culled_triplets(const T* pts, index_t n, index_t d, index_t rho, const CullGeometry& g,
                            index_t max_tiles, Culled* c) {
-  std::vector<double> x;
-  prepare(pts, n, d, rho, g, c, &x);
+  prepare(pts, n, d, rho, g, c);
   c->width = 3;
   const index_t m = c->m;
   if (m == 0) return true;
@@ -388,15 +535,24 @@ bool build_culled_triplets(const T* pts, index_t n, index_t d, index_t rho, cons
   // Each block's neighbours: the blocks (itself too) whose boxes may hold a
   // pair within the cutoff, by index.
   std::vector<std::vector<index_t>> near(m);
-  std::vector<std::pair<double, index_t>> found;
-  for (index_t I = 0; I < m; ++I) {
-    found.clear();
-    if (!t.query(I, g.cutoff, max_tiles, &found)) return false;
-    near[I].reserve(found.size());
-    for (const auto& f : found)
-      near[I].push_back(f.second);
-    std::sort(near[I].begin(), near[I].end());
+  bool too_many = false;
+#pragma omp parallel
+  {
+    std::vector<std::pair<double, index_t>> found;
+#pragma omp for schedule(dynamic, 64) reduction(|| : too_many)
+    for (index_t I = 0; I < m; ++I) {
+      found.clear();
+      if (!t.query(I, g.cutoff, max_tiles, &found)) {
+        too_many = true;
+        continue;
+      }
+      near[I].reserve(found.size());
+      for (const auto& f : found)
+        near[I].push_back(f.second);
+      std::sort(near[I].begin(), near[I].end());
+    }
   }
+  if (too_many) return false;
   std::vector<unsigned char> mark(m, 0);  // a neighbour of I (during layer I)
   std::vector<index_t> ks, second;
   for (index_t I = 0; I < m; ++I) {

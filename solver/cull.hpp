@@ -113,6 +113,10 @@ void cell_normals(const double* cell, double (*n)[3], double* widths);
 // input order.
 std::vector<index_t> morton_order(const double* pts, index_t n, index_t d);
 
+// The Morton code of cell coordinates q[0..dims) of `bits` bits each (bits ×
+// dims <= 64): bit b of q[k] at b × dims + (dims − 1 − k).
+std::uint64_t morton_code(const std::uint64_t* q, int dims, int bits);
+
 // Builds the culled domain of n points (input order, row-major, as the run
 // computes them) in blocks of rho. False (c left partial) when more than
 // max_tiles tiles survive.

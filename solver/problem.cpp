@@ -11,6 +11,7 @@
 #include "core/error.hpp"
 #include "core/knobs.hpp"
 #include "solver/cull_bound.hpp"
+#include "solver/setup_clock.hpp"
 
 namespace tdsolve {
 
@@ -139,6 +140,7 @@ void apply_cull(Problem<T>* p, CullMode mode, CullGeometry g) {
       knn        ? build_culled_knn<T>(p->a.data(), p->rows, p->d, p->rho, p->k, g, budget, &c)
       : triplets ? build_culled_triplets<T>(p->a.data(), p->rows, p->d, p->rho, g, budget, &c)
                  : build_culled<T>(p->a.data(), p->rows, p->d, p->rho, g, budget, &c);
+  setup_mark("cull_tiles");
   if (!built) {
     if (mode == CullMode::on)
       throw InputError("--cull on: more than 2^28 tiles of " + std::to_string(p->rho) +
@@ -158,26 +160,25 @@ void apply_cull(Problem<T>* p, CullMode mode, CullGeometry g) {
                 triplets ? "triplets" : "pairs");
   p->cull_note = note;
   const index_t n = p->rows, d = p->d;
+  const index_t* order = c.order.data();
   std::vector<T> a(n * d);
+#pragma omp parallel for schedule(static)
   for (index_t q = 0; q < n; ++q)
-    std::copy_n(p->a.begin() + c.order[q] * d, d, a.begin() + q * d);
+    std::copy_n(p->a.begin() + order[q] * d, d, a.begin() + q * d);
   p->a.swap(a);
   if (knn) p->b = p->a;  // the points against themselves, in the run's order too
   c.squared = p->metric == Metric::sqeuclidean;
-  if (!p->norms_a.empty()) {
+  for (std::vector<double>* per_point : {&p->norms_a, &p->select_radii}) {
+    if (per_point->empty()) continue;
     std::vector<double> v(n);
+#pragma omp parallel for schedule(static)
     for (index_t q = 0; q < n; ++q)
-      v[q] = p->norms_a[c.order[q]];
-    p->norms_a.swap(v);
-  }
-  if (!p->select_radii.empty()) {
-    std::vector<double> v(n);
-    for (index_t q = 0; q < n; ++q)
-      v[q] = p->select_radii[c.order[q]];
-    p->select_radii.swap(v);
+      v[q] = (*per_point)[order[q]];
+    per_point->swap(v);
   }
   p->cull = std::move(c);
   p->culled = true;
+  setup_mark("cull_reorder");
 }
 
 template <typename T>
@@ -251,9 +252,16 @@ void check_float32_range(const io::PointSet& a, const io::PointSet* b, Metric m,
 
 template <typename T>
 std::vector<T> convert_points(const io::PointSet& pts) {
-  std::vector<T> out(pts.values.size());
-  for (index_t i = 0; i < pts.values.size(); ++i) {
+  const index_t size = pts.values.size();
+  std::vector<T> out(size);
+  bool finite = true;
+#pragma omp parallel for schedule(static) reduction(&& : finite)
+  for (index_t i = 0; i < size; ++i) {
     out[i] = static_cast<T>(pts.values[i]);
+    finite = finite && std::isfinite(out[i]);
+  }
+  if (finite) return out;
+  for (index_t i = 0; i < size; ++i) {
     if (!std::isfinite(out[i]))
       throw InputError("input '" + pts.source + "' value " + std::to_string(pts.values[i]) +
                        " at row " + std::to_string(i / pts.d) + ", column " +

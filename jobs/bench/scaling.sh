@@ -6,6 +6,7 @@
 # efficiency t(1) / (R · t(R)) of both, and whether the counts are the same.
 # CULL_RANGE=R: the culled hist instead (50 bins over [0, R], --cull on,
 # float32), e.g. HIST_N=100000000 CULL_RANGE=0.02 (issue 29's strong scaling).
+# Also prints rank 0's set-up phases (--stats "setup_s") of each rank count.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=/tmp/tdsolve-scaling
@@ -22,7 +23,10 @@ fi
 for r in ${RANKS:-$(seq 1 "$gpus")}; do
   for rep in 1 2; do
     t0=$(date +%s.%N)
-    timeout 300 bash .devrun/on-device.sh mpirun -np $r $T hist --backend cuda \
+    # --bind-to none: mpirun binds each of 1 or 2 ranks to one core by
+    # default, which would leave the set-up (Morton order, tile list) one
+    # thread
+    timeout 300 bash .devrun/on-device.sh mpirun --bind-to none -np $r $T hist --backend cuda \
       --generate uniform:$HIST_N:3:7 "${what[@]}" --output /tmp/h_$r.h5 --overwrite --quiet \
       --stats "$out/hist_${r}_${rep}.json"
     t1=$(date +%s.%N)
@@ -48,6 +52,11 @@ w1 = min(wall[1]); t1 = min(c[1] for c in comp[1]); c1 = min(c[0] for c in comp[
 for r in sorted(comp):
     w = min(wall[r]); t = min(c[1] for c in comp[r]); c = min(c[0] for c in comp[r])
     print(f"{r:5d} {w:13.3f} {t:14.3f} {c:16.3f} {t1/(r*t):10.3f} {c1/(r*c):12.3f} {int(comp_pairs)/c:14.3g}")
+print("set-up phases of the fastest run per rank count (rank 0, s):")
+for r in sorted(comp):
+    best = min((json.load(open(f)) for f in glob.glob(f"{out}/hist_{r}_*.json")), key=lambda j: j["total_s"])
+    phases = best.get("setup_s", {})
+    print(f"{r:5d}  total {sum(phases.values()):.2f}: " + ", ".join(f"{k} {v:.2f}" for k, v in phases.items() if v >= 0.05))
 print("counts identical across rank counts:", len({l.split(None, 1)[1] for l in open(f'{out}/hist_counts.txt')}) == 1)
 PY
 cat "$out/hist_counts.txt"

@@ -88,6 +88,7 @@ one() {
   comp=$(python3 -c "import json;print(json.load(open('$work/s.json'))['compute_s'])" 2>/dev/null)
   printf '%-28s rc=%d total %8s s compute %8s s | %s\n' "$name" "$rc" "$tot" "$comp" \
     "$(grep -h 'culled\|dense\|found\|binned' "$work/log" | tr '\n' ' ')" | tee -a "$summary"
+  python3 -c "import json; s = json.load(open('$work/s.json')).get('setup_s', {}); print('  set-up %.2f s:' % sum(s.values()), ', '.join('%s %.2f' % kv for kv in s.items() if kv[1] >= 0.05))" 2>/dev/null | tee -a "$summary"
   echo "$name,$tot,$comp" >>"$out/cull-$gpu.csv"
   rm -f "$work/o.h5"
 }

@@ -157,8 +157,7 @@ class Collide final : public PairCommand<T> {
   }
   std::unique_ptr<Sink<T>> make_sink(io::ResultWriter& w, MPI_Comm, const Problem<T>& p,
                                      const Existing& ex) override {
-    auto list =
-        std::make_unique<OverlapSink<T>>(w, ex.held_pairs, p, this->options().compute.threads);
+    auto list = std::make_unique<OverlapSink<T>>(w, ex.held_pairs, p);
     list_ = list.get();
     return list;
   }

@@ -181,8 +181,7 @@ class Knn final : public PairCommand<T> {
                                      const Existing& ex) override {
     if (p.knn() && p.culled) return std::make_unique<KnnRowsSink<T>>(w, p.cull, p.k);
     if (p.knn()) return std::make_unique<ArraySink<T>>(w, p.cols, p.k, true);
-    auto list =
-        std::make_unique<RadiusSink<T>>(w, ex.held_pairs, p, this->options().compute.threads);
+    auto list = std::make_unique<RadiusSink<T>>(w, ex.held_pairs, p);
     list_ = list.get();
     return list;
   }

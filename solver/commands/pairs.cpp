@@ -4,6 +4,7 @@
 // driver loop.
 #include "solver/commands/pairs.hpp"
 
+#include <omp.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -12,7 +13,9 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <future>
 #include <limits>
+#include <memory>
 #include <stdexcept>
 
 #include "core/error.hpp"
@@ -27,6 +30,7 @@
 #include "solver/exact_sum.hpp"
 #include "solver/fault.hpp"
 #include "solver/progress.hpp"
+#include "solver/setup_clock.hpp"
 #include "solver/signals.hpp"
 #include "version.hpp"
 
@@ -453,7 +457,9 @@ class PairRun final : public OutputRun {
         comm_(comm),
         rank_(comm_rank(comm)),
         ranks_(comm_size(comm)),
-        t_start_(MPI_Wtime()) {}
+        t_start_(MPI_Wtime()) {
+    setup_start();
+  }
 
   void load() override { p_ = load_problem<T>(cmd_, comm_, &src_); }
 
@@ -473,7 +479,9 @@ class PairRun final : public OutputRun {
 
   void prepare(bool resuming) override {
     const char* name = cmd_.name();
+    setup_mark("inspect");
     backend_ = make_backend<T>(o_.compute, p_, comm_, o_.run.quiet, &kind_);
+    setup_mark("backend");
     const std::string partial = io::partial_path(o_.out.output);
     if (resuming) {
       all_agree(comm_, [&] {
@@ -488,6 +496,7 @@ class PairRun final : public OutputRun {
     } else {
       plan_ = agree_plan(p_, *backend_, cmd_.chunk_bound(p_), comm_);
     }
+    setup_mark("plan");
     index_t chunks_before = 0;
     for (index_t c = 0; c < ex_.done.size() && c < plan_.chunks(); ++c)
       if (ex_.done[c]) {
@@ -553,6 +562,7 @@ class PairRun final : public OutputRun {
       if (o_.run.max_hours > 0) stop.deadline = t_start_ + o_.run.max_hours * 3600.0;
       if (cmd_.checkpoints()) stop.checkpoint_every = checkpoint_seconds();
       if (rank_ == 0) stop.beat = [&] { context.heartbeat(); };
+      setup_mark("file");
       res_ = run_chunks(plan_, ex_.done, *backend_, *sink_, comm_, &progress, &stop);
       const double w0 = MPI_Wtime();
       sink_->close(res_.done);
@@ -601,17 +611,18 @@ class PairRun final : public OutputRun {
   }
 
   void write_stats(std::FILE* f, bool complete) const override {
-    std::fprintf(
-        f,
-        "{\"command\": \"%s\", \"n\": %llu, \"cols\": %llu, \"d\": %llu, \"pairs\": %llu, "
-        "\"bytes\": %.0f, \"metric\": \"%s\", \"precision\": \"%s\", \"backend\": \"%s\", "
-        "\"ranks\": %d, \"chunks\": %llu, \"block\": %llu, \"total_s\": %.6f, "
-        "\"compute_s\": %.6f, \"transfer_s\": %.6f, \"write_s\": %.6f, \"complete\": %s}\n",
-        cmd_.name(), (unsigned long long)p_.rows, (unsigned long long)p_.cols,
-        (unsigned long long)p_.d, (unsigned long long)plan_.total(), cmd_.result_bytes(p_, plan_),
-        metric_name(p_.metric), precision_name<T>(), kind_.c_str(), ranks_,
-        (unsigned long long)plan_.chunks(), (unsigned long long)p_.rho, total_, worst_[0],
-        worst_[1], worst_[2], complete ? "true" : "false");
+    std::fprintf(f,
+                 "{\"command\": \"%s\", \"n\": %llu, \"cols\": %llu, \"d\": %llu, \"pairs\": %llu, "
+                 "\"bytes\": %.0f, \"metric\": \"%s\", \"precision\": \"%s\", \"backend\": \"%s\", "
+                 "\"ranks\": %d, \"chunks\": %llu, \"block\": %llu, \"total_s\": %.6f, "
+                 "\"compute_s\": %.6f, \"transfer_s\": %.6f, \"write_s\": %.6f, \"setup_s\": %s, "
+                 "\"complete\": %s}\n",
+                 cmd_.name(), (unsigned long long)p_.rows, (unsigned long long)p_.cols,
+                 (unsigned long long)p_.d, (unsigned long long)plan_.total(),
+                 cmd_.result_bytes(p_, plan_), metric_name(p_.metric), precision_name<T>(),
+                 kind_.c_str(), ranks_, (unsigned long long)plan_.chunks(),
+                 (unsigned long long)p_.rho, total_, worst_[0], worst_[1], worst_[2],
+                 setup_json().c_str(), complete ? "true" : "false");
   }
 
  private:
@@ -711,15 +722,28 @@ Problem<T> load_problem(PairCommand<T>& cmd, MPI_Comm comm, Sources* src) {
   p.rho = o.compute.block;
   cmd.configure(p);  // domain, epilogue and the command's parameters
   const bool bench = o.out.output.empty();
+  // The set-up's loops (generating, converting, ordering and culling the
+  // points) take the CPU backend's thread count on every backend.
+  omp_set_num_threads(cpu_threads(o.compute, node_info(comm).local_ranks));
   std::vector<std::string> notes;  // printed once the problem has passed every check
+  // The input's hash (FNV-1a, one byte at a time: 2-3 s for 10^8 points in
+  // 3-D) on a thread of its own, of a copy taken as read, while the points
+  // are converted, shared and culled.
+  std::future<std::string> a_hash;
   on_root(comm, [&] {
     const double host = static_cast<double>(cpu::available_host_bytes(1));
     const auto check_size = [&](index_t n, index_t d, const std::string& source) {
       cmd.check_size(n, d, source);
     };
     io::PointSet a = load_points(o.in, host, &notes, check_size, cmd.transpose_note());
+    setup_mark("input");
     src->a = a.source;
-    if (!bench) src->a_hash = content_hash(a);  // collide: the radii included
+    if (!bench) {  // collide: the radii included
+      auto read = std::make_shared<io::PointSet>();
+      read->values = a.values;
+      a_hash = std::async(std::launch::async, [read] { return content_hash(*read); });
+    }
+    setup_mark("hash");
     cmd.take_input(a);
     p.d = a.d;
     p.rows = a.n;
@@ -741,6 +765,7 @@ Problem<T> load_problem(PairCommand<T>& cmd, MPI_Comm comm, Sources* src) {
     cmd.check_output(p, a, bench);
     if (!is_boolean(p.metric)) p.a = convert_points<T>(a);
     cmd.check_points(p, a);
+    setup_mark("convert");
   });
   bcast_u64(comm, &p.rows);
   bcast_u64(comm, &p.cols);
@@ -752,11 +777,11 @@ Problem<T> load_problem(PairCommand<T>& cmd, MPI_Comm comm, Sources* src) {
   p.mp = make_metric_params(p.metric, o.compute.p, o.compute.base, p.features);
   bcast_string(comm, &src->a);
   bcast_string(comm, &src->b);
-  bcast_string(comm, &src->a_hash);
   bcast_string(comm, &src->b_hash);
   bcast_vector(comm, &p.a);
   bcast_vector(comm, &p.b);
   cmd.broadcast(comm);
+  setup_mark("share");
   all_agree(comm, [&] { fault_point(Stage::read, 0); });
   complete_problem(&p);
   on_root(comm, [&] { check_norms(p, src->a, src->b); });
@@ -765,7 +790,11 @@ Problem<T> load_problem(PairCommand<T>& cmd, MPI_Comm comm, Sources* src) {
       std::fprintf(stderr, "tdsolve: note: %s\n", note.c_str());
   cmd.complete(p);
   CullGeometry g;
+  setup_mark("check");
   if (cmd.cull_geometry(p, &g)) all_agree(comm, [&] { apply_cull(&p, o.compute.cull, g); });
+  if (a_hash.valid()) src->a_hash = a_hash.get();
+  bcast_string(comm, &src->a_hash);
+  setup_mark("hash_wait");
   return p;
 }
 

@@ -25,6 +25,7 @@
 
 #include "io/result_file.hpp"
 #include "mapping/simplex.hpp"
+#include "solver/bucket_sort.hpp"
 #include "solver/driver.hpp"
 #include "solver/exact_sum.hpp"
 #include "solver/mpi_util.hpp"
@@ -246,74 +247,36 @@ class PairListSink : public Sink<T> {
 
  protected:
   // order: a culled run's order (input index of each point of the run), or
-  // null; n: the points; threads: --threads (0: as the CPU backend chooses),
-  // for sorting a culled run's pairs.
+  // null; n: the points. A culled run's pairs are sorted on the OpenMP team
+  // (--threads, as load_problem set it).
   PairListSink(io::ResultWriter& w, bool count_dataset, std::int64_t held, const index_t* order,
-               index_t n, int threads)
-      : w_(w),
-        count_dataset_(count_dataset),
-        held_(held),
-        order_(order),
-        n_(n),
-        threads_(threads) {}
+               index_t n)
+      : w_(w), count_dataset_(count_dataset), held_(held), order_(order), n_(n) {}
 
  private:
   struct Rec {
     std::int64_t i, j;
     T v;
+    bool operator<(const Rec& o) const { return i != o.i ? i < o.i : j < o.j; }
   };
-  static inline bool before(const Rec& x, const Rec& y) {
-    return x.i != y.i ? x.i < y.i : x.j < y.j;
-  }
-  // recs by (i, j), on `threads` threads: a bucket sort by row (buckets of
-  // about 1024 pairs, each thread counting and placing its share), then each
-  // bucket sorted on its own.
-  void sort_recs(std::vector<Rec>* recs, int threads) const {
-    std::vector<Rec>& r = *recs;
-    const index_t m = r.size(), rows = std::max<index_t>(n_, 1);
+  // recs by (i, j) on the OpenMP team: bucket_sort by row, buckets of about
+  // 1024 pairs.
+  void sort_recs(std::vector<Rec>* recs) const {
+    const index_t m = recs->size(), rows = std::max<index_t>(n_, 1);
     if (m < 2) return;
     const index_t buckets = std::min<index_t>(std::max<index_t>(m / 1024, 1), rows);
-    const auto bucket_of = [&](std::int64_t i) {
-      return static_cast<index_t>(static_cast<unsigned __int128>(i) * buckets / rows);
-    };
-    const int t = static_cast<int>(std::max<index_t>(1, std::min<index_t>(threads, m / 4096 + 1)));
-    std::vector<index_t> at(static_cast<size_t>(t) * buckets + 1, 0);  // [bucket][thread]
-    const auto share = [&](int k) { return m * static_cast<index_t>(k) / t; };
-#pragma omp parallel num_threads(t)
-    {
-      const int k = omp_get_thread_num();
-      for (index_t q = share(k); q < share(k + 1); ++q)
-        ++at[bucket_of(r[q].i) * t + k + 1];
-    }
-    for (size_t c = 1; c < at.size(); ++c)
-      at[c] += at[c - 1];
-    std::vector<Rec> out(m);
-#pragma omp parallel num_threads(t)
-    {
-      const int k = omp_get_thread_num();
-      for (index_t q = share(k); q < share(k + 1); ++q)
-        out[at[bucket_of(r[q].i) * t + k]++] = r[q];
-    }
-    // at[b * t + t - 1] is now bucket b's end; bucket b starts at bucket b-1's end.
-#pragma omp parallel for num_threads(t) schedule(dynamic, 64)
-    for (index_t b = 0; b < buckets; ++b) {
-      const index_t first = b ? at[(b - 1) * t + t - 1] : 0, last = at[b * t + t - 1];
-      std::sort(out.begin() + first, out.begin() + last,
-                [](const Rec& x, const Rec& y) { return before(x, y); });
-    }
-    r.swap(out);
+    bucket_sort(recs, buckets, [&](const Rec& r) {
+      return static_cast<index_t>(static_cast<unsigned __int128>(r.i) * buckets / rows);
+    });
   }
 
   // Collective: every rank's pairs sorted by (i, j), rank r holding the r-th
   // part of the order (cut at rows i that share the pairs out evenly): what
   // the Exscan in close() then writes in turn.
   void sort_globally(MPI_Comm comm) {
-    ComputeOptions c;
-    c.threads = threads_;
-    const int threads = cpu_threads(c, node_info(comm).local_ranks);
     std::vector<Rec> recs;
     recs.swap(recs_);
-    sort_recs(&recs, threads);
+    sort_recs(&recs);
     const int ranks = comm_size(comm);
     if (ranks > 1) {
       // Pairs a bucket of rows, summed over the ranks; rank r takes the
@@ -374,13 +337,13 @@ class PairListSink : public Sink<T> {
                                    recv.data(), rdisp.data(), rec, comm);
       MPI_Type_free(&rec);
       check_mpi(rc, "MPI_Alltoallv (pairs)");
-      sort_recs(&got, threads);
+      sort_recs(&got);
       recs.swap(got);
     }
     const index_t m = recs.size();
     pairs_.resize(2 * m);
     dist_.resize(m);
-#pragma omp parallel for num_threads(threads) schedule(static)
+#pragma omp parallel for schedule(static)
     for (index_t q = 0; q < m; ++q) {
       pairs_[2 * q] = recs[q].i;
       pairs_[2 * q + 1] = recs[q].j;
@@ -393,7 +356,6 @@ class PairListSink : public Sink<T> {
   std::int64_t held_;  // -1: none (a new file, or one whose flags are 0)
   const index_t* order_;
   index_t n_;
-  int threads_;
   std::vector<Rec> recs_;  // a culled run's pairs (input indices), until sorted
   std::vector<std::int64_t> pairs_;
   std::vector<T> dist_;
@@ -404,17 +366,16 @@ class PairListSink : public Sink<T> {
 template <typename T>
 class RadiusSink final : public PairListSink<T> {
  public:
-  RadiusSink(io::ResultWriter& w, std::int64_t held, const Problem<T>& p, int threads)
-      : PairListSink<T>(w, false, held, p.culled ? p.cull.order.data() : nullptr, p.rows, threads) {
-  }
+  RadiusSink(io::ResultWriter& w, std::int64_t held, const Problem<T>& p)
+      : PairListSink<T>(w, false, held, p.culled ? p.cull.order.data() : nullptr, p.rows) {}
 };
 
 // collide: the spheres that overlap (with /count in the file).
 template <typename T>
 class OverlapSink final : public PairListSink<T> {
  public:
-  OverlapSink(io::ResultWriter& w, std::int64_t held, const Problem<T>& p, int threads)
-      : PairListSink<T>(w, true, held, p.culled ? p.cull.order.data() : nullptr, p.rows, threads) {}
+  OverlapSink(io::ResultWriter& w, std::int64_t held, const Problem<T>& p)
+      : PairListSink<T>(w, true, held, p.culled ? p.cull.order.data() : nullptr, p.rows) {}
 };
 
 // Partial counts summed per rank (integers: the same sum in any order),

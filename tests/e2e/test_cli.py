@@ -169,6 +169,19 @@ class CliTest(TempDirTest):
         self.assertEqual(s["ranks"], 2)
         for k in ["total_s", "compute_s", "write_s"]:
             self.assertGreater(s[k], 0)
+        # The set-up's phases, in order, within the run's total.
+        phases = s["setup_s"]
+        self.assertEqual(list(phases)[:3], ["input", "hash", "convert"])
+        self.assertIn("file", phases)
+        self.assertTrue(all(v >= 0 for v in phases.values()), phases)
+        self.assertLessEqual(sum(phases.values()), s["total_s"])
+        # A culled run names the culled domain's phases too.
+        c = tdsolve("hist", "--generate", "uniform:20000:3", "--bins", "4", "--range", "0:0.05", "--cull", "on",
+                    "--output", self.path("h.h5"), "--stats", stats, "--quiet", check=True)
+        self.assertEqual(c.returncode, 0)
+        phases = json.load(open(stats))["setup_s"]
+        for k in ["cull_order", "cull_boxes", "cull_tiles", "cull_list", "cull_reorder"]:
+            self.assertIn(k, phases)
         q = tdsolve("edm", "--generate", "uniform:30:3", "--output", self.path("q.h5"), "--quiet")
         self.assertEqual((q.returncode, q.stdout, q.stderr), (0, "", ""))
 

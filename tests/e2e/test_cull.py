@@ -369,6 +369,45 @@ class CullResumeTest(CullCase):
             self.assertEqual(a[k], b[k], k)
 
 
+class ParallelSetUpTest(CullCase):
+    """The culled domain is built on the OpenMP team (the Morton keys and
+    their sort, the block boxes, the tile traversal and its sort, the
+    reorder; sort and traversal go parallel above 65536 points and 64
+    blocks): runs whose set-up took 1 thread and 2 threads (and 2 ranks)
+    write the same bytes, pairs and triplets alike."""
+
+    def same_files(self, args, what):
+        outs = []
+        for threads, ranks in ((1, None), (2, None), (2, 2)):
+            out = self.path(f"t{threads}r{ranks}.h5")
+            r = tdsolve(*args, "--threads", str(threads), "--backend", "cpu", "--output", out, "--overwrite",
+                        np_=ranks)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("culled", r.stdout)
+            outs.append(datasets(out))
+        for o in outs[1:]:
+            self.assertEqual(sorted(o), sorted(outs[0]), what)
+            for k in o:
+                self.assertEqual(o[k], outs[0][k], f"{what}: /{k}")
+
+    def test_pairs(self):
+        # 100000 points, a few hundred of them one point and a cluster, the
+        # rest uniform: ~6 neighbours a point
+        rng = np.random.default_rng(12)
+        x = rng.random((100000, 3))
+        x[::400] = x[0]
+        x[1::400] = 0.5 + 0.02 * rng.random((len(x[1::400]), 3))
+        np.save(self.path("x.npy"), x)
+        self.same_files(["knn", "--input", self.path("x.npy"), "--radius", "0.0025", "--cull", "on",
+                         "--precision", "float64"], "knn --radius")
+
+    def test_triplets(self):
+        x = np.random.default_rng(13).random((70000, 3)) * 41
+        np.save(self.path("x.npy"), x)
+        self.same_files(["triplet", "--input", self.path("x.npy"), "--cutoff", "1.1", "--cull", "on",
+                         "--precision", "float64"], "triplet")
+
+
 class CullVerdictTest(CullCase):
     def test_check_and_info_on_culled_files(self):
         sys.path.insert(0, os.path.join(os.path.dirname(__file__), "../../python"))

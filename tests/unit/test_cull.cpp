@@ -6,6 +6,7 @@
 // for overlaps. Brute force over all pairs of small random sets is the
 // reference; the e2e test (tests/e2e/test_cull.py) compares whole runs.
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "mapping/partition.hpp"
+#include "solver/bucket_sort.hpp"
 #include "solver/cull.hpp"
 #include "solver/epilogue.hpp"
 
@@ -141,6 +143,107 @@ TEST(Cull, MortonOrderIsAStablePermutationAlongTheCurve) {
   const std::vector<index_t> s = morton_order(same.data(), 5, 2);
   for (index_t q = 0; q < 5; ++q)
     EXPECT_EQ(s[q], q);
+}
+
+TEST(Cull, MortonCodeFastPathsAreTheBitLoop) {
+  // d = 1, 2, 3 take shortcuts (magic-number spreads); the loop is the
+  // definition.
+  std::mt19937_64 rng(7);
+  for (int dims = 1; dims <= 6; ++dims) {
+    const int bits = std::max(1, std::min(21, 63 / dims));
+    for (int t = 0; t < 2000; ++t) {
+      std::uint64_t q[6];
+      for (int k = 0; k < dims; ++k)
+        q[k] = t < 2 ? (t ? (std::uint64_t(1) << bits) - 1 : 0) : rng() >> (64 - bits);
+      std::uint64_t want = 0;
+      for (int b = bits - 1; b >= 0; --b)
+        for (int k = 0; k < dims; ++k)
+          want = (want << 1) | ((q[k] >> b) & 1u);
+      ASSERT_EQ(morton_code(q, dims, bits), want) << "dims " << dims << ", try " << t;
+    }
+  }
+}
+
+TEST(Cull, BucketSortIsStdSort) {
+  // Many duplicates, empty and crowded buckets, on a team of 1 and of 4.
+  std::mt19937_64 rng(3);
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> v(300000);
+  for (size_t i = 0; i < v.size(); ++i)
+    v[i] = {i % 3 ? rng() % 1000 : rng() >> 8, rng() % 7};
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> want = v;
+  std::sort(want.begin(), want.end());
+  const int before = omp_get_max_threads();
+  for (int team : {1, 4}) {
+    omp_set_num_threads(team);
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> got = v;
+    bucket_sort(&got, std::size_t(1) << 12, [](const auto& x) { return x.first >> 44; });
+    EXPECT_TRUE(got == want) << "team " << team;
+  }
+  omp_set_num_threads(before);
+}
+
+TEST(Cull, ManyThreadsBuildTheListOneThreadBuilds) {
+  // Above the sizes where the order's sort and the traversal go parallel
+  // (65536 points; tasks for nodes of 64 blocks and more): the same order,
+  // tiles, counts and budget verdicts on 1 and on 4 threads, clustered
+  // points and exact duplicates included.
+  const index_t n = 120000, d = 3, rho = 32;
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  std::vector<float> x(n * d);
+  for (index_t i = 0; i < n; ++i)
+    for (index_t k = 0; k < d; ++k)
+      x[i * d + k] = static_cast<float>(i % 5 == 0   ? 0.25                 // duplicates
+                                        : i % 5 == 1 ? 0.5 + 0.01 * u(rng)  // a cluster
+                                                     : u(rng));
+  CullGeometry g;
+  g.cutoff = 0.01;
+  g.rel_tol = 1e-4;
+  const int before = omp_get_max_threads();
+  std::vector<Culled> built;
+  for (int team : {1, 4}) {
+    omp_set_num_threads(team);
+    Culled c;
+    ASSERT_TRUE(build_culled<float>(x.data(), n, d, rho, g, ~index_t(0), &c));
+    // The budget: exactly the list's length passes, one less does not.
+    Culled tight;
+    EXPECT_TRUE(build_culled<float>(x.data(), n, d, rho, g, c.tile_count(), &tight));
+    EXPECT_FALSE(build_culled<float>(x.data(), n, d, rho, g, c.tile_count() - 1, &tight));
+    built.push_back(std::move(c));
+  }
+  omp_set_num_threads(before);
+  EXPECT_GT(built[0].tile_count(), 100000u);  // not vacuous: the parallel paths ran
+  EXPECT_TRUE(built[0].order == built[1].order);
+  EXPECT_TRUE(built[0].tiles == built[1].tiles);
+  EXPECT_TRUE(built[0].tile_start == built[1].tile_start);
+  EXPECT_TRUE(built[0].before == built[1].before);
+  EXPECT_TRUE(built[0].lo == built[1].lo && built[0].hi == built[1].hi);
+  // The order is the Morton codes' over the points' bounds (21 bits an
+  // axis, cell = floor((x - lo) · (2^21 - 1) / (hi - lo))), ties by index.
+  double lo[3], hi[3];
+  for (index_t k = 0; k < d; ++k) {
+    lo[k] = INFINITY;
+    hi[k] = -INFINITY;
+    for (index_t i = 0; i < n; ++i) {
+      lo[k] = std::min(lo[k], double(x[i * d + k]));
+      hi[k] = std::max(hi[k], double(x[i * d + k]));
+    }
+  }
+  std::vector<std::pair<std::uint64_t, index_t>> want(n);
+  const double cells = (1 << 21) - 1;
+  for (index_t i = 0; i < n; ++i) {
+    std::uint64_t q[3], code = 0;
+    for (index_t k = 0; k < d; ++k)
+      q[k] = static_cast<std::uint64_t>(
+          std::min(cells, (double(x[i * d + k]) - lo[k]) * (cells / (hi[k] - lo[k]))));
+    for (int b = 20; b >= 0; --b)
+      for (index_t k = 0; k < d; ++k)
+        code = (code << 1) | ((q[k] >> b) & 1u);
+    want[i] = {code, i};
+  }
+  std::sort(want.begin(), want.end());
+  for (index_t q = 0; q < n; ++q)
+    ASSERT_EQ(built[1].order[q], want[q].second) << q;
 }
 
 TEST(Cull, KeepsEveryPairWithinTheCutoff) {
