@@ -102,6 +102,23 @@ Hid create_list(hid_t loc, const std::string& name, hid_t type, const std::vecto
                         "H5Dcreate " + name);
 }
 
+// A 2-D dataset of 0 columns that grows (write_extra_columns; up to dims[1],
+// which readers check): chunked a column at a time (2^16 rows a chunk),
+// allocated when it grows. The axis is unlimited, so its netCDF dimension
+// is too (0 long; readers take the dataset's length).
+Hid create_columns(hid_t loc, const std::string& name, hid_t type,
+                   const std::vector<index_t>& dims) {
+  const hsize_t now[2] = {dims[0], 0}, most[2] = {dims[0], H5S_UNLIMITED},
+                chunk[2] = {std::max<hsize_t>(1, std::min<hsize_t>(dims[0], 1 << 16)), 1};
+  Hid space = space_handle(H5Screate_simple(2, now, most), "H5Screate_simple for " + name);
+  Hid dcpl = plist_handle(H5Pcreate(H5P_DATASET_CREATE), "H5Pcreate(dataset create)");
+  check_status(H5Pset_chunk(dcpl, 2, chunk), "H5Pset_chunk");
+  check_status(H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER), "H5Pset_fill_time");
+  check_status(H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_EARLY), "H5Pset_alloc_time");
+  return dataset_handle(H5Dcreate2(loc, name.c_str(), type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT),
+                        "H5Dcreate " + name);
+}
+
 void write_attrs(hid_t obj, const std::vector<Attr>& attrs) {
   for (const Attr& a : attrs)
     std::visit([&](const auto& v) { write_attr(obj, a.name.c_str(), v); }, a.value);
@@ -194,7 +211,8 @@ void build_structure(hid_t file, const ResultLayout& L) {
       "H5Dwrite /progress/offsets");
   // Extras may live in /progress (the triplets' exact sums).
   for (const DatasetSpec& x : L.extras) {
-    Hid d = create_dataset(file, x.name, file_type(x.type), x.dims, true);
+    Hid d = x.columns_grow ? create_columns(file, x.name, file_type(x.type), x.dims)
+                           : create_dataset(file, x.name, file_type(x.type), x.dims, true);
     write_attrs(d, x.attrs);
     attach_dimensions(file, d, dimensions_of(L, x.name));
     if (!x.initial.empty())
@@ -379,6 +397,26 @@ void ResultWriter::write_extra(const std::string& name, const void* data) {
   write_whole(d, memory_type(type), xfer_, data, "/" + name);
 }
 
+void ResultWriter::write_extra_columns(const std::string& name, index_t cols, const Attr& attr,
+                                       const void* data) {
+  const DatasetSpec* spec = nullptr;
+  for (const DatasetSpec& x : layout_.extras)
+    if (x.name == name) spec = &x;
+  if (!spec) throw H5Error("no extra dataset /" + name + " in the layout");
+  Hid d = dataset_handle(H5Dopen2(file_, name.c_str(), H5P_DEFAULT), "H5Dopen /" + name);
+  const std::vector<hsize_t> dims = dataset_shape(d);
+  if (dims.size() != 2) throw H5Error("/" + name + " is not 2-D");
+  if (dims[1] != cols) {
+    const hsize_t want[2] = {dims[0], cols};
+    check_status(H5Dset_extent(d, want), "H5Dset_extent /" + name);
+  }
+  if (H5Aexists(d, attr.name.c_str()) > 0)
+    check_status(H5Adelete(d, attr.name.c_str()), "H5Adelete " + attr.name);
+  write_attrs(d, {attr});
+  write_whole(d, memory_type(spec->type), xfer_, data, "/" + name);
+  d.close("H5Dclose /" + name);
+}
+
 void ResultWriter::write_points(const void* data) {
   write_whole(points_, memory_type(layout_.points_type), xfer_, data, "/points");
 }
@@ -446,7 +484,9 @@ std::vector<hsize_t> check_dataset(hid_t file, const ExpectedDataset& e) {
   if (rank > 0) H5Sget_simple_extent_dims(space, dims.data(), most.data());
   bool same = H5Tequal(type, e.type) > 0 && dims.size() == want.size();
   for (size_t a = 0; same && a < dims.size(); ++a)
-    same = e.list && a == 0 ? most[0] == H5S_UNLIMITED : dims[a] == want[a];
+    same = e.list && a == 0      ? most[0] == H5S_UNLIMITED
+           : e.columns && a == 1 ? dims[a] <= want[a]
+                                 : dims[a] == want[a];
   H5Eclear2(H5E_DEFAULT);
   if (!same)
     throw InputError(what + " is " + dims_text(dims, false) + " " + type_text(type) +
@@ -502,7 +542,7 @@ ResumableFile check_resumable(const std::string& path, const ResultLayout& L) {
       if (all) out.list_rows = rows;
     }
     for (const DatasetSpec& x : L.extras) {
-      check_dataset(file, {x.name, file_type(x.type), x.dims});
+      check_dataset(file, {x.name, file_type(x.type), x.dims, false, x.columns_grow});
       if (x.initial.empty() && !(x.name == "count" && out.list_rows >= 0)) continue;
       Hid d = dataset_handle(H5Dopen2(file, x.name.c_str(), H5P_DEFAULT), "H5Dopen /" + x.name);
       if (!x.initial.empty()) {
@@ -578,8 +618,11 @@ ExistingResult read_existing(const std::string& path) {
       if (shape.size() != 2) throw InputError("/progress/sums is not 2-D");
       r.sums.resize(shape[0] * shape[1]);
       r.sums_shape = {shape[0], shape[1]};
-      check_status(H5Dread(sums, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, r.sums.data()),
-                   "reading /progress/sums");
+      if (!r.sums.empty())
+        check_status(H5Dread(sums, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, r.sums.data()),
+                     "reading /progress/sums");
+      if (H5Aexists(sums, "first_limb") > 0)
+        r.sums_first = static_cast<std::int64_t>(read_attr_u64(sums, "first_limb"));
     }
     if (name == "counts") {
       const auto bins = dataset_shape(values);

@@ -54,6 +54,9 @@ struct DatasetSpec {
   std::vector<index_t> dims;  // empty: a scalar
   std::vector<Attr> attrs;
   std::vector<double> initial;  // extras known up front (written at creation)
+  // An extra of 2 dimensions whose second grows (write_extra_columns): created
+  // chunked with 0 columns, up to dims[1].
+  bool columns_grow = false;
 };
 
 struct ResultLayout {
@@ -115,7 +118,8 @@ struct ExistingResult {
   bool has_points = false;
   std::vector<std::int64_t> counts;  // hist: /counts, then /underflow, /overflow
   std::vector<std::int64_t> sums;    // triplets: /progress/sums, row-major
-  std::vector<index_t> sums_shape;   // its shape (slots, limbs)
+  std::vector<index_t> sums_shape;   // its shape (slots, limbs kept)
+  std::int64_t sums_first = 0;       // its `first_limb` attribute (0 when absent)
   index_t chunks_done() const;
   bool complete() const { return chunks_done() == done.size(); }
 };
@@ -127,6 +131,7 @@ struct ExpectedDataset {
   hid_t type = H5I_INVALID_HID;  // its type in the file (H5Tequal), e.g. H5T_IEEE_F32LE
   std::vector<index_t> dims;     // empty: a scalar
   bool list = false;             // a list: the first axis unlimited, of any length
+  bool columns = false;          // columns_grow: the second axis 0 .. dims[1]
 };
 // The dataset `e.name` of `file` exists and has e's type and shape; returns
 // its dimensions. Throws InputError naming it (and what it is, what the job
@@ -180,6 +185,12 @@ class ResultWriter {
   void set_done(const unsigned char* mask);
   // Collective: rank 0 writes a whole extra dataset (the others pass nullptr).
   void write_extra(const std::string& name, const void* data);
+  // Collective: the columns_grow extra `name` gets `cols` columns (every rank
+  // passes the same; an older file's fixed shape must already have them),
+  // its attribute `attr` (every rank the same value), then rank 0 writes all
+  // of it (the others pass nullptr).
+  void write_extra_columns(const std::string& name, index_t cols, const Attr& attr,
+                           const void* data);
   // Collective: rank 0 supplies n × d values, the others pass nullptr.
   void write_points(const void* data);
   // Collective; flushes and reports failure.

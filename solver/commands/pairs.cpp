@@ -28,6 +28,7 @@
 #include "solver/cpu/cpu_backend.hpp"  // available_host_bytes
 #include "solver/driver.hpp"
 #include "solver/exact_sum.hpp"
+#include "solver/exact_window.hpp"
 #include "solver/fault.hpp"
 #include "solver/progress.hpp"
 #include "solver/setup_clock.hpp"
@@ -423,10 +424,23 @@ Existing inspect_output(const PairCommand<T>& cmd, const Problem<T>& p, const So
       for (index_t b = 0; b < bins; ++b)
         e.slots[b + 1] = static_cast<std::uint64_t>(r.counts[b]);
     }
-    if (p.triplets() && r.chunks_done() > 0) {
-      if (r.sums_shape != std::vector<index_t>{triplet_sum_slots(p.rows), index_t(kExactLimbs)})
+    if (p.triplets()) {
+      // The limb window the file keeps (an older tdsolve's: all 69, no
+      // first_limb); a resumed run's window never narrows.
+      const index_t slots = triplet_sum_slots(p.rows);
+      const std::vector<index_t>& shape = r.sums_shape;
+      const bool fits = shape.size() == 2 && shape[0] == slots && shape[1] <= kExactLimbs &&
+                        r.sums_first >= 0 &&
+                        r.sums_first + static_cast<std::int64_t>(shape[1]) <= kExactLimbs;
+      if (!fits || (r.chunks_done() > 0 && shape[1] == 0))
         throw InputError("'" + partial + "': /progress/sums is missing or has the wrong shape");
-      e.sums = r.sums;
+      e.sums_width = shape[1];
+      if (r.chunks_done() > 0) {
+        const LimbWindow w{static_cast<int>(r.sums_first), static_cast<int>(shape[1])};
+        e.sums.assign(slots * kExactLimbs, 0);
+        if (!unpack_limbs(r.sums.data(), slots, w, e.sums.data()))
+          throw InputError("'" + partial + "': /progress/sums holds a limb outside [0, 2^32)");
+      }
     }
     return e;
   }

@@ -47,6 +47,7 @@ struct Existing {
   std::vector<unsigned char> done;
   std::vector<std::uint64_t> slots;  // hist: counts a stopped run left, in slot order
   std::vector<std::int64_t> sums;    // triplet: the exact sums a stopped run left
+  index_t sums_width = 0;            // triplet: the limbs a row of its /progress/sums keeps
   // knn --radius, collide: the pairs a resumed file holds when every flag is
   // set (it is complete but for the rename); -1 none (every chunk is run).
   std::int64_t held_pairs = -1;

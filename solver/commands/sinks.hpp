@@ -28,6 +28,7 @@
 #include "solver/bucket_sort.hpp"
 #include "solver/driver.hpp"
 #include "solver/exact_sum.hpp"
+#include "solver/exact_window.hpp"
 #include "solver/mpi_util.hpp"
 #include "solver/options.hpp"
 #include "solver/problem.hpp"
@@ -475,9 +476,12 @@ class HistogramSink final : public Sink<T> {
 template <typename T>
 class TripletSink final : public Sink<T> {
  public:
+  // initial: a resumed run's sums (else empty); width: the limbs a row of
+  // its /progress/sums keeps (0: a new file).
   TripletSink(io::ResultWriter& w, MPI_Comm comm, const Problem<T>& p,
-              const std::vector<std::int64_t>& initial)
-      : w_(w),
+              const std::vector<std::int64_t>& initial, index_t width)
+      : width_(static_cast<int>(width)),
+        w_(w),
         comm_(comm),
         n_(p.rows),
         store_(p.stores_values()),
@@ -583,10 +587,27 @@ class TripletSink final : public Sink<T> {
         e_total = exact_value(&total[4 * n_ * kExactLimbs]);
       }
     }
+    // The sums' limb window (exact_window.hpp), chosen by rank 0 and never
+    // narrower than the file's: 5 to 8 limbs of the 69 for typical energies.
+    std::int64_t window[2] = {0, 0};
+    std::vector<std::int64_t> packed;
+    if (root) {
+      const LimbWindow lw = limb_window(total.data(), slots_, width_);
+      window[0] = lw.first;
+      window[1] = lw.width;
+      packed.resize(slots_ * lw.width);
+      pack_limbs(total.data(), slots_, lw, packed.data());
+    }
+    check_mpi(MPI_Bcast(window, 2, MPI_INT64_T, 0, comm_), "MPI_Bcast (limb window)");
+    width_ = static_cast<int>(window[1]);
     const std::vector<unsigned char> none(done.size(), 0);
     step_together(comm_, [&] { w_.set_done(root ? none.data() : nullptr); });
     step_together(comm_, [&] { w_.flush(); });
-    step_together(comm_, [&] { w_.write_extra("progress/sums", root ? total.data() : nullptr); });
+    step_together(comm_, [&] {
+      w_.write_extra_columns("progress/sums", width_,
+                             io::Attr{"first_limb", static_cast<std::uint64_t>(window[0])},
+                             root ? packed.data() : nullptr);
+    });
     if (complete) {
       step_together(comm_, [&] { w_.write_extra("energy", root ? &e_total : nullptr); });
       step_together(comm_,
@@ -598,6 +619,7 @@ class TripletSink final : public Sink<T> {
     step_together(comm_, [&] { w_.flush(); });
   }
 
+  int width_;  // the limbs a row of /progress/sums keeps (0: none yet)
   io::ResultWriter& w_;
   MPI_Comm comm_;
   index_t n_;

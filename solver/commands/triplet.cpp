@@ -214,7 +214,8 @@ std::string potential_summary(const PotentialSpec& pot) {
 const char* kSumsText =
     "exact sums of the flagged chunks (resume state): row p < n the energy of point p times 3, "
     "rows n+3p+x the force component x on point p, row 4n the total energy; each row the "
-    "integer sum_i limb[i] 2^(32 i - 1074), limbs 0..67 in [0, 2^32), the last signed";
+    "integer sum_c sums[row, c] 2^(32 (first_limb + c) - 1074), every column but the last in "
+    "[0, 2^32), the last signed";
 
 // A chunk holds at least one layer of tiles, and a point's exact sums take
 // one addition per tile of the chunk that holds it: up to m²/2 for m = n/32
@@ -386,11 +387,13 @@ class Triplet final : public PairCommand<T> {
                         {p.rows, 3},
                         {Attr{"definition", std::string("-dE/dx, the analytic gradient")}},
                         {}});
-    L.extras.push_back({"progress/sums",
-                        io::ValueType::i64,
-                        {triplet_sum_slots(p.rows), index_t(kExactLimbs)},
-                        {Attr{"what", std::string(kSumsText)}},
-                        {}});
+    L.extras.push_back(
+        {"progress/sums",
+         io::ValueType::i64,
+         {triplet_sum_slots(p.rows), index_t(kExactLimbs)},
+         {Attr{"what", std::string(kSumsText)}, Attr{"first_limb", std::uint64_t(0)}},
+         {},
+         true});
   }
 
   index_t chunk_bound(const Problem<T>& p) const override {
@@ -435,7 +438,8 @@ class Triplet final : public PairCommand<T> {
   }
   std::unique_ptr<Sink<T>> make_sink(io::ResultWriter& w, MPI_Comm comm, const Problem<T>& p,
                                      const Existing& ex) override {
-    return std::make_unique<TripletSink<T>>(w, comm, p, ex.sums);  // culled: p.cull.order
+    return std::make_unique<TripletSink<T>>(w, comm, p, ex.sums,
+                                            ex.sums_width);  // culled: p.cull.order
   }
   bool checkpoints() const override { return true; }
   void print_after(const Problem<T>& p, index_t now, double total) const override {

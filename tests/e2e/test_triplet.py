@@ -623,6 +623,93 @@ class TripletResumeTest(TripletCase):
         self.assertTrue(0 < flagged < chunks, f"{flagged} of {chunks} chunks flagged by the checkpoints")
         self.resume_to_reference(out, 1, flagged)
 
+    def test_sums_keep_a_window_of_the_limbs(self):
+        # /progress/sums keeps the window [first_limb, first_limb + W) of the
+        # 69 limbs; each row, read as the integer the file says it is, is the
+        # exact sum /energy and /forces round (Python's integers and
+        # Fraction: an independent reading of the layout).
+        from fractions import Fraction
+        out = self.path("t.h5")
+        tdsolve("triplet", *self.args, "--output", out, "--quiet", check=True)
+        with h5py.File(out, "r") as f:
+            sums = f["progress/sums"][()]
+            first = int(f["progress/sums"].attrs["first_limb"])
+            energy, forces = f["energy"][()], f["forces"][()]
+            self.assertEqual(f["progress/sums"].maxshape, (4 * RESUME_N + 1, None))
+        self.assertEqual(sums.shape[0], 4 * RESUME_N + 1)
+        self.assertLessEqual(sums.shape[1], 12, "the window is not compact")
+        self.assertTrue(np.all(sums[:, :-1] >= 0) and np.all(sums[:, :-1] < 2 ** 32))
+
+        def value(row):
+            v = sum(int(x) << (32 * c) for c, x in enumerate(row))
+            return float(Fraction(v) * Fraction(2) ** (32 * first - 1074))
+        self.assertAlmostEqual(value(sums[4 * RESUME_N]), float(energy), delta=abs(float(energy)) * 1e-15)
+        for p in (0, 7, RESUME_N - 1):
+            for x in range(3):
+                want = forces[p, x]
+                self.assertAlmostEqual(value(sums[RESUME_N + 3 * p + x]), want, delta=abs(want) * 1e-15 + 1e-300)
+
+    def test_earlier_versions_sums_resume(self):
+        # A partial file of an earlier version kept all 69 limbs (no
+        # first_limb): rewritten so, it resumes to the uninterrupted bytes
+        # and keeps its 69 columns.
+        out = self.path("t.h5")
+        r = tdsolve("triplet", *self.args, "--output", out, np_=2,
+                    env={"TDSOLVE_TEST_SLOW_MS": "300", "TDSOLVE_TEST_CHECKPOINT_S": "0.2", "TDSOLVE_TEST_FAULT": "1:8:kill"})
+        self.assertNotEqual(r.returncode, 0, r.stdout + r.stderr)
+        flagged, chunks = self.flagged(out)
+        self.assertTrue(0 < flagged < chunks, f"{flagged} of {chunks} chunks flagged by the checkpoints")
+        with h5py.File(out + ".partial", "r+") as f:
+            d = f["progress/sums"]
+            first, packed, what = int(d.attrs["first_limb"]), d[()], d.attrs["what"]
+            full = np.zeros((packed.shape[0], 69), np.int64)
+            for r_, row in enumerate(packed):
+                v = sum(int(x) << (32 * (first + c)) for c, x in enumerate(row))
+                full[r_, :68] = [(v >> (32 * k)) & 0xFFFFFFFF for k in range(68)]
+                full[r_, 68] = v >> (32 * 68)
+            for a in range(2):  # the dimension scales stay attached to the new one
+                d.dims[a].detach_scale(f["progress/sum_row" if a == 0 else "progress/limb"])
+            del f["progress/sums"]
+            old = f.create_dataset("progress/sums", data=full)
+            old.attrs["what"] = what
+        r = tdsolve("triplet", *self.args, "--output", out, "--resume", np_=2)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        h = read_triplet(out)
+        for name, got, want in zip(("/energy", "/energy_per_point", "/forces"), sums_bytes(h), sums_bytes(self.ref)):
+            self.assertEqual(got, want, f"{name} resumed from 69 limbs differs from an uninterrupted run")
+        with h5py.File(out, "r") as f:
+            self.assertEqual(f["progress/sums"].shape, (4 * RESUME_N + 1, 69))
+            self.assertEqual(int(f["progress/sums"].attrs["first_limb"]), 0)
+
+    def test_damaged_sums_refused(self):
+        # A limb outside [0, 2^32), a window past the 69th limb: refused in
+        # one line, the file left as it was.
+        out = self.path("t.h5")
+        r = tdsolve("triplet", *self.args, "--output", out, np_=2,
+                    env={"TDSOLVE_TEST_SLOW_MS": "300", "TDSOLVE_TEST_CHECKPOINT_S": "0.2", "TDSOLVE_TEST_FAULT": "1:8:kill"})
+        self.assertNotEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertGreater(self.flagged(out)[0], 0)
+        partial = out + ".partial"
+        shutil.copy(partial, self.path("good.h5"))
+        for damage, why in [("limb", "outside [0, 2^32)"), ("window", "limbs past the 69th")]:
+            shutil.copy(self.path("good.h5"), partial)
+            with h5py.File(partial, "r+") as f:
+                d = f["progress/sums"]
+                if damage == "limb":
+                    x = d[0, 0]
+                    d[0, 0] = -1 if d.shape[1] > 1 else x
+                    self.assertGreater(d.shape[1], 1)
+                else:
+                    d.attrs["first_limb"] = np.uint64(69 - d.shape[1] + 1)
+            with open(partial, "rb") as f:
+                before = f.read()
+            r = tdsolve("triplet", *self.args, "--output", out, "--resume")
+            self.assertEqual(r.returncode, 1, damage + ": " + r.stdout + r.stderr)
+            self.assertIn(why, r.stderr)
+            self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+            with open(partial, "rb") as f:
+                self.assertEqual(f.read(), before, damage + ": the refused resume changed the file")
+
     def test_changed_parameters_refused(self):
         out = self.path("t.h5")
         r = tdsolve("triplet", *self.args, "--output", out, env={"TDSOLVE_TEST_FAULT": "0:3:kill"})

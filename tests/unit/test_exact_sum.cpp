@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "solver/exact_sum.hpp"
+#include "solver/exact_window.hpp"
 
 using namespace tdsolve;
 
@@ -115,4 +116,78 @@ TEST(ExactSum, PiecesPlaceEveryBitOfTheDouble) {
     EXPECT_EQ(static_cast<double>(std::ldexp(mag, 32 * p.at - 1074)), std::fabs(v)) << v;
     EXPECT_EQ(p.negative, v < 0) << v;
   }
+}
+
+TEST(ExactWindow, PacksEverySumIntoItsWindowAndBackBitForBit) {
+  // Rows of a /progress/sums: sums of values of every sign and size, exact
+  // zeros, the smallest subnormal's negative (all limbs ones), the largest
+  // double (the top limbs), cancelling pairs; in a window of their own and
+  // in wider ones (a resumed file's).
+  std::vector<std::vector<double>> rows = {wild_values(1, 1000, 40),
+                                           wild_values(2, 1000, 300),
+                                           {},
+                                           {-0x1p-1074},
+                                           {0x1.fffffffffffffp+1023},
+                                           {-0x1.fffffffffffffp+1023, 1.0},
+                                           {1e-300, -1e-300},
+                                           {-3.0, 1e-20},
+                                           {5.0},
+                                           {-5.0}};
+  for (int r = 0; r < 40; ++r)
+    rows.push_back(wild_values(100 + r, 50, r % 2 ? 10 : 60));
+  const index_t slots = rows.size();
+  std::vector<std::int64_t> limbs(slots * kExactLimbs, 0);
+  for (index_t s = 0; s < slots; ++s) {
+    for (double v : rows[s])
+      exact_add(&limbs[s * kExactLimbs], v);
+    exact_normalise(&limbs[s * kExactLimbs]);
+  }
+  for (int at_least : {0, 7, 40, kExactLimbs}) {
+    const LimbWindow w = limb_window(limbs.data(), slots, at_least);
+    ASSERT_GE(w.width, std::max(at_least, 1));
+    ASSERT_GE(w.first, 0);
+    ASSERT_LE(w.first + w.width, kExactLimbs);
+    std::vector<std::int64_t> packed(slots * w.width), back(slots * kExactLimbs, -7);
+    pack_limbs(limbs.data(), slots, w, packed.data());
+    ASSERT_TRUE(unpack_limbs(packed.data(), slots, w, back.data()));
+    EXPECT_EQ(back, limbs) << "at least " << at_least;
+    for (index_t s = 0; s < slots; ++s)
+      EXPECT_EQ(exact_value(&back[s * kExactLimbs]), exact_value(&limbs[s * kExactLimbs]));
+  }
+  // Any narrower window loses a row: the one chosen is the narrowest.
+  const LimbWindow w = limb_window(limbs.data(), slots, 0);
+  for (const LimbWindow narrow :
+       {LimbWindow{w.first + 1, w.width - 1}, LimbWindow{w.first, w.width - 1}}) {
+    std::vector<std::int64_t> packed(slots * narrow.width), back(slots * kExactLimbs);
+    pack_limbs(limbs.data(), slots, narrow, packed.data());
+    unpack_limbs(packed.data(), slots, narrow, back.data());
+    EXPECT_NE(back, limbs) << narrow.first << " " << narrow.width;
+  }
+}
+
+TEST(ExactWindow, TypicalSumsNeedAFewLimbs) {
+  // Energies and forces of magnitudes 1e-6 .. 1e3 from terms down to 1e-12:
+  // a handful of the 69 limbs, which is what makes the file small.
+  std::mt19937_64 rng(5);
+  std::uniform_real_distribution<double> u(-1, 1), e(-12, 3);
+  const index_t slots = 1000;
+  std::vector<std::int64_t> limbs(slots * kExactLimbs, 0);
+  for (index_t s = 0; s < slots; ++s) {
+    for (int t = 0; t < 200; ++t)
+      exact_add(&limbs[s * kExactLimbs], u(rng) * std::pow(10.0, e(rng)));
+    exact_normalise(&limbs[s * kExactLimbs]);
+  }
+  const LimbWindow w = limb_window(limbs.data(), slots, 0);
+  EXPECT_LE(w.width, 8);
+  EXPECT_GE(w.width, 3);
+}
+
+TEST(ExactWindow, RefusesADamagedLimb) {
+  const LimbWindow w{10, 3};
+  std::vector<std::int64_t> back(kExactLimbs);
+  const std::int64_t good[3] = {1, 2, -1}, negative[3] = {-1, 2, 3},
+                     big[3] = {1, std::int64_t(1) << 32, 3};
+  EXPECT_TRUE(unpack_limbs(good, 1, w, back.data()));
+  EXPECT_FALSE(unpack_limbs(negative, 1, w, back.data()));
+  EXPECT_FALSE(unpack_limbs(big, 1, w, back.data()));
 }
