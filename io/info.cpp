@@ -741,6 +741,15 @@ void show(hid_t file, const std::string& kind, const std::map<std::string, std::
     out << "datasets:  /energy " << type_name(energy) << shape_of(energy);
     for (const char* b : {"energy_per_point", "forces", "progress/sums"})
       out << ", " << dataset_line(file, b);
+    {  // the sums' limb window (output.md): first_limb and the columns
+      Hid sums =
+          dataset_handle(H5Dopen2(file, "progress/sums", H5P_DEFAULT), "H5Dopen /progress/sums");
+      const auto shape = dataset_shape(sums);
+      const std::uint64_t first =
+          has_attr(sums, "first_limb") ? read_attr_u64(sums, "first_limb") : 0;
+      if (shape.size() == 2 && shape[1] > 0)
+        out << " (limbs " << first << ".." << first + shape[1] - 1 << " of 69)";
+    }
     out << "\n";
     if (exists(file, "triplet_energy")) {
       Hid values =

@@ -397,8 +397,8 @@ void ResultWriter::write_extra(const std::string& name, const void* data) {
   write_whole(d, memory_type(type), xfer_, data, "/" + name);
 }
 
-void ResultWriter::write_extra_columns(const std::string& name, index_t cols, const Attr& attr,
-                                       const void* data) {
+void ResultWriter::write_extra_columns(const std::string& name, index_t cols,
+                                       const std::vector<Attr>& attrs, const void* data) {
   const DatasetSpec* spec = nullptr;
   for (const DatasetSpec& x : layout_.extras)
     if (x.name == name) spec = &x;
@@ -410,9 +410,10 @@ void ResultWriter::write_extra_columns(const std::string& name, index_t cols, co
     const hsize_t want[2] = {dims[0], cols};
     check_status(H5Dset_extent(d, want), "H5Dset_extent /" + name);
   }
-  if (H5Aexists(d, attr.name.c_str()) > 0)
-    check_status(H5Adelete(d, attr.name.c_str()), "H5Adelete " + attr.name);
-  write_attrs(d, {attr});
+  for (const Attr& a : attrs)
+    if (H5Aexists(d, a.name.c_str()) > 0)
+      check_status(H5Adelete(d, a.name.c_str()), "H5Adelete " + a.name);
+  write_attrs(d, attrs);
   write_whole(d, memory_type(spec->type), xfer_, data, "/" + name);
   d.close("H5Dclose /" + name);
 }

@@ -187,9 +187,9 @@ class ResultWriter {
   void write_extra(const std::string& name, const void* data);
   // Collective: the columns_grow extra `name` gets `cols` columns (every rank
   // passes the same; an older file's fixed shape must already have them),
-  // its attribute `attr` (every rank the same value), then rank 0 writes all
-  // of it (the others pass nullptr).
-  void write_extra_columns(const std::string& name, index_t cols, const Attr& attr,
+  // its attributes `attrs` (every rank the same values), then rank 0 writes
+  // all of it (the others pass nullptr).
+  void write_extra_columns(const std::string& name, index_t cols, const std::vector<Attr>& attrs,
                            const void* data);
   // Collective: rank 0 supplies n × d values, the others pass nullptr.
   void write_points(const void* data);

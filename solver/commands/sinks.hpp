@@ -588,7 +588,8 @@ class TripletSink final : public Sink<T> {
       }
     }
     // The sums' limb window (exact_window.hpp), chosen by rank 0 and never
-    // narrower than the file's: 5 to 8 limbs of the 69 for typical energies.
+    // narrower than the file's: 4 or 5 limbs of the 69 for ATM on a lattice,
+    // 11 to 35 for SW (whose terms reach the smallest doubles).
     std::int64_t window[2] = {0, 0};
     std::vector<std::int64_t> packed;
     if (root) {
@@ -605,7 +606,8 @@ class TripletSink final : public Sink<T> {
     step_together(comm_, [&] { w_.flush(); });
     step_together(comm_, [&] {
       w_.write_extra_columns("progress/sums", width_,
-                             io::Attr{"first_limb", static_cast<std::uint64_t>(window[0])},
+                             {io::Attr{"first_limb", static_cast<std::uint64_t>(window[0])},
+                              io::Attr{"limbs", static_cast<std::uint64_t>(window[1])}},
                              root ? packed.data() : nullptr);
     });
     if (complete) {

@@ -387,13 +387,13 @@ class Triplet final : public PairCommand<T> {
                         {p.rows, 3},
                         {Attr{"definition", std::string("-dE/dx, the analytic gradient")}},
                         {}});
-    L.extras.push_back(
-        {"progress/sums",
-         io::ValueType::i64,
-         {triplet_sum_slots(p.rows), index_t(kExactLimbs)},
-         {Attr{"what", std::string(kSumsText)}, Attr{"first_limb", std::uint64_t(0)}},
-         {},
-         true});
+    L.extras.push_back({"progress/sums",
+                        io::ValueType::i64,
+                        {triplet_sum_slots(p.rows), index_t(kExactLimbs)},
+                        {Attr{"what", std::string(kSumsText)}, Attr{"first_limb", std::uint64_t(0)},
+                         Attr{"limbs", std::uint64_t(0)}},
+                        {},
+                        true});
   }
 
   index_t chunk_bound(const Problem<T>& p) const override {

@@ -92,9 +92,13 @@ class CliTest(TempDirTest):
                 "--quiet", check=True)
         r = tdsolve("info", out)
         self.assertEqual((r.returncode, r.stderr), (0, ""), r.stdout)
+        with h5py.File(out, "r") as f:  # the sums keep a window of their limbs (output.md)
+            limbs, first = f["progress/sums"].shape[1], int(f["progress/sums"].attrs["first_limb"])
+        self.assertTrue(0 < limbs < 69)
         for line in ["triplets:  40 points in 3-D, 9880 triplets",
                      "potential: atm (nu 1, cutoff 0.9, cutoff_triple none), precision float32",
-                     "/energy_per_point float64[40], /forces float64[40 x 3], /progress/sums int64[161 x 69]",
+                     "/energy_per_point float64[40], /forces float64[40 x 3], "
+                     f"/progress/sums int64[161 x {limbs}] (limbs {first}..{first + limbs - 1} of 69)",
                      "stored:    /triplet_energy float32[9880]", "progress:  complete ("]:
             self.assertIn(line, r.stdout)
         with h5py.File(out, "r") as f:
@@ -138,7 +142,7 @@ class CliTest(TempDirTest):
 
         cases = [
             ("forces", lambda f: replace(f, "forces", f["forces"][:, :2]), "/forces is not n x 3"),
-            ("sums", lambda f: replace(f, "progress/sums", f["progress/sums"][:-1]), "/progress/sums is not"),
+            ("sums", lambda f: replace(f, "progress/sums", f["progress/sums"][:-1]), "/progress/sums does not have 4n+1 rows"),
             ("stored", lambda f: replace(f, "triplet_energy", f["triplet_energy"][:-1]),
              "/triplet_energy length is not C(n,3)"),
             ("offsets", lambda f: f["progress/offsets"].__setitem__(-1, 9879),

@@ -634,6 +634,7 @@ class TripletResumeTest(TripletCase):
         with h5py.File(out, "r") as f:
             sums = f["progress/sums"][()]
             first = int(f["progress/sums"].attrs["first_limb"])
+            self.assertEqual(int(f["progress/sums"].attrs["limbs"]), f["progress/sums"].shape[1])
             energy, forces = f["energy"][()], f["forces"][()]
             self.assertEqual(f["progress/sums"].maxshape, (4 * RESUME_N + 1, None))
         self.assertEqual(sums.shape[0], 4 * RESUME_N + 1)
@@ -680,6 +681,7 @@ class TripletResumeTest(TripletCase):
         with h5py.File(out, "r") as f:
             self.assertEqual(f["progress/sums"].shape, (4 * RESUME_N + 1, 69))
             self.assertEqual(int(f["progress/sums"].attrs["first_limb"]), 0)
+            self.assertEqual(int(f["progress/sums"].attrs["limbs"]), 69)
 
     def test_damaged_sums_refused(self):
         # A limb outside [0, 2^32), a window past the 69th limb: refused in
