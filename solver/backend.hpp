@@ -30,6 +30,10 @@ struct ChunkResult {
   const std::int64_t* indices = nullptr;
   const std::uint64_t* counts = nullptr;
   const std::int64_t* sums = nullptr;
+  // sums are the running sums of every chunk this backend has computed so
+  // far (this one last), not this chunk's alone (the GPU's triplets keep
+  // them on the device): the sink takes them as they are.
+  bool sums_running = false;
   const std::int64_t* pairs = nullptr;
   index_t selected = 0;
 };

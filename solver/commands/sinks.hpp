@@ -496,6 +496,12 @@ class TripletSink final : public Sink<T> {
     if (store_)
       step_together(comm_, [&] { w_.write(has ? offset : 0, has ? count : 0, r.values); });
     if (!has) return;
+    // The GPU's running sums (every chunk of this rank so far): kept, not
+    // added; valid until the backend's next submit, after any checkpoint.
+    if (r.sums_running) {
+      running_ = r.sums;
+      return;
+    }
     // A chunk's limbs are normalised (below 2^32 each, the top one signed)
     // before they are added, so the running sums grow by less than 2^32 a
     // limb per chunk and need normalising only every 2^30 chunks. Slots are
@@ -566,8 +572,23 @@ class TripletSink final : public Sink<T> {
     for (index_t slot = 0; slot < slots_; ++slot)
       exact_normalise(&sum_[slot * kExactLimbs]);
     added_ = 0;
+    // With the GPU's running sums, this rank's are sum_ (a resumed run's, on
+    // rank 0; else zeros) plus them.
+    std::vector<std::int64_t> with_running;
+    if (running_) {
+      with_running = sum_;
+      std::int64_t* acc = with_running.data();
+      const std::int64_t* in = running_;
+#pragma omp parallel for schedule(static)
+      for (index_t slot = 0; slot < slots_; ++slot) {
+        for (int l = 0; l < kExactLimbs; ++l)
+          acc[slot * kExactLimbs + l] += in[slot * kExactLimbs + l];
+        exact_normalise(&acc[slot * kExactLimbs]);
+      }
+    }
+    const std::vector<std::int64_t>& mine = running_ ? with_running : sum_;
     std::vector<std::int64_t> total(sum_.size(), 0);
-    check_mpi(MPI_Reduce(sum_.data(), total.data(), static_cast<int>(sum_.size()), MPI_INT64_T,
+    check_mpi(MPI_Reduce(mine.data(), total.data(), static_cast<int>(sum_.size()), MPI_INT64_T,
                          MPI_SUM, 0, comm_),
               "MPI_Reduce (triplet sums)");
     const bool root = comm_rank(comm_) == 0;
@@ -632,7 +653,8 @@ class TripletSink final : public Sink<T> {
   std::vector<index_t> slots_of_chunk_;  // touched(): their slots
   index_t slots_;
   std::vector<std::int64_t> sum_;
-  index_t added_ = 0;  // chunks added since sum_ was last normalised
+  index_t added_ = 0;                      // chunks added since sum_ was last normalised
+  const std::int64_t* running_ = nullptr;  // the GPU's running sums (ChunkResult::sums_running)
 };
 
 }  // namespace tdsolve

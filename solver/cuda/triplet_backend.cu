@@ -471,6 +471,13 @@ __global__ void __launch_bounds__(kThreads) dummy3_kernel(const TripletParams<T>
   if (acc == ~index_t(0)) k.sums[0] = acc;
 }
 
+// Propagates the carries of `slots` sums (exact_normalise), so the next
+// chunk's additions have their room again.
+__global__ void normalise_sums(unsigned long long* limbs, index_t slots) {
+  const index_t s = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (s < slots) exact_normalise(reinterpret_cast<std::int64_t*>(limbs + s * kExactLimbs));
+}
+
 // The launch of a map's grid: at most CUDA's limits in x and y (the kernels
 // stride over the rest).
 dim3 launch_grid(const mapping::Grid& g) {
@@ -540,6 +547,14 @@ class CudaTripletBackend final : public Backend<T> {
       throw UsageError("--backend cuda computes triplets in tiles of 32 (--block 32)");
     x_.upload(p.a, "the points");
     if (p.culled) tiles_.upload(p.cull.tiles, "the culled domain's tiles");
+    // The running sums stay on the device (every chunk adds to them, then
+    // they are normalised); each chunk's snapshot of them, taken on the
+    // compute stream before the next chunk adds, goes to the host. So the
+    // host adds nothing a chunk, and a checkpoint's sums are exactly those
+    // of the chunks handed over (a chunk in flight is in the other buffer).
+    running_.allocate(sum_words_, "the triplet sums");
+    check(cudaMemset(running_.get(), 0, sum_words_ * sizeof(unsigned long long)),
+          "cudaMemset (triplet sums)");
     for (int s = 0; s < 2; ++s) {
       device_sums_[s].allocate(sum_words_, "the triplet sums");
       host_sums_[s].allocate(sum_words_, "the triplet sums");
@@ -578,14 +593,20 @@ class CudaTripletBackend final : public Backend<T> {
         p_.map, [&](auto map) { k.grid = decltype(map)::grid(k.dom, job.row_begin, job.row_end); });
     k.out_offset = k.dom.elements_before(job.row_begin);
     k.out = store_ ? device_out_[s].get() : nullptr;
-    k.sums = device_sums_[s].get();
+    k.sums = running_.get();
     k.cell = p_.cell3();
     check(cudaStreamWaitEvent(compute_.s, copied_[s].e, 0), "cudaStreamWaitEvent");
     check(cudaEventRecord(kernel_start_[s].e, compute_.s), "cudaEventRecord");
-    check(cudaMemsetAsync(k.sums, 0, sum_words_ * sizeof(unsigned long long), compute_.s),
-          "cudaMemsetAsync (triplet sums)");
     launch_triplets<T>(p_, k, compute_.s);
     check(cudaGetLastError(), "kernel launch");
+    const index_t slots = sum_words_ / kExactLimbs;
+    normalise_sums<<<static_cast<unsigned>((slots + 255) / 256), 256, 0, compute_.s>>>(
+        running_.get(), slots);
+    check(cudaGetLastError(), "kernel launch (normalise sums)");
+    check(cudaMemcpyAsync(device_sums_[s].get(), running_.get(),
+                          sum_words_ * sizeof(unsigned long long), cudaMemcpyDeviceToDevice,
+                          compute_.s),
+          "cudaMemcpyAsync (triplet sums snapshot)");
     check(cudaEventRecord(kernel_stop_[s].e, compute_.s), "cudaEventRecord");
     check(cudaStreamWaitEvent(copy_.s, kernel_stop_[s].e, 0), "cudaStreamWaitEvent");
     check(cudaEventRecord(copy_start_[s].e, copy_.s), "cudaEventRecord");
@@ -615,6 +636,7 @@ class CudaTripletBackend final : public Backend<T> {
     ChunkResult<T> r;
     if (!keep_on_device_) {
       r.sums = reinterpret_cast<const std::int64_t*>(host_sums_[s].get());
+      r.sums_running = true;
       if (store_) r.values = host_out_[s].get();
     }
     return r;
@@ -639,7 +661,8 @@ class CudaTripletBackend final : public Backend<T> {
   DeviceBuffer<std::uint32_t> tiles_;  // a culled domain's list
   DeviceBuffer<T> device_out_[2];
   PinnedBuffer<T> host_out_[2];
-  DeviceBuffer<unsigned long long> device_sums_[2];
+  DeviceBuffer<unsigned long long> running_;         // every chunk's sums so far
+  DeviceBuffer<unsigned long long> device_sums_[2];  // a chunk's snapshot of running_
   PinnedBuffer<unsigned long long> host_sums_[2];
   Stream compute_, copy_;
   Event kernel_start_[2] = {Event(true), Event(true)}, kernel_stop_[2] = {Event(true), Event(true)};

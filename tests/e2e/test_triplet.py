@@ -843,6 +843,34 @@ class TripletGpuTest(TripletCase):
                 bb = self.triplet(src, self.path("bb.h5"), precision, ["--map", "bb"], backend="cuda")
                 self.assertEqual(sums_bytes(bb), sums_bytes(gpu), f"{what}: cuda --map bb != lambda")
 
+    def test_cuda_stopped_runs_resume_to_the_same_bytes(self):
+        # The GPU keeps each rank's running sums on the device and hands the
+        # host a snapshot per chunk: a checkpoint (here after every round),
+        # a kill and a SIGTERM stop (which drains the chunk in flight) keep
+        # exactly the flagged chunks' sums, on 1 and 2 ranks, culled or not.
+        x = random_points(RESUME_N, 77)
+        src = self.save_npy("x.npy", x)
+        for extra in ([], ["--cutoff", "1.5", "--cull", "on"]):
+            args = ["--input", src, "--precision", "float64", "--backend", "cuda", "--progress", "none", *extra]
+            ref = self.path("ref.h5")
+            tdsolve("triplet", *args, "--output", ref, "--overwrite", "--quiet", check=True)
+            want = sums_bytes(read_triplet(ref))
+            for ranks, fault in ((None, "0:4:kill"), (2, "1:7:kill")):
+                what = f"{extra} ranks {ranks} {fault}"
+                out = self.path("t.h5")
+                for p in (out, out + ".partial"):
+                    if os.path.exists(p):
+                        os.remove(p)
+                r = tdsolve("triplet", *args, "--output", out, np_=ranks,
+                            env={"TDSOLVE_TEST_CHECKPOINT_S": "0.001", "TDSOLVE_TEST_FAULT": fault})
+                self.assertNotEqual(r.returncode, 0, what)
+                with h5py.File(out + ".partial", "r") as f:
+                    flagged, chunks = int(f["progress/done"][:].sum()), len(f["progress/done"])
+                self.assertTrue(0 < flagged < chunks, f"{what}: {flagged} of {chunks} flagged")
+                r = tdsolve("triplet", *args, "--output", out, "--resume", np_=3 - (ranks or 1))
+                self.assertEqual(r.returncode, 0, what + r.stderr)
+                self.assertEqual(sums_bytes(read_triplet(out)), want, f"{what}: resumed != unstopped")
+
     def test_cuda_matches_reference(self):
         n = 301
         x = random_points(n, 3)
