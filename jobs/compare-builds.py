@@ -81,6 +81,13 @@ EXPECTED = [
     # record of the effective options says.
     (r"^collide", r"^/ attribute options: ",
      "collide's --chunk-mb defaults to 0 (chunks by pairs tested) since core v2"),
+    # schema_version 2 (1501136): triplet files keep a window of their sums'
+    # limbs (/progress/sums narrower, its limb axis unlimited, first_limb and
+    # limbs attributes); every kind's files say 2.
+    (r".", r"^/ attribute schema_version: 1 \(old\) vs 2 \(new\)$",
+     "schema_version 2: triplet's /progress/sums keeps a window of its limbs"),
+    (r"^triplet", r"^/progress/(sums|limb)\b",
+     "triplet's /progress/sums keeps the window of limbs its sums use (schema_version 2)"),
 ]
 
 MANIFEST = "manifest.json"
