@@ -435,9 +435,10 @@ bool build_culled(const T* pts, index_t n, index_t d, index_t rho, const CullGeo
   std::vector<std::uint64_t> kept;
   if (!t.run(&kept)) return false;
   setup_mark("cull_tiles");
-  // By block row (the top 32 bits), J rising; buckets of rows.
+  // By block row (the top 32 bits), J rising; buckets of rows, at most 2^16
+  // (bucket_sort counts team × buckets).
   int shift = 0;
-  while ((m - 1) >> shift >= (index_t(1) << 20))
+  while ((m - 1) >> shift >= (index_t(1) << 16))
     ++shift;
   bucket_sort(&kept, std::size_t(((m - 1) >> shift) + 1),
               [shift](std::uint64_t t) { return (t >> 32) >> shift; });
