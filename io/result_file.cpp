@@ -359,12 +359,19 @@ void ResultWriter::write_companion(index_t offset, index_t count, const void* da
               "/" + layout_.companion.name);
 }
 
+namespace {
+// The layout's dataset `name` among `specs` (its lists or extras: `what`).
+const DatasetSpec& spec_named(const std::vector<DatasetSpec>& specs, const std::string& name,
+                              const char* what) {
+  for (const DatasetSpec& x : specs)
+    if (x.name == name) return x;
+  throw H5Error(std::string("no ") + what + " dataset /" + name + " in the layout");
+}
+}  // namespace
+
 void ResultWriter::write_list(const std::string& name, index_t total, index_t at, index_t rows,
                               const void* data) {
-  const DatasetSpec* spec = nullptr;
-  for (const DatasetSpec& x : layout_.lists)
-    if (x.name == name) spec = &x;
-  if (!spec) throw H5Error("no list dataset /" + name + " in the layout");
+  const DatasetSpec* spec = &spec_named(layout_.lists, name, "list");
   Hid d = dataset_handle(H5Dopen2(file_, name.c_str(), H5P_DEFAULT), "H5Dopen /" + name);
   std::vector<hsize_t> dims(spec->dims.begin(), spec->dims.end());
   dims[0] = total;
@@ -399,10 +406,7 @@ void ResultWriter::write_extra(const std::string& name, const void* data) {
 
 void ResultWriter::write_extra_columns(const std::string& name, index_t cols,
                                        const std::vector<Attr>& attrs, const void* data) {
-  const DatasetSpec* spec = nullptr;
-  for (const DatasetSpec& x : layout_.extras)
-    if (x.name == name) spec = &x;
-  if (!spec) throw H5Error("no extra dataset /" + name + " in the layout");
+  const DatasetSpec* spec = &spec_named(layout_.extras, name, "extra");
   Hid d = dataset_handle(H5Dopen2(file_, name.c_str(), H5P_DEFAULT), "H5Dopen /" + name);
   const std::vector<hsize_t> dims = dataset_shape(d);
   if (dims.size() != 2) throw H5Error("/" + name + " is not 2-D");
