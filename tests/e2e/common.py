@@ -30,6 +30,17 @@ def tdsolve(*args, np_=None, check=False, timeout=600, env=None, cwd=None):
     return r
 
 
+def killed_after_checkpoints(args, out, fault, np_=2, env=None):
+    """Runs tdsolve *args --output out with a checkpoint after every round
+    and TDSOLVE_TEST_FAULT=fault (a kill, e.g. "0:2:kill"; env adds or
+    overrides knobs): (the run, chunks flagged in out.partial, chunks)."""
+    r = tdsolve(*args, "--output", out, np_=np_,
+                env={"TDSOLVE_TEST_CHECKPOINT_S": "0.001", "TDSOLVE_TEST_FAULT": fault, **(env or {})})
+    with h5py.File(out + ".partial", "r") as f:
+        done = f["progress/done"][:]
+    return r, int(done.sum()), len(done)
+
+
 def gpu_available():
     """(True, "") when tdsolve can run --backend cuda here, else (False, why)."""
     with tempfile.TemporaryDirectory() as d:

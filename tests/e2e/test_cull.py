@@ -28,7 +28,7 @@ import unittest
 import h5py
 import numpy as np
 
-from common import TempDirTest, require_gpu, tdsolve
+from common import TempDirTest, killed_after_checkpoints, require_gpu, tdsolve
 
 SEED = int(os.environ.get("TDSOLVE_CULL_SEED", np.random.SeedSequence().entropy % (1 << 32)))
 METRICS = ("euclidean", "sqeuclidean", "cityblock", "chebyshev", "minkowski")
@@ -523,12 +523,8 @@ class TripletCullTest(CullCase):
                 "--progress", "none", "--cull", "on"]
         ref, out = self.path("ref.h5"), self.path("t.h5")
         tdsolve(*args, "--output", ref, "--quiet", check=True)
-        r = tdsolve(*args, "--output", out, np_=2,
-                    env={"TDSOLVE_TEST_CHECKPOINT_S": "0.001", "TDSOLVE_TEST_FAULT": "0:2:kill"})
+        r, flagged, chunks = killed_after_checkpoints(args, out, "0:2:kill")
         self.assertNotEqual(r.returncode, 0)
-        with h5py.File(out + ".partial", "r") as f:
-            flagged = int(f["progress/done"][:].sum())
-            chunks = len(f["progress/done"])
         self.assertGreater(chunks, 3)
         r = tdsolve(*args, "--output", out, "--resume", np_=3)
         self.assertEqual(r.returncode, 0, r.stderr)

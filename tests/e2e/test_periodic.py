@@ -38,7 +38,7 @@ import warnings
 import h5py
 import numpy as np
 
-from common import TempDirTest, require_gpu, run_lammps, tdsolve, tdsolve_h5
+from common import TempDirTest, killed_after_checkpoints, require_gpu, run_lammps, tdsolve, tdsolve_h5
 from test_cull import CullCase, datasets
 
 SEED = int(os.environ.get("TDSOLVE_PERIODIC_SEED", np.random.SeedSequence().entropy % (1 << 32)))
@@ -374,11 +374,8 @@ write_dump all custom {dump} id fx fy fz modify sort id format float %.17g
                 "--backend", "cpu", "--progress", "none", "--cull", "on"]
         ref, out = self.path("ref.h5"), self.path("t.h5")
         tdsolve(*args, "--output", ref, "--quiet", check=True)
-        r = tdsolve(*args, "--output", out, np_=2,
-                    env={"TDSOLVE_TEST_CHECKPOINT_S": "0.001", "TDSOLVE_TEST_FAULT": "0:2:kill"})
+        r, flagged, _ = killed_after_checkpoints(args, out, "0:2:kill")
         self.assertNotEqual(r.returncode, 0)
-        with h5py.File(out + ".partial", "r") as f:
-            flagged = int(f["progress/done"][:].sum())
         self.assertGreater(flagged, 0)
         # Another cell is another job: refused, the partial file kept.
         other = [a if a != cell_text(H) else cell_text(H + np.array([[0, 0, 0], [0.5, 0, 0], [0, 0, 0]]))

@@ -40,7 +40,7 @@ import h5py
 import numpy as np
 from scipy.spatial.distance import pdist
 
-from common import BIN, MPIEXEC, TempDirTest, require_gpu, run_lammps, tdsolve
+from common import BIN, MPIEXEC, TempDirTest, killed_after_checkpoints, require_gpu, run_lammps, tdsolve
 
 STOPPED = 75  # "stopped cleanly, resumable"
 DMIN = 0.55
@@ -554,6 +554,16 @@ class TripletResumeTest(TripletCase):
         self.assertNotIn("INCONSISTENT", i.stdout)
         return int(done.sum()), len(done)
 
+    def killed(self, out):
+        """Rank 1 of 2 killed at chunk 8, after checkpoints (slowed so that
+        some come first): (the run, chunks flagged); some, not all."""
+        r, _, _ = killed_after_checkpoints(["triplet", *self.args], out, "1:8:kill",
+                                           env={"TDSOLVE_TEST_SLOW_MS": "300", "TDSOLVE_TEST_CHECKPOINT_S": "0.2"})
+        self.assertNotEqual(r.returncode, 0, r.stdout + r.stderr)
+        flagged, chunks = self.flagged(out)
+        self.assertTrue(0 < flagged < chunks, f"{flagged} of {chunks} chunks flagged by the checkpoints")
+        return r, flagged
+
     def resume_to_reference(self, out, ranks, flagged):
         r = tdsolve("triplet", *self.args, "--output", out, "--resume", np_=ranks)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
@@ -615,12 +625,8 @@ class TripletResumeTest(TripletCase):
 
     def test_killed_rank_keeps_checkpoint_and_resumes(self):
         out = self.path("t.h5")
-        r = tdsolve("triplet", *self.args, "--output", out, np_=2,
-                    env={"TDSOLVE_TEST_SLOW_MS": "300", "TDSOLVE_TEST_CHECKPOINT_S": "0.2", "TDSOLVE_TEST_FAULT": "1:8:kill"})
-        self.assertNotEqual(r.returncode, 0, r.stdout + r.stderr)
+        r, flagged = self.killed(out)
         self.assertIn("injected SIGKILL", r.stderr)
-        flagged, chunks = self.flagged(out)
-        self.assertTrue(0 < flagged < chunks, f"{flagged} of {chunks} chunks flagged by the checkpoints")
         self.resume_to_reference(out, 1, flagged)
 
     def test_sums_keep_a_window_of_the_limbs(self):
@@ -655,11 +661,7 @@ class TripletResumeTest(TripletCase):
         # first_limb): rewritten so, it resumes to the uninterrupted bytes
         # and keeps its 69 columns.
         out = self.path("t.h5")
-        r = tdsolve("triplet", *self.args, "--output", out, np_=2,
-                    env={"TDSOLVE_TEST_SLOW_MS": "300", "TDSOLVE_TEST_CHECKPOINT_S": "0.2", "TDSOLVE_TEST_FAULT": "1:8:kill"})
-        self.assertNotEqual(r.returncode, 0, r.stdout + r.stderr)
-        flagged, chunks = self.flagged(out)
-        self.assertTrue(0 < flagged < chunks, f"{flagged} of {chunks} chunks flagged by the checkpoints")
+        self.killed(out)
         with h5py.File(out + ".partial", "r+") as f:
             d = f["progress/sums"]
             first, packed, what = int(d.attrs["first_limb"]), d[()], d.attrs["what"]
@@ -687,10 +689,7 @@ class TripletResumeTest(TripletCase):
         # A limb outside [0, 2^32), a window past the 69th limb: refused in
         # one line, the file left as it was.
         out = self.path("t.h5")
-        r = tdsolve("triplet", *self.args, "--output", out, np_=2,
-                    env={"TDSOLVE_TEST_SLOW_MS": "300", "TDSOLVE_TEST_CHECKPOINT_S": "0.2", "TDSOLVE_TEST_FAULT": "1:8:kill"})
-        self.assertNotEqual(r.returncode, 0, r.stdout + r.stderr)
-        self.assertGreater(self.flagged(out)[0], 0)
+        self.killed(out)
         partial = out + ".partial"
         shutil.copy(partial, self.path("good.h5"))
         for damage, why in [("limb", "outside [0, 2^32)"), ("window", "limbs past the 69th")]:
@@ -845,9 +844,9 @@ class TripletGpuTest(TripletCase):
 
     def test_cuda_stopped_runs_resume_to_the_same_bytes(self):
         # The GPU keeps each rank's running sums on the device and hands the
-        # host a snapshot per chunk: a checkpoint (here after every round),
-        # a kill and a SIGTERM stop (which drains the chunk in flight) keep
-        # exactly the flagged chunks' sums, on 1 and 2 ranks, culled or not.
+        # host a snapshot per chunk: a checkpoint (here after every round)
+        # before a kill keeps exactly the flagged chunks' sums, on 1 and 2
+        # ranks, culled or not.
         x = random_points(RESUME_N, 77)
         src = self.save_npy("x.npy", x)
         for extra in ([], ["--cutoff", "1.5", "--cull", "on"]):
@@ -861,11 +860,8 @@ class TripletGpuTest(TripletCase):
                 for p in (out, out + ".partial"):
                     if os.path.exists(p):
                         os.remove(p)
-                r = tdsolve("triplet", *args, "--output", out, np_=ranks,
-                            env={"TDSOLVE_TEST_CHECKPOINT_S": "0.001", "TDSOLVE_TEST_FAULT": fault})
+                r, flagged, chunks = killed_after_checkpoints(["triplet", *args], out, fault, np_=ranks)
                 self.assertNotEqual(r.returncode, 0, what)
-                with h5py.File(out + ".partial", "r") as f:
-                    flagged, chunks = int(f["progress/done"][:].sum()), len(f["progress/done"])
                 self.assertTrue(0 < flagged < chunks, f"{what}: {flagged} of {chunks} flagged")
                 r = tdsolve("triplet", *args, "--output", out, "--resume", np_=3 - (ranks or 1))
                 self.assertEqual(r.returncode, 0, what + r.stderr)
