@@ -2,6 +2,7 @@
 
 #include "solver/bucket_sort.hpp"
 #include "solver/cull_bound.hpp"
+#include "solver/morton.hpp"
 #include "solver/setup_clock.hpp"
 
 #include <omp.h>
@@ -16,43 +17,6 @@
 
 namespace tdsolve {
 
-namespace {
-
-// The bits of x (below 2^21) spread to every third (second) bit.
-std::uint64_t spread3(std::uint64_t x) {
-  x &= 0x1fffff;
-  x = (x | x << 32) & 0x1f00000000ffffull;
-  x = (x | x << 16) & 0x1f0000ff0000ffull;
-  x = (x | x << 8) & 0x100f00f00f00f00full;
-  x = (x | x << 4) & 0x10c30c30c30c30c3ull;
-  x = (x | x << 2) & 0x1249249249249249ull;
-  return x;
-}
-std::uint64_t spread2(std::uint64_t x) {
-  x &= 0x1fffff;
-  x = (x | x << 16) & 0x0000ffff0000ffffull;
-  x = (x | x << 8) & 0x00ff00ff00ff00ffull;
-  x = (x | x << 4) & 0x0f0f0f0f0f0f0f0full;
-  x = (x | x << 2) & 0x3333333333333333ull;
-  x = (x | x << 1) & 0x5555555555555555ull;
-  return x;
-}
-
-}  // namespace
-
-std::uint64_t morton_code(const std::uint64_t* q, int dims, int bits) {
-  // Bit b of coordinate k lands at b * dims + (dims - 1 - k): coordinate 0
-  // the most significant of each group.
-  if (dims == 3 && bits <= 21) return spread3(q[0]) << 2 | spread3(q[1]) << 1 | spread3(q[2]);
-  if (dims == 2 && bits <= 21) return spread2(q[0]) << 1 | spread2(q[1]);
-  if (dims == 1) return q[0];
-  std::uint64_t code = 0;
-  for (int b = bits - 1; b >= 0; --b)
-    for (int k = 0; k < dims; ++k)
-      code = (code << 1) | ((q[k] >> b) & 1u);
-  return code;
-}
-
 std::vector<index_t> morton_order(const double* pts, index_t n, index_t d) {
   std::vector<index_t> order;
   if (n < 2 || d == 0) {
@@ -61,7 +25,7 @@ std::vector<index_t> morton_order(const double* pts, index_t n, index_t d) {
     return order;
   }
   const int dims = static_cast<int>(std::min<index_t>(d, 63));
-  const int bits = std::max(1, std::min(21, 63 / dims));
+  const int bits = morton_bits(dims);
   std::vector<double> lo(dims, INFINITY), scale(dims, 0);
   std::vector<double> hi(dims, -INFINITY);
   for (int k = 0; k < dims; ++k) {
@@ -173,103 +137,56 @@ double cull_scale(const double* pts, index_t n, index_t d, const CullGeometry& g
   return s;
 }
 
-// An implicit binary tree over blocks [first, last): its box, its largest
-// radius, its children (-1: a leaf, one block).
-struct Node {
-  index_t first, last;
-  std::int64_t left = -1, right = -1;
-  double rmax = 0;
-};
-
+// The descent of the tree (CullTree) for one run's geometry: a block row's
+// tiles (build_culled, and the CUDA builder the same way), and the blocks
+// near a block (knn --k, triplets).
 class Traversal {
  public:
   // scale: the margin's share of a periodic box (cull::limit).
-  Traversal(const CullGeometry& g, index_t dims, index_t max_tiles, double scale)
-      : g_(g), dims_(dims), max_tiles_(max_tiles), scale_(scale) {}
+  Traversal(const CullGeometry& g, index_t dims, double scale)
+      : g_(g), dims_(dims), scale_(scale) {}
 
-  // Nodes over block boxes lo/hi (dims a block) and radii rmax.
-  void build(const std::vector<double>& lo, const std::vector<double>& hi,
-             const std::vector<double>& rmax, index_t m) {
-    lo_ = lo;
-    hi_ = hi;
-    rmax_ = rmax;
-    nodes_.reserve(2 * m);
-    node_lo_.reserve(2 * m * dims_);
-    node_hi_.reserve(2 * m * dims_);
-    root_ = make(0, m);
-  }
+  void build(const Culled& c) { t_ = cull_tree(c); }
+  const CullTree& tree() const { return t_; }
 
-  // Every (I, J), I <= J, of blocks whose boxes may hold a pair within the
-  // cutoff. False when more than max_tiles survive.
-  bool run(std::vector<std::uint64_t>* out) {
-    // The recursion's upper levels are OpenMP tasks (pairs of nodes of more
-    // than `grain_` blocks between them); each thread lists its tiles, in
-    // any order (the caller sorts them).
-    const int team = omp_get_max_threads();
-    parts_ = std::vector<Part>(team);
-    emitted_ = 0;
-    failed_ = false;
-    grain_ = std::max<index_t>(64, nodes_.empty() ? 0 : (nodes_[root_].last / (16 * team)));
-#pragma omp parallel num_threads(team)
-#pragma omp single
-    self(root_);
-    std::size_t total = 0;
-    for (const Part& p : parts_)
-      total += p.tiles.size();
-    if (failed_ || total > max_tiles_) return false;
-    out->clear();
-    out->reserve(total);
-    for (Part& p : parts_) {
-      out->insert(out->end(), p.tiles.begin(), p.tiles.end());
-      std::vector<std::uint64_t>().swap(p.tiles);
+  // Block row I's tiles: every block J >= I, rising, whose box may hold a
+  // pair within the cutoff of I's: a descent from the root that drops a
+  // node once its box is too far from I's (the bound only shrinks towards
+  // the root, so a dropped node holds no J the leaf test would keep).
+  template <class Emit>
+  void row(index_t I, Emit&& emit) const {
+    const std::int64_t leaf = t_.leaf[I];
+    std::int64_t stack[2 * 64];  // depth <= 33 below 2^32 blocks, 2 a level
+    int top = 0;
+    stack[top++] = t_.root;
+    while (top > 0) {
+      const std::int64_t a = stack[--top];
+      if (t_.last[a] <= I || far(leaf, a)) continue;
+      if (t_.left[a] < 0) {
+        emit(t_.first[a]);
+        continue;
+      }
+      stack[top++] = t_.right[a];
+      stack[top++] = t_.left[a];
     }
-    return true;
   }
 
   // Every block J (any, I itself too) whose box may hold a point within
   // `cutoff` of block I's, with the lower bound of its distance: appended
   // to out. False once out holds more than `room` entries.
   bool query(index_t I, double cutoff, index_t room, std::vector<std::pair<double, index_t>>* out) {
-    return down(root_, leaf_[I], cutoff, room, out);
+    return down(t_.root, t_.leaf[I], cutoff, room, out);
   }
 
  private:
-  std::int64_t make(index_t first, index_t last) {
-    const std::int64_t id = static_cast<std::int64_t>(nodes_.size());
-    nodes_.push_back(Node{first, last});
-    node_lo_.resize((id + 1) * dims_);
-    node_hi_.resize((id + 1) * dims_);
-    if (last - first == 1) {
-      if (leaf_.size() <= first) leaf_.resize(first + 1, -1);
-      leaf_[first] = id;
-      for (index_t k = 0; k < dims_; ++k) {
-        node_lo_[id * dims_ + k] = lo_[first * dims_ + k];
-        node_hi_[id * dims_ + k] = hi_[first * dims_ + k];
-      }
-      nodes_[id].rmax = rmax_.empty() ? 0 : rmax_[first];
-      return id;
-    }
-    const index_t mid = first + (last - first) / 2;
-    const std::int64_t l = make(first, mid), r = make(mid, last);
-    nodes_[id].left = l;
-    nodes_[id].right = r;
-    nodes_[id].rmax = std::max(nodes_[l].rmax, nodes_[r].rmax);
-    for (index_t k = 0; k < dims_; ++k) {
-      node_lo_[id * dims_ + k] = std::min(node_lo_[l * dims_ + k], node_lo_[r * dims_ + k]);
-      node_hi_[id * dims_ + k] = std::max(node_hi_[l * dims_ + k], node_hi_[r * dims_ + k]);
-    }
-    return id;
-  }
-
   // The lower bound of any pair's distance between nodes a and b.
   double lower(std::int64_t a, std::int64_t b) const {
-    return cull::bound(&node_lo_[a * dims_], &node_hi_[a * dims_], &node_lo_[b * dims_],
-                       &node_hi_[b * dims_], dims_, g_.p, g_.box_dims, g_.box,
-                       g_.triclinic ? &g_.tilted : nullptr);
+    return cull::bound(&t_.lo[a * dims_], &t_.hi[a * dims_], &t_.lo[b * dims_], &t_.hi[b * dims_],
+                       dims_, g_.p, g_.box_dims, g_.box, g_.triclinic ? &g_.tilted : nullptr);
   }
 
   bool far(std::int64_t a, std::int64_t b) const {
-    const double cutoff = g_.radii ? nodes_[a].rmax + nodes_[b].rmax : g_.cutoff;
+    const double cutoff = g_.radii ? t_.rmax[a] + t_.rmax[b] : g_.cutoff;
     return lower(a, b) > cull::limit(cutoff, g_.rel_tol, scale_);
   }
 
@@ -277,91 +194,79 @@ class Traversal {
             std::vector<std::pair<double, index_t>>* out) const {
     const double b = lower(a, leaf);
     if (b > cull::limit(cutoff, g_.rel_tol, scale_)) return true;
-    const Node& x = nodes_[a];
-    if (x.left < 0) {
+    if (t_.left[a] < 0) {
       if (out->size() >= room) return false;
-      out->emplace_back(b, x.first);
+      out->emplace_back(b, t_.first[a]);
       return true;
     }
-    return down(x.left, leaf, cutoff, room, out) && down(x.right, leaf, cutoff, room, out);
-  }
-
-  void emit(index_t I, index_t J) {
-    Part& p = parts_[omp_get_thread_num()];
-    p.tiles.push_back((static_cast<std::uint64_t>(I) << 32) | J);
-    // The shared count every 4096 tiles a thread: past max_tiles_, the list
-    // is too long whatever is still to come.
-    if (p.tiles.size() % 4096 == 0 &&
-        emitted_.fetch_add(4096, std::memory_order_relaxed) + 4096 > max_tiles_)
-      failed_ = true;
-  }
-
-  index_t span(std::int64_t a) const {
-    return nodes_[a].last - nodes_[a].first;
-  }
-
-  void self(std::int64_t a) {
-    if (failed_) return;
-    const Node& n = nodes_[a];
-    if (n.left < 0) return emit(n.first, n.first);
-    if (span(a) > grain_) {
-      const std::int64_t l = n.left, r = n.right;
-#pragma omp task
-      self(l);
-#pragma omp task
-      cross(l, r);
-      self(r);
-#pragma omp taskwait
-      return;
-    }
-    self(n.left);
-    cross(n.left, n.right);
-    self(n.right);
-  }
-
-  // a's blocks all come before b's.
-  void cross(std::int64_t a, std::int64_t b) {
-    if (failed_ || far(a, b)) return;
-    const Node &x = nodes_[a], &y = nodes_[b];
-    const bool leaf_a = x.left < 0, leaf_b = y.left < 0;
-    if (leaf_a && leaf_b) return emit(x.first, y.first);
-    std::int64_t u1 = a, v1 = b, u2 = a, v2 = b;
-    if (!leaf_a && (leaf_b || span(a) >= span(b))) {
-      u1 = x.left;
-      u2 = x.right;
-    } else {
-      v1 = y.left;
-      v2 = y.right;
-    }
-    if (span(a) + span(b) > grain_) {
-#pragma omp task
-      cross(u1, v1);
-      cross(u2, v2);
-#pragma omp taskwait
-      return;
-    }
-    cross(u1, v1);
-    cross(u2, v2);
+    return down(t_.left[a], leaf, cutoff, room, out) && down(t_.right[a], leaf, cutoff, room, out);
   }
 
   const CullGeometry& g_;
-  index_t dims_, max_tiles_;
+  index_t dims_;
   double scale_;
-  std::vector<double> lo_, hi_, rmax_;
-  std::vector<Node> nodes_;
-  std::vector<double> node_lo_, node_hi_;
-  std::vector<std::int64_t> leaf_;  // block -> its leaf node
-  std::int64_t root_ = -1;
-  // run(): each thread's tiles, the count listed, whether max_tiles_ was
-  // passed, the task size.
-  struct alignas(64) Part {  // a cache line of its own
-    std::vector<std::uint64_t> tiles;
-  };
-  std::vector<Part> parts_;
-  std::atomic<index_t> emitted_{0};
-  std::atomic<bool> failed_{false};
-  index_t grain_ = 64;
+  CullTree t_;
 };
+
+}  // namespace
+
+namespace {
+
+std::int64_t make_node(CullTree* t, const Culled& c, index_t dims, index_t first, index_t last) {
+  const std::int64_t id = static_cast<std::int64_t>(t->first.size());
+  t->first.push_back(first);
+  t->last.push_back(last);
+  t->left.push_back(-1);
+  t->right.push_back(-1);
+  t->rmax.push_back(0);
+  t->lo.resize((id + 1) * dims);
+  t->hi.resize((id + 1) * dims);
+  if (last - first == 1) {
+    t->leaf[first] = id;
+    std::copy_n(&c.lo[first * dims], dims, &t->lo[id * dims]);
+    std::copy_n(&c.hi[first * dims], dims, &t->hi[id * dims]);
+    t->rmax[id] = c.rmax.empty() ? 0 : c.rmax[first];
+    return id;
+  }
+  const index_t mid = first + (last - first) / 2;
+  const std::int64_t l = make_node(t, c, dims, first, mid), r = make_node(t, c, dims, mid, last);
+  t->left[id] = l;
+  t->right[id] = r;
+  t->rmax[id] = std::max(t->rmax[l], t->rmax[r]);
+  for (index_t k = 0; k < dims; ++k) {
+    t->lo[id * dims + k] = std::min(t->lo[l * dims + k], t->lo[r * dims + k]);
+    t->hi[id * dims + k] = std::max(t->hi[l * dims + k], t->hi[r * dims + k]);
+  }
+  return id;
+}
+
+}  // namespace
+
+CullTree cull_tree(const Culled& c) {
+  CullTree t;
+  const index_t m = c.m, dims = m ? c.lo.size() / m : 0;
+  t.dims = dims;
+  if (m == 0) return t;
+  for (auto* v : {&t.first, &t.last})
+    v->reserve(2 * m);
+  for (auto* v : {&t.left, &t.right})
+    v->reserve(2 * m);
+  t.rmax.reserve(2 * m);
+  t.lo.reserve(2 * m * dims);
+  t.hi.reserve(2 * m * dims);
+  t.leaf.assign(m, -1);
+  t.root = make_node(&t, c, dims, 0, m);
+  return t;
+}
+
+void sum_rows(Culled* c) {
+  for (index_t I = 0; I < c->m; ++I) {
+    c->tile_start[I + 1] += c->tile_start[I];
+    c->before[I + 1] += c->before[I];
+  }
+}
+
+namespace {
 
 // What both builders start from: the Morton order, each block's bounding
 // box (and largest radius), the geometry and the margin's scale; the tile
@@ -430,34 +335,50 @@ bool build_culled(const T* pts, index_t n, index_t d, index_t rho, const CullGeo
   prepare(pts, n, d, rho, g, c);
   const index_t m = c->m;
   if (m == 0) return true;
-  Traversal t(g, d, max_tiles, c->scale);
-  t.build(c->lo, c->hi, c->rmax, m);
-  std::vector<std::uint64_t> kept;
-  if (!t.run(&kept)) return false;
+  Traversal t(g, d, c->scale);
+  t.build(*c);
+  // The block rows in contiguous pieces, many a thread (rows differ in
+  // work), each listing its rows' tiles: the pieces in order are the list
+  // by row. The shared count every 4096 tiles a piece: past max_tiles, the
+  // list is too long whatever is still to come.
+  const index_t pieces = std::min<index_t>(m, 16 * index_t(omp_get_max_threads()));
+  std::vector<std::vector<std::uint32_t>> part(pieces);
+  std::atomic<index_t> listed{0};
+  std::atomic<bool> failed{false};
+#pragma omp parallel for schedule(dynamic, 1)
+  for (index_t q = 0; q < pieces; ++q) {
+    std::vector<std::uint32_t>& out = part[q];
+    index_t unsaid = 0;
+    for (index_t I = m * q / pieces; I < m * (q + 1) / pieces && !failed; ++I) {
+      const std::size_t first = out.size();
+      index_t pairs = 0;
+      t.row(I, [&](index_t J) {
+        out.push_back(static_cast<std::uint32_t>(I));
+        out.push_back(static_cast<std::uint32_t>(J));
+        pairs += tile_pairs(n, rho, I, J);
+      });
+      const index_t tiles = (out.size() - first) / 2;
+      c->tile_start[I + 1] = tiles;
+      c->before[I + 1] = pairs;
+      if ((unsaid += tiles) >= 4096) {
+        if (listed.fetch_add(unsaid) + unsaid > max_tiles) failed = true;
+        unsaid = 0;
+      }
+    }
+    listed += unsaid;
+  }
+  if (failed || listed > max_tiles) return false;
   setup_mark("cull_tiles");
-  // By block row (the top 32 bits), J rising; buckets of rows, at most 2^16
-  // (bucket_sort counts team × buckets).
-  int shift = 0;
-  while ((m - 1) >> shift >= (index_t(1) << 16))
-    ++shift;
-  bucket_sort(&kept, std::size_t(((m - 1) >> shift) + 1),
-              [shift](std::uint64_t t) { return (t >> 32) >> shift; });
-  c->tiles.resize(2 * kept.size());
-  const index_t count = kept.size();
-#pragma omp parallel for schedule(static)
-  for (index_t q = 0; q < count; ++q) {
-    c->tiles[2 * q] = static_cast<std::uint32_t>(kept[q] >> 32);
-    c->tiles[2 * q + 1] = static_cast<std::uint32_t>(kept[q] & 0xffffffffu);
+  std::vector<std::size_t> at(pieces + 1, 0);
+  for (index_t q = 0; q < pieces; ++q)
+    at[q + 1] = at[q] + part[q].size();
+  c->tiles.resize(at[pieces]);
+#pragma omp parallel for schedule(dynamic, 1)
+  for (index_t q = 0; q < pieces; ++q) {
+    std::copy(part[q].begin(), part[q].end(), c->tiles.begin() + at[q]);
+    std::vector<std::uint32_t>().swap(part[q]);
   }
-  for (index_t q = 0; q < count; ++q) {
-    const index_t I = kept[q] >> 32, J = kept[q] & 0xffffffffu;
-    ++c->tile_start[I + 1];
-    c->before[I + 1] += tile_pairs(n, rho, I, J);
-  }
-  for (index_t I = 0; I < m; ++I) {
-    c->tile_start[I + 1] += c->tile_start[I];
-    c->before[I + 1] += c->before[I];
-  }
+  sum_rows(c);
   setup_mark("cull_list");
   return true;
 }
@@ -469,8 +390,8 @@ bool build_culled_knn(const T* pts, index_t n, index_t d, index_t rho, index_t k
   c->all_columns = true;
   const index_t m = c->m;
   if (m == 0) return true;
-  Traversal t(g, d, max_tiles, c->scale);
-  t.build(c->lo, c->hi, c->rmax, m);
+  Traversal t(g, d, c->scale);
+  t.build(*c);
   const std::vector<double>&lo = c->lo, &hi = c->hi;
   // R_I from the blocks near I along the curve: w on each side hold more
   // than k points (I's own count without the point itself).
@@ -512,10 +433,7 @@ bool build_culled_knn(const T* pts, index_t n, index_t d, index_t rho, index_t k
     }
     c->tile_start[I + 1] = found.size();
   }
-  for (index_t I = 0; I < m; ++I) {
-    c->tile_start[I + 1] += c->tile_start[I];
-    c->before[I + 1] += c->before[I];
-  }
+  sum_rows(c);
   return true;
 }
 
@@ -531,8 +449,8 @@ bool build_culled_triplets(const T* pts, index_t n, index_t d, index_t rho, cons
   c->width = 3;
   const index_t m = c->m;
   if (m == 0) return true;
-  Traversal t(g, d, max_tiles, c->scale);
-  t.build(c->lo, c->hi, c->rmax, m);
+  Traversal t(g, d, c->scale);
+  t.build(*c);
   // Each block's neighbours: the blocks (itself too) whose boxes may hold a
   // pair within the cutoff, by index.
   std::vector<std::vector<index_t>> near(m);
@@ -596,10 +514,7 @@ bool build_culled_triplets(const T* pts, index_t n, index_t d, index_t rho, cons
     for (index_t J : near[I])
       mark[J] = 0;
   }
-  for (index_t I = 0; I < m; ++I) {
-    c->tile_start[I + 1] += c->tile_start[I];
-    c->before[I + 1] += c->before[I];
-  }
+  sum_rows(c);
   return true;
 }
 

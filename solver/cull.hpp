@@ -3,11 +3,11 @@
 //
 // The points are ordered along a Morton curve (over their bounds), so a
 // block of ρ consecutive points is spatially compact; each block gets its
-// bounding box (and, for overlaps, its largest radius). A dual traversal of
-// an implicit binary tree over the blocks (node = a contiguous range of
-// blocks, its box the union of theirs) keeps the block pairs (I <= J) whose
-// boxes may be within the cutoff: the surviving tiles, listed by block row,
-// are the domain (mapping::PairDomain::tiles). Its elements are the pairs
+// bounding box (and, for overlaps, its largest radius). For each block row
+// I, a descent of an implicit binary tree over the blocks (node = a
+// contiguous range of blocks, its box the union of theirs) keeps the blocks
+// J >= I whose boxes may be within the cutoff of I's: the surviving tiles,
+// listed by block row, are the domain (mapping::PairDomain::tiles). Its elements are the pairs
 // those tiles test, so the chunk planner cuts it by work, and ranks share it
 // as they share a dense one.
 //
@@ -26,6 +26,7 @@
 
 #include "mapping/domain.hpp"
 #include "solver/cull_bound.hpp"
+#include "solver/morton.hpp"
 
 namespace tdsolve {
 
@@ -113,9 +114,24 @@ void cell_normals(const double* cell, double (*n)[3], double* widths);
 // input order.
 std::vector<index_t> morton_order(const double* pts, index_t n, index_t d);
 
-// The Morton code of cell coordinates q[0..dims) of `bits` bits each (bits ×
-// dims <= 64): bit b of q[k] at b × dims + (dims − 1 − k).
-std::uint64_t morton_code(const std::uint64_t* q, int dims, int bits);
+// The implicit binary tree over a culled domain's blocks that its builders
+// descend: node = a range of blocks [first, last), split at its middle, its
+// box the union of theirs and its rmax their largest radius; nodes in
+// pre-order (the root first, a node's left subtree before its right), -1
+// for a leaf's children; leaf[I]: block I's node.
+struct CullTree {
+  index_t dims = 0;
+  std::vector<index_t> first, last;
+  std::vector<std::int64_t> left, right, leaf;
+  std::vector<double> rmax, lo, hi;  // lo, hi: dims a node
+  std::int64_t root = -1;
+};
+// The tree over c's block boxes (c.lo, c.hi, c.rmax).
+CullTree cull_tree(const Culled& c);
+
+// Block row counts to prefix sums: tile_start[I + 1] and before[I + 1] hold
+// row I's tiles and elements on entry, the sums of rows <= I on return.
+void sum_rows(Culled* c);
 
 // Builds the culled domain of n points (input order, row-major, as the run
 // computes them) in blocks of rho. False (c left partial) when more than

@@ -1,5 +1,6 @@
 // The culled domain (solver/cull.hpp): its Morton order is a permutation,
-// its tile list is sorted, counted and exactly what the traversal may keep,
+// its tile list is sorted, counted and exactly the block pairs whose boxes
+// are within the limit,
 // and it is conservative: every pair within the cutoff (by the pair's own
 // value in T, as a run computes it, minimum image in a box) lies in a kept
 // tile, for every metric with a box bound, in and out of a periodic box, and
@@ -183,10 +184,10 @@ TEST(Cull, BucketSortIsStdSort) {
 }
 
 TEST(Cull, ManyThreadsBuildTheListOneThreadBuilds) {
-  // Above the sizes where the order's sort and the traversal go parallel
-  // (65536 points; tasks for nodes of 64 blocks and more): the same order,
-  // tiles, counts and budget verdicts on 1 and on 4 threads, clustered
-  // points and exact duplicates included.
+  // Above the size where the order's sort goes parallel (65536 points; the
+  // block rows are cut into pieces on any team): the same order, tiles,
+  // counts and budget verdicts on 1 and on 4 threads, clustered points and
+  // exact duplicates included; and the list is the leaf test's, exactly.
   const index_t n = 120000, d = 3, rho = 32;
   std::mt19937_64 rng(11);
   std::uniform_real_distribution<double> u(0.0, 1.0);
@@ -218,6 +219,24 @@ TEST(Cull, ManyThreadsBuildTheListOneThreadBuilds) {
   EXPECT_TRUE(built[0].tile_start == built[1].tile_start);
   EXPECT_TRUE(built[0].before == built[1].before);
   EXPECT_TRUE(built[0].lo == built[1].lo && built[0].hi == built[1].hi);
+  // Block rows' descents drop a node only when its box is too far, and a
+  // node's bound is at most its blocks': (I, J), I <= J, is listed exactly
+  // when the two blocks' own boxes are within the limit (what the CUDA
+  // builder, the same descent, lists too).
+  {
+    const Culled& c = built[1];
+    const double lim = cull::limit(g.cutoff, g.rel_tol, c.scale);
+    index_t t = 0;
+    for (index_t I = 0; I < c.m; ++I)
+      for (index_t J = I; J < c.m; ++J) {
+        const bool near =
+            cull::bound(&c.lo[I * d], &c.hi[I * d], &c.lo[J * d], &c.hi[J * d], d, 2) <= lim;
+        const bool listed = t < c.tile_count() && c.tiles[2 * t] == I && c.tiles[2 * t + 1] == J;
+        ASSERT_EQ(near, listed) << I << " " << J;
+        t += listed ? 1 : 0;
+      }
+    EXPECT_EQ(t, c.tile_count());
+  }
   // The order is the Morton codes' over the points' bounds (21 bits an
   // axis, cell = floor((x - lo) · (2^21 - 1) / (hi - lo))), ties by index.
   double lo[3], hi[3];
