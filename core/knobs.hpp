@@ -77,6 +77,7 @@ inline void check_all() {
   number("TDSOLVE_TEST_CHECKPOINT_S", 0, 1e9);
   choice("TDSOLVE_TEST_LOCK", {"heartbeat"});
   integer("TDSOLVE_TEST_LOCK_DELAY_MS", 0, 600000);
+  integer("TDSOLVE_TEST_CULL_CAP", 1, 1ll << 31);
   flag("TDSOLVE_TEST_MASKED_ONLY");
   choice("TDSOLVE_TEST_STORE_SCHEDULE", {"strips", "lanes"});
   choice("TDSOLVE_STRIP_ROWS", {"8", "16", "32", "64", "128"});

@@ -7,9 +7,10 @@
 // I, a descent of an implicit binary tree over the blocks (node = a
 // contiguous range of blocks, its box the union of theirs) keeps the blocks
 // J >= I whose boxes may be within the cutoff of I's: the surviving tiles,
-// listed by block row, are the domain (mapping::PairDomain::tiles). Its elements are the pairs
-// those tiles test, so the chunk planner cuts it by work, and ranks share it
-// as they share a dense one.
+// listed by block row, are the domain (mapping::PairDomain::tiles); a CUDA
+// run's device makes the same list (cuda/cull_build.cu). Its elements are
+// the pairs those tiles test, so the chunk planner cuts it by work, and
+// ranks share it as they share a dense one.
 //
 // Exact: the block test is conservative (a lower bound on any pair's
 // distance, less a margin far above the rounding of the per-pair value in
@@ -90,6 +91,8 @@ struct Culled {
   bool all_columns = false, squared = false;
   // Indices a tile: 2 (I, J), or 3 (I, J, K) for triplets.
   int width = 2;
+  // Where the list was built: "host", or "gpu" (cuda/cull_build.cu).
+  const char* built_on = "host";
   index_t tile_count() const { return tiles.size() / width; }
   index_t tested() const { return before.empty() ? 0 : before.back(); }
   // The first block row with `elements` tested before it: a chunk's first

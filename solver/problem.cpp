@@ -10,6 +10,7 @@
 
 #include "core/error.hpp"
 #include "core/knobs.hpp"
+#include "solver/cpu/cpu_backend.hpp"  // available_host_bytes
 #include "solver/cull_bound.hpp"
 #include "solver/setup_clock.hpp"
 
@@ -82,7 +83,8 @@ bool cull_metric(Metric m, double minkowski_p, double* norm_p) {
 }
 
 template <typename T>
-void apply_cull(Problem<T>* p, CullMode mode, CullGeometry g) {
+void apply_cull(Problem<T>* p, CullMode mode, CullGeometry g, const CullBuilder<T>& elsewhere,
+                index_t cap) {
   p->culled = false;
   p->cull = Culled{};
   if (mode == CullMode::off) {
@@ -129,24 +131,29 @@ void apply_cull(Problem<T>* p, CullMode mode, CullGeometry g) {
   }
   const index_t all = knn ? m * m : triplets ? mapping::tet(m) : m * (m + 1) / 2;
   // auto: dense once more than half of the tiles survive; on: the list's
-  // memory (8 bytes a tile) bounds it.
-  const index_t cap = index_t(1) << 28;  // 4 GB while the list is built
+  // memory bounds it (cap).
   // knn --k: its rows stop at their lists' worst (cpu/knn.inc), far inside
   // the tiles listed, so only a list of nearly all of them runs dense.
   const index_t budget =
       mode == CullMode::automatic ? std::min((knn ? all / 10 * 9 : all / 2) + 1, cap) : cap;
   Culled c;
-  const bool built =
-      knn        ? build_culled_knn<T>(p->a.data(), p->rows, p->d, p->rho, p->k, g, budget, &c)
-      : triplets ? build_culled_triplets<T>(p->a.data(), p->rows, p->d, p->rho, g, budget, &c)
-                 : build_culled<T>(p->a.data(), p->rows, p->d, p->rho, g, budget, &c);
+  bool built = false;
+  if (knn)
+    built = build_culled_knn<T>(p->a.data(), p->rows, p->d, p->rho, p->k, g, budget, &c);
+  else if (triplets)
+    built = build_culled_triplets<T>(p->a.data(), p->rows, p->d, p->rho, g, budget, &c);
+  else if (!elsewhere || !elsewhere(p->a.data(), p->rows, p->d, p->rho, g, budget, &c, &built))
+    built = build_culled<T>(p->a.data(), p->rows, p->d, p->rho, g, budget, &c);
   setup_mark("cull_tiles");
   if (!built) {
     if (mode == CullMode::on)
-      throw InputError("--cull on: more than 2^28 tiles of " + std::to_string(p->rho) +
-                       " points survive the cutoff; run with --cull off (or auto)");
-    p->cull_note = budget == cap ? "dense (auto: more than 2^28 tiles survive the cutoff)"
-                   : knn         ? "dense (auto: more than 90% of the tiles may hold neighbours)"
+      throw InputError("--cull on: more than " + std::to_string(cap) + " tiles of " +
+                       std::to_string(p->rho) +
+                       " points survive the cutoff (the list's cap: 32 bytes a tile within a "
+                       "rank's share of memory); run with --cull off (or auto)");
+    p->cull_note = budget == cap ? "dense (auto: more than " + std::to_string(cap) +
+                                       " tiles survive the cutoff, the list's cap)"
+                   : knn ? "dense (auto: more than 90% of the tiles may hold neighbours)"
                          : "dense (auto: more than half of the tiles are within the cutoff)";
     return;
   }
@@ -179,6 +186,12 @@ void apply_cull(Problem<T>* p, CullMode mode, CullGeometry g) {
   p->cull = std::move(c);
   p->culled = true;
   setup_mark("cull_reorder");
+}
+
+index_t cull_tile_cap(int local_ranks) {
+  if (const auto test = knobs::integer("TDSOLVE_TEST_CULL_CAP", 1, 1ll << 31)) return *test;
+  const index_t fits = cpu::available_host_bytes(local_ranks) / 32;
+  return std::min(index_t(1) << 31, std::max(index_t(1) << 28, fits));
 }
 
 template <typename T>
@@ -460,17 +473,18 @@ void set_select_overlap(Problem<double>* p, std::vector<double> radii) {
   p->select_radii = std::move(radii);
 }
 
-#define TDS_INSTANTIATE(T)                                                       \
-  template void set_select_within<T>(Problem<T>*, double);                       \
-  template void apply_cull<T>(Problem<T>*, CullMode, CullGeometry);              \
-  template mapping::ChunkPlan make_plan<T>(const Problem<T>&, index_t);          \
-  template mapping::ChunkPlan plan_from_offsets<T>(const Problem<T>&,            \
-                                                   const std::vector<index_t>&); \
-  template std::vector<T> convert_points<T>(const io::PointSet&);                \
-  template std::vector<T> pack_points<T>(const io::PointSet&);                   \
-  template void prepare_points<T>(Problem<T>*, io::PointSet*, io::PointSet*,     \
-                                  const MetricVectors&);                         \
-  template void complete_problem<T>(Problem<T>*);                                \
+#define TDS_INSTANTIATE(T)                                                                \
+  template void set_select_within<T>(Problem<T>*, double);                                \
+  template void apply_cull<T>(Problem<T>*, CullMode, CullGeometry, const CullBuilder<T>&, \
+                              index_t);                                                   \
+  template mapping::ChunkPlan make_plan<T>(const Problem<T>&, index_t);                   \
+  template mapping::ChunkPlan plan_from_offsets<T>(const Problem<T>&,                     \
+                                                   const std::vector<index_t>&);          \
+  template std::vector<T> convert_points<T>(const io::PointSet&);                         \
+  template std::vector<T> pack_points<T>(const io::PointSet&);                            \
+  template void prepare_points<T>(Problem<T>*, io::PointSet*, io::PointSet*,              \
+                                  const MetricVectors&);                                  \
+  template void complete_problem<T>(Problem<T>*);                                         \
   template void check_norms<T>(const Problem<T>&, const std::string&, const std::string&);
 TDS_INSTANTIATE(float)
 TDS_INSTANTIATE(double)

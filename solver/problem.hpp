@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cmath>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -171,9 +172,23 @@ void set_select_overlap(Problem<double>* p, std::vector<double> radii);
 // box bound (euclidean, sqeuclidean, cityblock, chebyshev, minkowski), d <=
 // 8 and at most half of the tiles survive; on culls whenever the metric
 // allows (else UsageError). Sets p->cull_note either way; when culled, puts
-// p->a, p->norms_a and p->select_radii in the Morton order.
+// p->a, p->norms_a and p->select_radii in the Morton order. A pair list
+// (not knn --k's, not triplets') is built by `elsewhere` when given and it
+// can (the CUDA builder: it returns false when it cannot, and sets *built
+// as build_culled returns), else on the host. A list of more than `cap`
+// tiles is not built (cull_tile_cap: every rank must pass the same).
 template <typename T>
-void apply_cull(Problem<T>* p, CullMode mode, CullGeometry g);
+using CullBuilder =
+    std::function<bool(const T* pts, index_t n, index_t d, index_t rho, const CullGeometry& g,
+                       index_t max_tiles, Culled* c, bool* built)>;
+template <typename T>
+void apply_cull(Problem<T>* p, CullMode mode, CullGeometry g,
+                const CullBuilder<T>& elsewhere = nullptr, index_t cap = index_t(1) << 28);
+// The cap of a culled list on a rank that shares its node with local_ranks
+// others: 32 bytes a tile (the list, its pieces while built; a triplet's
+// third index) within its share of the host's memory, at least 2^28 and at
+// most 2^31 tiles (TDSOLVE_TEST_CULL_CAP sets it, for the tests).
+index_t cull_tile_cap(int local_ranks);
 // Whether metric m has the box bound culling needs, and its norm's p.
 bool cull_metric(Metric m, double minkowski_p, double* norm_p);
 // A cutoff on metric m's values in the units of its bound's norm

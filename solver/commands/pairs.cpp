@@ -26,6 +26,7 @@
 #include "io/spheres.hpp"
 #include "mapping/simplex.hpp"
 #include "solver/cpu/cpu_backend.hpp"  // available_host_bytes
+#include "solver/cuda/cuda_backend.hpp"
 #include "solver/driver.hpp"
 #include "solver/exact_sum.hpp"
 #include "solver/exact_window.hpp"
@@ -624,19 +625,37 @@ class PairRun final : public OutputRun {
     }
   }
 
+  // A culled run's list: its tiles, where it was built and its FNV-1a (of
+  // the tiles' 32-bit indices as words): the CPU and GPU builders' lists
+  // compare by it.
+  std::string cull_stats() const {
+    if (!p_.culled) return "";
+    const std::vector<std::uint32_t>& t = p_.cull.tiles;
+    std::uint64_t h = 0xcbf29ce484222325ull;
+    for (std::uint32_t w : t)
+      h = (h ^ w) * 0x100000001b3ull;
+    char buf[160];
+    std::snprintf(buf, sizeof buf,
+                  "\"cull\": {\"tiles\": %llu, \"tested\": %llu, \"built_on\": \"%s\", "
+                  "\"list_fnv\": \"%016llx\"}, ",
+                  (unsigned long long)p_.cull.tile_count(), (unsigned long long)p_.cull.tested(),
+                  p_.cull.built_on, (unsigned long long)h);
+    return buf;
+  }
+
   void write_stats(std::FILE* f, bool complete) const override {
     std::fprintf(f,
                  "{\"command\": \"%s\", \"n\": %llu, \"cols\": %llu, \"d\": %llu, \"pairs\": %llu, "
                  "\"bytes\": %.0f, \"metric\": \"%s\", \"precision\": \"%s\", \"backend\": \"%s\", "
                  "\"ranks\": %d, \"chunks\": %llu, \"block\": %llu, \"total_s\": %.6f, "
                  "\"compute_s\": %.6f, \"transfer_s\": %.6f, \"write_s\": %.6f, \"setup_s\": %s, "
-                 "\"complete\": %s}\n",
+                 "%s\"complete\": %s}\n",
                  cmd_.name(), (unsigned long long)p_.rows, (unsigned long long)p_.cols,
                  (unsigned long long)p_.d, (unsigned long long)plan_.total(),
                  cmd_.result_bytes(p_, plan_), metric_name(p_.metric), precision_name<T>(),
                  kind_.c_str(), ranks_, (unsigned long long)plan_.chunks(),
                  (unsigned long long)p_.rho, total_, worst_[0], worst_[1], worst_[2],
-                 setup_json().c_str(), complete ? "true" : "false");
+                 setup_json().c_str(), cull_stats().c_str(), complete ? "true" : "false");
   }
 
  private:
@@ -805,7 +824,28 @@ Problem<T> load_problem(PairCommand<T>& cmd, MPI_Comm comm, Sources* src) {
   cmd.complete(p);
   CullGeometry g;
   setup_mark("check");
-  if (cmd.cull_geometry(p, &g)) all_agree(comm, [&] { apply_cull(&p, o.compute.cull, g); });
+  if (cmd.cull_geometry(p, &g)) {
+    // A CUDA run builds its pair list on its GPU (the host's list, faster).
+    CullBuilder<T> on_device;
+    const NodeInfo node = node_info(comm);
+    const bool cuda_run = o.compute.backend == BackendKind::cuda ||
+                          (o.compute.backend == BackendKind::automatic && cuda::device_count() > 0);
+    if (cuda_run) {
+      cuda::CudaOptions co;
+      co.device = o.compute.device;
+      co.local_rank = node.local_rank;
+      co.local_ranks = node.local_ranks;
+      on_device = [co](const T* pts, index_t n, index_t d, index_t rho, const CullGeometry& geo,
+                       index_t max_tiles, Culled* c, bool* built) {
+        return cuda::build_culled_on_device<T>(pts, n, d, rho, geo, max_tiles, co, c, built);
+      };
+    }
+    // The list's cap, the least over ranks: every rank decides alike.
+    unsigned long long cap = cull_tile_cap(node.local_ranks), least = cap;
+    check_mpi(MPI_Allreduce(&cap, &least, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, comm),
+              "MPI_Allreduce");
+    all_agree(comm, [&] { apply_cull(&p, o.compute.cull, g, on_device, least); });
+  }
   if (a_hash.valid()) src->a_hash = a_hash.get();
   bcast_string(comm, &src->a_hash);
   setup_mark("hash_wait");

@@ -28,4 +28,12 @@ template <typename T>
 std::unique_ptr<Backend<T>> make_cuda_triplet_backend(const Problem<T>& problem,
                                                       const CudaOptions& options);
 
+// A culled pair domain built on the rank's GPU (solver/cuda/cull_build.cu):
+// the list build_culled makes, tile for tile. False when it cannot (no
+// device, minkowski's pow, 2^31 points or more, d > 8, out of GPU memory):
+// the host builds it then. *built: build_culled's verdict.
+template <typename T>
+bool build_culled_on_device(const T* pts, index_t n, index_t d, index_t rho, const CullGeometry& g,
+                            index_t max_tiles, const CudaOptions& o, Culled* c, bool* built);
+
 }  // namespace tdsolve::cuda

@@ -21,6 +21,18 @@ std::unique_ptr<Backend<T>> make_cuda_backend(const Problem<T>&, const CudaOptio
       "--backend cuda: this tdsolve was built without CUDA (rebuild with the CUDA toolkit)");
 }
 
+template <typename T>
+bool build_culled_on_device(const T*, index_t, index_t, index_t, const CullGeometry&, index_t,
+                            const CudaOptions&, Culled*, bool*) {
+  return false;
+}
+template bool build_culled_on_device<float>(const float*, index_t, index_t, index_t,
+                                            const CullGeometry&, index_t, const CudaOptions&,
+                                            Culled*, bool*);
+template bool build_culled_on_device<double>(const double*, index_t, index_t, index_t,
+                                             const CullGeometry&, index_t, const CudaOptions&,
+                                             Culled*, bool*);
+
 template std::unique_ptr<Backend<float>> make_cuda_backend(const Problem<float>&,
                                                            const CudaOptions&);
 template std::unique_ptr<Backend<double>> make_cuda_backend(const Problem<double>&,

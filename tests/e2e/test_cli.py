@@ -183,9 +183,17 @@ class CliTest(TempDirTest):
         c = tdsolve("hist", "--generate", "uniform:20000:3", "--bins", "4", "--range", "0:0.05", "--cull", "on",
                     "--output", self.path("h.h5"), "--stats", stats, "--quiet", check=True)
         self.assertEqual(c.returncode, 0)
-        phases = json.load(open(stats))["setup_s"]
+        culled = json.load(open(stats))
+        phases = culled["setup_s"]
         for k in ["cull_order", "cull_boxes", "cull_tiles", "cull_list", "cull_reorder"]:
             self.assertIn(k, phases)
+        # ... and its list: tiles, pairs tested, where built, its FNV-1a.
+        self.assertNotIn("cull", s)
+        cull = culled["cull"]
+        self.assertEqual(cull["tested"], culled["pairs"])
+        self.assertGreater(cull["tiles"], 0)
+        self.assertIn(cull["built_on"], ("host", "gpu"))
+        self.assertRegex(cull["list_fnv"], "^[0-9a-f]{16}$")
         q = tdsolve("edm", "--generate", "uniform:30:3", "--output", self.path("q.h5"), "--quiet")
         self.assertEqual((q.returncode, q.stdout, q.stderr), (0, "", ""))
 

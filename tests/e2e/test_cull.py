@@ -18,9 +18,12 @@ atm, its refusals and a resume. PeriodicTest: knn
 --radius and collide in a periodic box (--box) against cKDTree(boxsize=L),
 culled = dense, and the refusals of bad boxes.
 
-CullGpuTest compares --backend cuda culled runs with dense CPU runs (skips
-without a GPU, fails instead under TDSOLVE_REQUIRE_GPU=1).
+CullGpuTest compares --backend cuda culled runs with dense CPU runs, the tile
+list the GPU builds with the host's (--stats' list_fnv) and resumes a stopped
+CUDA run on the CPU (skips without a GPU, fails instead under
+TDSOLVE_REQUIRE_GPU=1).
 """
+import json
 import os
 import sys
 import unittest
@@ -292,6 +295,41 @@ class CullChoiceTest(CullCase):
                 self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
                 self.assertFalse(os.path.exists(out) or os.path.exists(out + ".partial"))
 
+    def test_a_list_past_its_cap(self):
+        # The list's cap (32 bytes a tile within a rank's share of memory;
+        # TDSOLVE_TEST_CULL_CAP lowers it here): auto runs dense and says
+        # why, --cull on is refused in one line and writes nothing, for pair
+        # lists (the host's and, where there is a GPU, the device's: the
+        # same cap), knn --k's and triplets' lists alike.
+        out = self.path("a.h5")
+        cases = [["hist", "--bins", "4", "--range", "0:0.1"], ["knn", "--k", "4"],
+                 ["triplet", "--nu", "1", "--cutoff", "0.2"]]
+        for args in cases:
+            src, rho = (self.src[:-2], "32") if args[0] == "triplet" else (self.src, "16")  # triplets: 32
+            with self.subTest(args=args):
+                full = tdsolve(*args, *src, "--cull", "on", "--output", out, "--overwrite", check=True)
+                tiles = int(full.stdout.split("culled (--cull on): ")[1].split()[0])
+                cap = {"TDSOLVE_TEST_CULL_CAP": str(tiles - 1)}
+                r = tdsolve(*args, *src, "--output", out, "--overwrite", env=cap, check=True)
+                self.assertIn(f"dense (auto: more than {tiles - 1} tiles survive the cutoff, the list's cap)",
+                              r.stdout)
+                os.remove(out)
+                r = tdsolve(*args, *src, "--cull", "on", "--output", out, env=cap)
+                self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+                self.assertIn(f"--cull on: more than {tiles - 1} tiles of {rho} points survive the cutoff",
+                              r.stderr)
+                self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+                self.assertFalse(os.path.exists(out) or os.path.exists(out + ".partial"))
+                # Exactly the list's length passes.
+                r = tdsolve(*args, *src, "--cull", "on", "--output", out, env={"TDSOLVE_TEST_CULL_CAP": str(tiles)},
+                            check=True)
+                self.assertIn(f"culled (--cull on): {tiles} of", r.stdout)
+                os.remove(out)
+        r = tdsolve("hist", *self.src, "--bins", "4", "--range", "0:0.2", "--output", out, "--overwrite",
+                    env={"TDSOLVE_TEST_CULL_CAP": "0"})
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("TDSOLVE_TEST_CULL_CAP must be an integer from 1 to 2147483648", r.stderr)
+
     def test_high_dimension_stays_dense(self):
         np.save(self.path("y.npy"), np.random.default_rng(6).random((500, 12)))
         r = tdsolve("knn", "--input", self.path("y.npy"), "--radius", "0.1", "--output", self.path("a.h5"),
@@ -557,6 +595,94 @@ class CullGpuTest(CullCase):
                      ["collide", "--input", self.path("s.npy"), "--box", "1,1,1"]):
             with self.subTest(args=args):
                 self.assert_same(args, backend_on="cuda", backend_off="cpu")
+
+    def list_stats(self, args, backend, np_=None):
+        """Runs args --cull on on backend with --stats: (its "cull" record, the
+        output's datasets)."""
+        out, stats = self.path(f"{backend}.h5"), self.path(f"{backend}.json")
+        r = tdsolve(*args, "--cull", "on", "--backend", backend, "--output", out, "--overwrite", "--stats", stats,
+                    np_=np_)
+        self.assertEqual(r.returncode, 0, f"{args}: {r.stderr}")
+        with open(stats) as f:
+            return json.load(f)["cull"], datasets(out)
+
+    def test_gpu_builds_the_hosts_list(self):
+        # cuda/cull_build.cu: the device's tile list is the host's, tile for
+        # tile (the stats' FNV of the list), for open, periodic and triclinic
+        # boxes, radii, the norms it takes (1, 2, infinity) and both
+        # precisions; minkowski p = 3 is left to the host. Random cases: the
+        # seed is printed.
+        rng = np.random.default_rng(SEED + 11)
+        print(f"\nCullGpuTest list seed {SEED + 11}", file=sys.stderr)
+        cases = 0
+        for kind in ("uniform", "clustered", "duplicates", "lattice"):
+            for d in (1, 2, 3, 4):
+                n = int(rng.integers(2000, 40000))
+                x = points(rng, kind, n, d)
+                np.save(self.path("x.npy"), x)
+                extent = float(np.ptp(x, axis=0).max()) or 1.0
+                metric = str(rng.choice(["euclidean", "cityblock", "chebyshev", "sqeuclidean"]))
+                cut = extent * float(rng.choice([0.0, 1e-3, 0.03, 0.2, 2.0]))
+                rng_cut = cut * cut if metric == "sqeuclidean" else cut
+                prec = str(rng.choice(["float32", "float64"]))
+                args = ["hist", "--input", self.path("x.npy"), "--bins", "7", "--range", f"0:{rng_cut!r}",
+                        "--metric", metric, "--precision", prec, "--block", str(rng.choice([128, 256]))]
+                if rng_cut <= 0:
+                    args[args.index("--range") + 1] = "0:1e-300"
+                with self.subTest(kind=kind, d=d, n=n, args=args):
+                    gpu, gout = self.list_stats(args, "cuda")
+                    cpu, cout = self.list_stats(args, "cpu")
+                    self.assertEqual(gpu["built_on"], "gpu")
+                    self.assertEqual(cpu["built_on"], "host")
+                    self.assertEqual({k: gpu[k] for k in ("tiles", "tested", "list_fnv")},
+                                     {k: cpu[k] for k in ("tiles", "tested", "list_fnv")})
+                    self.assertEqual(gout, cout)
+                    cases += 1
+        # Boxes, tilts and radii (d = 3).
+        x = rng.random((8000, 3))
+        np.save(self.path("x.npy"), x)
+        np.save(self.path("s.npy"), np.c_[x, rng.random(8000) * 0.01])
+        boxed = [["hist", "--input", self.path("x.npy"), "--bins", "9", "--range", "0:0.05", "--box", "1,1,1"],
+                 ["hist", "--input", self.path("x.npy"), "--bins", "9", "--range", "0:0.05", "--box", "1,1,1",
+                  "--tilt", "0.2,-0.1,0.15", "--precision", "float64"],
+                 ["knn", "--input", self.path("x.npy"), "--radius", "0.03", "--box", "1,1,1", "--tilt", "0.1,0,0"],
+                 ["collide", "--input", self.path("s.npy")],
+                 ["collide", "--input", self.path("s.npy"), "--box", "1,1,1"]]
+        for args in boxed:
+            with self.subTest(args=args):
+                gpu, gout = self.list_stats(args, "cuda")
+                cpu, cout = self.list_stats(args, "cpu")
+                self.assertEqual((gpu["built_on"], cpu["built_on"]), ("gpu", "host"))
+                self.assertEqual(gpu["list_fnv"], cpu["list_fnv"])
+                self.assertEqual(gout, cout)
+                cases += 1
+        self.assertGreater(cases, 20)
+        # The device's list keeps the cap: one tile short, auto runs dense;
+        # exactly the list's length, culled.
+        args = boxed[0]
+        tiles = self.list_stats(args, "cuda")[0]["tiles"]
+        self.assertGreater(tiles, 1)
+        for cap, words in ((tiles - 1, f"dense (auto: more than {tiles - 1} tiles"), (tiles, "culled (auto)")):
+            r = tdsolve(*args, "--backend", "cuda", "--output", self.path("cap.h5"), "--overwrite",
+                        env={"TDSOLVE_TEST_CULL_CAP": str(cap)}, check=True)
+            self.assertIn(words, r.stdout)
+        # minkowski's pow: the host builds the list of a CUDA run.
+        gpu, _ = self.list_stats(["knn", "--input", self.path("x.npy"), "--radius", "0.03", "--metric", "minkowski",
+                                  "--p", "3"], "cuda")
+        self.assertEqual(gpu["built_on"], "host")
+
+    def test_gpu_run_resumes_on_the_cpu(self):
+        # A culled CUDA run killed after its checkpoints resumes on the CPU
+        # backend (same list, so the same plan) to the unstopped run's bytes.
+        args = ["hist", "--generate", "uniform:40000:3:7", "--bins", "30", "--range", "0:0.25", "--progress", "none",
+                "--cull", "on"]  # 14 chunks
+        whole, part = self.path("whole.h5"), self.path("part.h5")
+        tdsolve(*args, "--backend", "cpu", "--output", whole, check=True)
+        r, done, chunks = killed_after_checkpoints([*args, "--backend", "cuda"], part, "0:3:kill", np_=1)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertTrue(0 < done < chunks, (done, chunks))
+        tdsolve(*args, "--backend", "cpu", "--output", part, "--resume", np_=2, check=True)
+        self.assertEqual(datasets(part), datasets(whole))
 
     def test_gpu_culled_triplets_equal_cpu_culled(self):
         # The GPU kernel on the culled list: the CPU's culled sums to
