@@ -134,7 +134,12 @@ void write_range(hid_t dset, hid_t mem_type, hid_t xfer, index_t offset, index_t
   hsize_t dims[2] = {0, 0};
   H5Sget_simple_extent_dims(fspace, dims, nullptr);
   const hsize_t n = count > 0 ? count : 1;
-  Hid mspace = space_handle(H5Screate_simple(1, &n, nullptr), "H5Screate_simple");
+  // The memory space has the file selection's shape: a 1-D one against a
+  // 2-D selection made HDF5 walk the two element by element (10x slower:
+  // 200 against 2700 MB/s for (n, 2) int64 rows into /dev/shm).
+  const bool rows = rank == 2 && count > 0;
+  const hsize_t shape[2] = {rows ? count / dims[1] : n, dims[1]};
+  Hid mspace = space_handle(H5Screate_simple(rows ? 2 : 1, shape, nullptr), "H5Screate_simple");
   if (count > 0) {
     if (rank == 2) {
       const hsize_t start[2] = {offset / dims[1], 0}, block[2] = {count / dims[1], dims[1]};
@@ -429,7 +434,8 @@ void ResultWriter::write_extra_columns(const std::string& name, index_t cols,
   static const unsigned char dummy[16] = {};
   for (index_t c = 0; c < cols; ++c) {
     Hid fspace = space_handle(H5Dget_space(d), "H5Dget_space /" + name);
-    Hid mspace = space_handle(H5Screate_simple(1, &rows, nullptr), "H5Screate_simple");
+    const hsize_t shape[2] = {rows, 1};  // the selection's shape (see write_range)
+    Hid mspace = space_handle(H5Screate_simple(2, shape, nullptr), "H5Screate_simple");
     if (data) {
       const unsigned char* in = static_cast<const unsigned char*>(data);
       for (hsize_t r = 0; r < rows; ++r)
