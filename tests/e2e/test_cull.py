@@ -658,8 +658,10 @@ class CullGpuTest(CullCase):
                 cases += 1
         self.assertGreater(cases, 20)
         # The device's list keeps the cap: one tile short, auto runs dense;
-        # exactly the list's length, culled.
-        args = boxed[0]
+        # exactly the list's length, culled (a list of far fewer than half
+        # the tiles, so that the cap decides).
+        np.save(self.path("y.npy"), rng.random((40000, 3)))
+        args = ["hist", "--input", self.path("y.npy"), "--bins", "9", "--range", "0:0.02"]
         tiles = self.list_stats(args, "cuda")[0]["tiles"]
         self.assertGreater(tiles, 1)
         for cap, words in ((tiles - 1, f"dense (auto: more than {tiles - 1} tiles"), (tiles, "culled (auto)")):
