@@ -8,6 +8,8 @@
 #include <set>
 #include <sstream>
 
+#include <sys/stat.h>
+
 #include "core/error.hpp"
 #include "io/h5.hpp"
 #include "io/random.hpp"
@@ -458,10 +460,32 @@ void arrange_points(PointSet& p, bool transpose, const std::vector<index_t>& col
   p.source += " (columns " + list + ")";
 }
 
+namespace {
+
+bool hdf5_name(const std::string& path) {
+  const std::string l = lower(path);
+  return ends_with(l, ".h5") || ends_with(l, ".hdf5") || ends_with(l, ".hdf") ||
+         ends_with(l, ".he5");
+}
+
+bool is_file(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+}  // namespace
+
 InputSpec split_input_spec(const std::string& spec) {
-  const size_t colon = spec.rfind(":/");
-  if (colon == std::string::npos || colon == 0) return InputSpec{spec, ""};
-  return InputSpec{spec.substr(0, colon), spec.substr(colon + 1)};
+  // FILE:/dataset, or FILE:dataset (as h5py names it) where FILE is an HDF5
+  // file's name or an existing file; a spec that is itself a file is that
+  // file (a colon in its name).
+  const size_t colon = spec.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == spec.size() || is_file(spec))
+    return InputSpec{spec, ""};
+  const std::string path = spec.substr(0, colon), dataset = spec.substr(colon + 1);
+  if (dataset[0] == '/') return InputSpec{path, dataset};
+  if (hdf5_name(path) || is_file(path)) return InputSpec{path, "/" + dataset};
+  return InputSpec{spec, ""};
 }
 
 PointSet read_points(const std::string& spec, bool vector) {
@@ -472,9 +496,7 @@ PointSet read_points(const std::string& spec, bool vector) {
   if (ends_with(lspec, ".csv") || ends_with(lspec, ".txt") || ends_with(lspec, ".tsv") ||
       ends_with(lspec, ".dat"))
     return read_text(spec);
-  if (ends_with(lspec, ".h5") || ends_with(lspec, ".hdf5") || ends_with(lspec, ".hdf") ||
-      ends_with(lspec, ".he5"))
-    return read_hdf5(spec, "", spec, vector);
+  if (hdf5_name(spec)) return read_hdf5(spec, "", spec, vector);
   std::ifstream probe(spec);
   if (!probe) throw InputError("cannot open input '" + spec + "': " + std::strerror(errno));
   throw InputError("cannot tell the format of input '" + spec +

@@ -22,8 +22,9 @@ struct PointSet {
 // vector: a 1-D array is read as one row (a vector option, not points).
 PointSet read_points(const std::string& spec, bool vector = false);
 
-// An --input spec split into its file and, for FILE.h5:/dataset, the dataset
-// ("" when there is none).
+// An --input spec split into its file and, for FILE.h5:/dataset (or
+// FILE.h5:dataset), the dataset with its leading slash ("" when there is
+// none).
 struct InputSpec {
   std::string path, dataset;
 };

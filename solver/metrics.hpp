@@ -43,6 +43,7 @@
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "core/types.hpp"
 
@@ -127,17 +128,15 @@ inline bool takes_weights(Metric m) {
   return m != Metric::seuclidean && m != Metric::jensenshannon && !is_boolean(m);
 }
 
-// A metric by any of its names, case-insensitive: the canonical one, SciPy's
-// aliases (scipy/spatial/distance.py, the `aka` sets of _METRIC_INFOS, scipy
-// 1.10) and scikit-learn's ("l2", "l1", "manhattan", "linf", "infinity").
-inline bool parse_metric(const std::string& s, Metric* m) {
-  std::string t;
-  for (char ch : s)
-    t += char(ch >= 'A' && ch <= 'Z' ? ch - 'A' + 'a' : ch);
-  static const struct {
-    const char* name;
-    Metric metric;
-  } kNames[] = {
+// Every name of every metric: the canonical one, SciPy's aliases
+// (scipy/spatial/distance.py, the `aka` sets of _METRIC_INFOS, scipy 1.10)
+// and scikit-learn's ("l2", "l1", "manhattan", "linf", "infinity").
+struct MetricName {
+  const char* name;
+  Metric metric;
+};
+inline const std::vector<MetricName>& metric_names() {
+  static const std::vector<MetricName> kNames = {
       {"euclidean", Metric::euclidean},
       {"e", Metric::euclidean},
       {"eu", Metric::euclidean},
@@ -190,7 +189,15 @@ inline bool parse_metric(const std::string& s, Metric* m) {
       {"sokalsneath", Metric::sokalsneath},
       {"yule", Metric::yule},
   };
-  for (const auto& n : kNames) {
+  return kNames;
+}
+
+// A metric by any of its names, case-insensitive.
+inline bool parse_metric(const std::string& s, Metric* m) {
+  std::string t;
+  for (char ch : s)
+    t += char(ch >= 'A' && ch <= 'Z' ? ch - 'A' + 'a' : ch);
+  for (const MetricName& n : metric_names()) {
     if (t == n.name) {
       *m = n.metric;
       return true;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/suggest.hpp"
 #include "io/input.hpp"
 #include "io/spheres.hpp"
 
@@ -57,11 +58,13 @@ std::string join_command(int argc, char** argv) {
 void check_choice(const std::string& what, const std::string& v,
                   std::initializer_list<const char*> ok) {
   std::string list;
+  std::vector<std::string> names;
   for (const char* c : ok) {
     if (v == c) return;
     list += (list.empty() ? "" : ", ") + std::string(c);
+    names.emplace_back(c);
   }
-  throw UsageError(what + " must be one of " + list + ", not '" + v + "'");
+  throw UsageError(what + " must be one of " + list + ", not '" + v + "'" + did_you_mean(v, names));
 }
 
 // spheres: collide's input (n × 2 or n × 4 spheres, --generate spheres:...).
@@ -501,13 +504,17 @@ void finish_metric_params(ComputeOptions& o, const Choices& c) {
 void finish_compute(ComputeOptions& o, const Choices& c, int flags) {
   if (c.metric.empty()) {
     o.metric = Metric::euclidean;  // triplets
-  } else if (!parse_metric(c.metric, &o.metric))
-    throw UsageError("unknown --metric '" + c.metric +
-                     "'; choose euclidean (l2), sqeuclidean, cityblock (l1, manhattan), "
+  } else if (!parse_metric(c.metric, &o.metric)) {
+    std::vector<std::string> names;
+    for (const MetricName& n : metric_names())
+      names.emplace_back(n.name);
+    throw UsageError("unknown --metric '" + c.metric + "'" + did_you_mean(c.metric, names) +
+                     "; choose euclidean (l2), sqeuclidean, cityblock (l1, manhattan), "
                      "chebyshev (linf), cosine, minkowski, seuclidean, correlation, braycurtis, "
                      "canberra, jensenshannon, hamming, jaccard, dice, russellrao, "
                      "rogerstanimoto, sokalmichener, sokalsneath or yule; SciPy's aliases and "
                      "any case also work");
+  }
   finish_metric_params(o, c);
   if (flags & kCollide) {
     o.fp64 = true;  // collide offers no --precision

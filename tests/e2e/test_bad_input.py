@@ -103,7 +103,37 @@ class BadInputTest(TempDirTest):
             self.assertEqual(r.n, 10)
 
     def test_unknown_metric(self):
-        self.run_bad(["--generate", "uniform:10:2", "--metric", "l3"], "l3")
+        self.run_bad(["--generate", "uniform:10:2", "--metric", "l3"], "unknown --metric 'l3'; choose")
+
+    def test_misspelt_choices_get_a_suggestion(self):
+        # The nearest valid name (an edit or a swap of two neighbours for
+        # every four letters), none for a word near nothing.
+        for args, words in ((["--metric", "euclidian"], "'euclidian' (did you mean euclidean?)"),
+                            (["--metric", "Manhatan"], "(did you mean manhattan?)"),
+                            (["--metric", "cosien"], "(did you mean cosine?)"),
+                            (["--precision", "flaot32"], "not 'flaot32' (did you mean float32?)"),
+                            (["--metric", "xyzzy"], "unknown --metric 'xyzzy'; choose")):
+            with self.subTest(args=args):
+                line = self.run_bad(["--generate", "uniform:10:2", *args], words)
+                if "xyzzy" in args:
+                    self.assertNotIn("did you mean", line)
+
+    def test_dataset_without_its_slash(self):
+        # FILE.h5:dataset as h5py names it, FILE.h5:/dataset as before; a
+        # file whose name holds a colon is that file.
+        x = np.random.default_rng(1).random((30, 3))
+        src = self.save_h5("x.h5", "points", x)
+        with h5py.File(src, "a") as f:
+            f.create_group("g")["y"] = x[:20]
+        for spec, n in ((src + ":points", 30), (src + ":/points", 30), (src + ":g/y", 20)):
+            with self.subTest(spec=spec):
+                out = self.path("ok.h5")
+                tdsolve("edm", "--input", spec, "--output", out, "--overwrite", check=True)
+                with tdsolve_h5.open_result(out) as r:
+                    self.assertEqual(r.n, n)
+        np.save(self.path("a:b.npy"), x)
+        tdsolve("edm", "--input", self.path("a:b.npy"), "--output", self.path("ok.h5"), "--overwrite", check=True)
+        self.run_bad(["--input", src + ":nope"], "no dataset '/nope'")
 
     def test_bad_options(self):
         self.run_bad(["--generate", "uniform:10"], "uniform:N:D")
