@@ -45,14 +45,15 @@ const char* kUsage =
     "       tdsolve bench --problem dummy|edm|collide --n SIZES [--maps LIST] [--features LIST]\n"
     "                     [--block B] [--map-once] [--repeat R] [--csv FILE] [--no-check]\n"
     "\n"
-    "The map laboratory: the papers' tests (seeds 000-002) under every block map of\n"
-    "the papers, B × B threads a block (default 16) over an n × n matrix, each map\n"
-    "timed (CUDA events) on the same float32 data: dummy (the map's cost alone), edm\n"
-    "(1-4 features from global memory, stored) and collide (spheres in 1-D or 3-D,\n"
-    "staged in shared memory, overlaps counted). Per size one line of medians and\n"
-    "I = T_bb / T_map, per map a CSV row; then each map's coverage is checked (every\n"
-    "element of the triangle exactly once): the float maps fail past their range.\n"
-    "Without a GPU the same loops run on the CPU (n <= 8192): a check, not a timing.\n";
+    "The map laboratory: the tests of the block-map papers (Navarro, Hitschfeld and\n"
+    "Bustos) under every block map they compare, B × B threads a block (default 16)\n"
+    "over an n × n matrix, each map timed (CUDA events) on the same float32 data:\n"
+    "dummy (the map's cost alone), edm (1-4 features from global memory, stored) and\n"
+    "collide (spheres in 1-D or 3-D, staged in shared memory, overlaps counted). Per\n"
+    "size one line of medians and I = T_bb / T_map, per map a CSV row; then each\n"
+    "map's coverage is checked (every element of the triangle exactly once): the\n"
+    "float maps fail past their range. Without a GPU the same loops run on the CPU\n"
+    "(n <= 8192): a check, not a timing.\n";
 
 // "a:b:c" (a, a+c, ... up to b) or "a,b,c" or "a"; throws UsageError.
 std::vector<index_t> parse_sizes(const std::string& text) {

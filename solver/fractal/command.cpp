@@ -734,12 +734,13 @@ const char* kUsage =
     "Usage: tdsolve fractal --shape SHAPE --level R --steps T --output FILE.h5 [options]\n"
     "\n"
     "Runs a Life-like rule (Conway's B3/S23 by default) for T steps on an NBB fractal\n"
-    "(seed 003: Sierpinski triangle and carpet, Vicsek, ...) held in compact form: k^r\n"
-    "cells instead of the n×n embedding, n = s^r. Each cell sees its 8 embedded\n"
-    "neighbours that lie on the fractal. Writes the state at steps 0, K, 2K, ... and T\n"
-    "(/states, compact order), the live cells of every step (/live) and the fractal's\n"
-    "parameters. --map bb and lambda run the same steps on the embedded layout, for\n"
-    "comparison; every strategy, rho and backend gives the same bytes. One rank only.\n";
+    "(Sierpinski triangle and carpet, Vicsek, ...) held in compact form through\n"
+    "Quezada and Navarro's λ/ν maps: k^r cells instead of the n×n embedding, n = s^r.\n"
+    "Each cell sees its 8 embedded neighbours that lie on the fractal. Writes the\n"
+    "state at steps 0, K, 2K, ... and T (/states, compact order), the live cells of\n"
+    "every step (/live) and the fractal's parameters. --map bb and lambda run the\n"
+    "same steps on the embedded layout, for comparison; every strategy, rho and\n"
+    "backend gives the same bytes. One rank only.\n";
 
 // tdsolve fractal's command line.
 class FractalCommand final : public cli::OptionsCommand {
@@ -747,7 +748,7 @@ class FractalCommand final : public cli::OptionsCommand {
   const char* name() const override { return "fractal"; }
   const char* summary() const override {
     return "Game of Life (any B/S rule) on an NBB fractal (Sierpinski, Vicsek, ...)\nin compact "
-           "form, through the λ/ν maps of seed 003";
+           "form, through Quezada and Navarro's λ/ν maps";
   }
   // --bench writes nothing: a signal ends it at once, as it ends `bench`
   // (with the handler installed, its loop never looked at the flag, and the

@@ -31,6 +31,9 @@ class CliTest(TempDirTest):
             r = tdsolve(name, "--help")
             self.assertEqual(r.returncode, 0, name)
             self.assertTrue(r.stdout.startswith(f"Usage: tdsolve {name} "), r.stdout)
+            # A user has no "seed 003": the project's own numbers for its papers stay in its docs.
+            self.assertIsNone(re.search(r"seeds? \d{3}", r.stdout, re.I), f"{name} --help")
+        self.assertIsNone(re.search(r"seeds? \d{3}", tdsolve("--help").stdout, re.I))
 
     def test_edm_help_lists_every_option_and_the_defaults_are_real(self):
         r = tdsolve("edm", "--help")
