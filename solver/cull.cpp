@@ -147,7 +147,6 @@ class Traversal {
       : g_(g), dims_(dims), scale_(scale) {}
 
   void build(const Culled& c) { t_ = cull_tree(c); }
-  const CullTree& tree() const { return t_; }
 
   // Block row I's tiles: every block J >= I, rising, whose box may hold a
   // pair within the cutoff of I's: a descent from the root that drops a
