@@ -1,6 +1,8 @@
 """What a user sees: help that tells the truth, version, info, exit codes."""
+import os
 import re
 import shutil
+import subprocess
 import unittest
 
 from common import TempDirTest, tdsolve
@@ -226,6 +228,63 @@ class CliTest(TempDirTest):
             self.assertEqual(got, held, (command, args))
         got, _ = run("hist", "--generate", "uniform:500:3", "--bins", "10", "--range", "0:2")
         self.assertEqual(got, 0)
+
+
+
+class SetupScriptTest(TempDirTest):
+    """jobs/lib/common.sh's build_tdsolve, as the README's two commands run
+    it: the CUDA backend only where nvcc and a GPU are both there, unless
+    TDSOLVE_CUDA says ON or OFF (cmake and the tools stubbed: nothing is
+    built)."""
+
+    REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+
+    def decide(self, cuda_env, nvcc, gpu):
+        bin_ = self.path("bin")
+        shutil.rmtree(bin_, ignore_errors=True)
+        os.makedirs(bin_)
+        tools = {"nvidia-smi": 'echo "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-0)"' if gpu else "exit 9"}
+        if nvcc:
+            tools["nvcc"] = "exit 0"
+        for name, body in tools.items():
+            with open(os.path.join(bin_, name), "w") as f:
+                f.write(f"#!/bin/sh\n{body}\n")
+            os.chmod(os.path.join(bin_, name), 0o755)
+        script = ('source jobs/lib/common.sh; cmake() { [ "$1" = --build ] || echo "cmake $*"; }; '
+                  'nproc() { echo 2; }; build_tdsolve -DX=1')
+        env = {k: v for k, v in os.environ.items() if k != "TDSOLVE_CUDA"}
+        env["PATH"] = bin_ + ":/usr/bin:/bin"  # no /usr/local/cuda: only the stubs' nvcc
+        if cuda_env is not None:
+            env["TDSOLVE_CUDA"] = cuda_env
+        r = subprocess.run(["bash", "-c", script], cwd=self.REPO, env=env, capture_output=True, text=True,
+                           timeout=60)
+        flag = re.findall(r"-DTDSOLVE_CUDA=(ON|OFF)", r.stdout)
+        return r.returncode, flag, r.stdout + r.stderr
+
+    def test_cuda_only_where_it_can_run(self):
+        # Where /usr/local/cuda/bin/nvcc exists build_tdsolve finds it itself:
+        # the cases without nvcc cannot be staged there (they are skipped).
+        real_nvcc = os.path.exists("/usr/local/cuda/bin/nvcc")
+        for cuda_env, nvcc, gpu, want in ((None, True, True, ["ON"]), (None, True, False, ["OFF"]),
+                                          (None, False, True, ["OFF"]), ("auto", True, False, ["OFF"]),
+                                          ("ON", True, False, ["ON"]), ("OFF", True, True, ["OFF"])):
+            with self.subTest(TDSOLVE_CUDA=cuda_env, nvcc=nvcc, gpu=gpu):
+                if real_nvcc and not nvcc:
+                    self.skipTest("/usr/local/cuda/bin/nvcc is installed here")
+                rc, flag, out = self.decide(cuda_env, nvcc, gpu)
+                self.assertEqual((rc, flag), (0, want), out)
+                self.assertIn("-DX=1", out)  # the caller's arguments pass through
+                if nvcc and not gpu and cuda_env in (None, "auto"):
+                    self.assertIn("nvcc found but no GPU", out)
+        for cuda_env, nvcc, words in (("ON", False, "TDSOLVE_CUDA=ON but no nvcc"),
+                                      ("maybe", True, "TDSOLVE_CUDA must be ON, OFF or auto")):
+            with self.subTest(TDSOLVE_CUDA=cuda_env, nvcc=nvcc):
+                if real_nvcc and not nvcc:
+                    self.skipTest("/usr/local/cuda/bin/nvcc is installed here")
+                rc, flag, out = self.decide(cuda_env, nvcc, True)
+                self.assertNotEqual(rc, 0, out)
+                self.assertEqual(flag, [], out)
+                self.assertIn(words, out)
 
 
 if __name__ == "__main__":
