@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 namespace tdsolve {
@@ -22,6 +23,28 @@ template <typename V>
 std::unique_ptr<V[]> uninitialised(std::size_t n) {
   return std::unique_ptr<V[]>(new V[n]);
 }
+
+// A std::vector allocator that leaves trivially constructible elements
+// uninitialised on resize (a vector<T, DefaultInit<T>> grows without the
+// one-thread zeroing; its values are written after, in parallel).
+template <typename T>
+struct DefaultInit : std::allocator<T> {
+  template <typename U>
+  struct rebind {
+    using other = DefaultInit<U>;
+  };
+  DefaultInit() = default;
+  template <typename U>
+  DefaultInit(const DefaultInit<U>&) noexcept {}
+  template <typename U>
+  void construct(U* p) noexcept {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <typename U, typename... A>
+  void construct(U* p, A&&... a) {
+    ::new (static_cast<void*>(p)) U(std::forward<A>(a)...);
+  }
+};
 
 // Sorts v[0, n) into out[0, n) (v is left in any order).
 template <typename V, typename Bucket>
@@ -67,8 +90,8 @@ void bucket_sort(V* v, std::size_t n, V* out, std::size_t buckets, Bucket bucket
 }
 
 // The same for a vector, sorted in place.
-template <typename V, typename Bucket>
-void bucket_sort(std::vector<V>* v, std::size_t buckets, Bucket bucket) {
+template <typename V, typename Alloc, typename Bucket>
+void bucket_sort(std::vector<V, Alloc>* v, std::size_t buckets, Bucket bucket) {
   std::unique_ptr<V[]> out = uninitialised<V>(v->size());
   bucket_sort(v->data(), v->size(), out.get(), buckets, bucket);
   const std::size_t n = v->size();

@@ -204,12 +204,20 @@ class PairListSink : public Sink<T> {
   void write(bool has, index_t, index_t, index_t, const ChunkResult<T>& r) override {
     if (!has || r.selected == 0) return;
     if (order_) {
+      // Each pair back to input indices, on the OpenMP team, into records
+      // the resize left unwritten (a vector of 10^8 of them was zeroed, and
+      // then mapped, on one thread: most of knn --radius's list time at n =
+      // 10^7).
       const size_t at = recs_.size();
       recs_.resize(at + r.selected);
-      for (index_t q = 0; q < r.selected; ++q) {
-        const std::int64_t a = static_cast<std::int64_t>(order_[r.pairs[2 * q]]);
-        const std::int64_t b = static_cast<std::int64_t>(order_[r.pairs[2 * q + 1]]);
-        recs_[at + q] = Rec{std::min(a, b), std::max(a, b), r.values[q]};
+      const index_t count = r.selected;
+      Rec* out = recs_.data() + at;
+      const index_t* order = order_;
+#pragma omp parallel for schedule(static) if (count > (index_t(1) << 16))
+      for (index_t q = 0; q < count; ++q) {
+        const std::int64_t a = static_cast<std::int64_t>(order[r.pairs[2 * q]]);
+        const std::int64_t b = static_cast<std::int64_t>(order[r.pairs[2 * q + 1]]);
+        out[q] = Rec{std::min(a, b), std::max(a, b), r.values[q]};
       }
       return;
     }
@@ -244,7 +252,9 @@ class PairListSink : public Sink<T> {
     }
     step_together(comm, [&] { w_.close(); });
   }
-  std::uint64_t count() const { return count_; }
+  std::uint64_t count() const {
+    return count_;
+  }
 
  protected:
   // order: a culled run's order (input index of each point of the run), or
@@ -260,9 +270,10 @@ class PairListSink : public Sink<T> {
     T v;
     bool operator<(const Rec& o) const { return i != o.i ? i < o.i : j < o.j; }
   };
+  using Recs = std::vector<Rec, DefaultInit<Rec>>;
   // recs by (i, j) on the OpenMP team: bucket_sort by row, buckets of about
   // 1024 pairs.
-  void sort_recs(std::vector<Rec>* recs) const {
+  void sort_recs(Recs* recs) const {
     const index_t m = recs->size(), rows = std::max<index_t>(n_, 1);
     if (m < 2) return;
     const index_t buckets = std::min<index_t>(std::max<index_t>(m / 1024, 1), rows);
@@ -275,7 +286,7 @@ class PairListSink : public Sink<T> {
   // part of the order (cut at rows i that share the pairs out evenly): what
   // the Exscan in close() then writes in turn.
   void sort_globally(MPI_Comm comm) {
-    std::vector<Rec> recs;
+    Recs recs;
     recs.swap(recs_);
     sort_recs(&recs);
     const int ranks = comm_size(comm);
@@ -326,7 +337,7 @@ class PairListSink : public Sink<T> {
       }
       if (incoming > static_cast<std::uint64_t>(std::numeric_limits<int>::max())) why = too_many;
       agree_step(comm, why);
-      std::vector<Rec> got;
+      Recs got;
       step_together(comm, [&] { got.resize(incoming); });
       MPI_Datatype rec;
       check_mpi(MPI_Type_contiguous(static_cast<int>(sizeof(Rec)), MPI_BYTE, &rec),
@@ -357,9 +368,9 @@ class PairListSink : public Sink<T> {
   std::int64_t held_;  // -1: none (a new file, or one whose flags are 0)
   const index_t* order_;
   index_t n_;
-  std::vector<Rec> recs_;  // a culled run's pairs (input indices), until sorted
-  std::vector<std::int64_t> pairs_;
-  std::vector<T> dist_;
+  Recs recs_;  // a culled run's pairs (input indices), until sorted
+  std::vector<std::int64_t, DefaultInit<std::int64_t>> pairs_;
+  std::vector<T, DefaultInit<T>> dist_;
   std::uint64_t count_ = 0;
 };
 
