@@ -757,7 +757,8 @@ Problem<T> load_problem(PairCommand<T>& cmd, MPI_Comm comm, Sources* src) {
   const bool bench = o.out.output.empty();
   // The set-up's loops (generating, converting, ordering and culling the
   // points) take the CPU backend's thread count on every backend.
-  omp_set_num_threads(cpu_threads(o.compute, node_info(comm).local_ranks));
+  const NodeInfo node = node_info(comm);
+  omp_set_num_threads(cpu_threads(o.compute, node.local_ranks));
   std::vector<std::string> notes;  // printed once the problem has passed every check
   // The input's hash (FNV-1a, one byte at a time: 2-3 s for 10^8 points in
   // 3-D) on a thread of its own, of a copy taken as read, while the points
@@ -827,7 +828,6 @@ Problem<T> load_problem(PairCommand<T>& cmd, MPI_Comm comm, Sources* src) {
   if (cmd.cull_geometry(p, &g)) {
     // A CUDA run builds its pair list on its GPU (the host's list, faster).
     CullBuilder<T> on_device;
-    const NodeInfo node = node_info(comm);
     const bool cuda_run = o.compute.backend == BackendKind::cuda ||
                           (o.compute.backend == BackendKind::automatic && cuda::device_count() > 0);
     if (cuda_run) {
