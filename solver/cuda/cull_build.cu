@@ -17,6 +17,7 @@
 #include "solver/cuda/cuda_resources.cuh"
 #include "solver/cull.hpp"
 #include "solver/cull_bound.hpp"
+#include "solver/cull_fractional.hpp"
 #include "solver/morton.hpp"
 #include "solver/setup_clock.hpp"
 
@@ -57,19 +58,14 @@ struct Geometry {
 };
 
 // The coordinates the list is built from: the points in double, or their
-// fractional coordinates in a triclinic cell (cull.cpp's fractional()).
+// fractional coordinates in a triclinic cell (cull::fractional).
 template <typename T>
 __global__ void to_double(const T* pts, index_t n, index_t d, Geometry g, double* x) {
   const index_t i = blockIdx.x * index_t(blockDim.x) + threadIdx.x;
   if (i >= n) return;
   if (g.triclinic) {
-    const double* c = g.cell;
-    const double x0 = pts[i * 3], x1 = pts[i * 3 + 1], x2 = pts[i * 3 + 2];
-    const double sz = x2 / c[2];
-    const double sy = (x1 - c[5] * sz) / c[1];
-    x[i * 3] = (x0 - c[3] * sy - c[4] * sz) / c[0];
-    x[i * 3 + 1] = sy;
-    x[i * 3 + 2] = sz;
+    const double v[3] = {double(pts[i * 3]), double(pts[i * 3 + 1]), double(pts[i * 3 + 2])};
+    cull::fractional(g.cell, v, &x[i * 3]);
     return;
   }
   for (index_t k = 0; k < d; ++k)
