@@ -63,10 +63,6 @@ std::unique_ptr<Backend<T>> make_backend(const ComputeOptions& o, const Problem<
     if (which == BackendKind::cuda) {
       if (cuda::device_count() == 0)
         throw UsageError("--backend cuda: no GPU available (" + cuda::no_device_reason() + ")");
-      if (p.culled && p.knn())
-        throw UsageError(
-            "--cull on: knn --k is culled on the CPU backend only (yet); give --backend cpu, "
-            "or --cull off or auto to run it dense on the GPU");
       cuda::CudaOptions co;
       co.device = o.device;
       co.local_rank = node.local_rank;

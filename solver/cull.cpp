@@ -381,44 +381,65 @@ bool build_culled_knn(const T* pts, index_t n, index_t d, index_t rho, index_t k
   t.build(*c);
   const std::vector<double>&lo = c->lo, &hi = c->hi;
   // R_I from the blocks near I along the curve: w on each side hold more
-  // than k points (I's own count without the point itself).
+  // than k points (I's own count without the point itself). Block rows on
+  // the OpenMP team, each its own list; then joined in order.
   const index_t w = 2 + 2 * ((k + rho) / rho);
-  std::vector<std::pair<double, index_t>> near, found;
-  for (index_t I = 0; I < m; ++I) {
-    near.clear();
-    const index_t J0 = I > w ? I - w : 0, J1 = std::min(m, I + w + 1);
-    for (index_t J = J0; J < J1; ++J) {
-      double s = 0;  // the farthest corners: every pair of I and J is within it
-      for (index_t q = 0; q < d; ++q)
-        s = cull::add(s, std::max(hi[J * d + q] - lo[I * d + q], hi[I * d + q] - lo[J * d + q]),
-                      g.p);
-      double far = cull::finish(s, g.p);
-      if (!(far < INFINITY)) far = INFINITY;  // nan, inf: no bound
-      const index_t count = std::min(rho, n - J * rho) - (J == I ? 1 : 0);
-      near.emplace_back(far, count);
-    }
-    std::sort(near.begin(), near.end());
-    double R = INFINITY;
-    index_t have = 0;
-    for (const auto& [far, count] : near)
-      if ((have += count) >= k) {
-        R = far;
-        break;
+  std::vector<std::vector<std::uint32_t>> rows(m);
+  bool too_many = false;
+#pragma omp parallel
+  {
+    std::vector<std::pair<double, index_t>> near, found;
+#pragma omp for schedule(dynamic, 64) reduction(|| : too_many)
+    for (index_t I = 0; I < m; ++I) {
+      near.clear();
+      const index_t J0 = I > w ? I - w : 0, J1 = std::min(m, I + w + 1);
+      for (index_t J = J0; J < J1; ++J) {
+        double s = 0;  // the farthest corners: every pair of I and J is within it
+        for (index_t q = 0; q < d; ++q)
+          s = cull::add(s, std::max(hi[J * d + q] - lo[I * d + q], hi[I * d + q] - lo[J * d + q]),
+                        g.p);
+        double far = cull::finish(s, g.p);
+        if (!(far < INFINITY)) far = INFINITY;  // nan, inf: no bound
+        const index_t count = std::min(rho, n - J * rho) - (J == I ? 1 : 0);
+        near.emplace_back(far, count);
       }
-    // A computed value within R of the true distance's rounding (far below
-    // the margin): R itself gets the margin, then the query adds its own.
-    const double cutoff = R < INFINITY ? cull::limit(R, g.rel_tol, c->scale) : INFINITY;
-    found.clear();
-    const index_t kept = c->tiles.size() / 2;
-    if (!t.query(I, cutoff, max_tiles - std::min(max_tiles, kept), &found)) return false;
-    std::sort(found.begin(), found.end());  // nearest boxes first: lists fill early
+      std::sort(near.begin(), near.end());
+      double R = INFINITY;
+      index_t have = 0;
+      for (const auto& [far, count] : near)
+        if ((have += count) >= k) {
+          R = far;
+          break;
+        }
+      // A computed value within R of the true distance's rounding (far below
+      // the margin): R itself gets the margin, then the query adds its own.
+      const double cutoff = R < INFINITY ? cull::limit(R, g.rel_tol, c->scale) : INFINITY;
+      found.clear();
+      if (too_many || !t.query(I, cutoff, max_tiles, &found)) {
+        too_many = true;
+        continue;
+      }
+      std::sort(found.begin(), found.end());  // nearest boxes first: lists fill early
+      rows[I].reserve(found.size());
+      for (const auto& f : found)
+        rows[I].push_back(static_cast<std::uint32_t>(f.second));
+    }
+  }
+  if (too_many) return false;
+  index_t total = 0;
+  for (const auto& r : rows)
+    total += r.size();
+  if (total > max_tiles) return false;
+  c->tiles.reserve(2 * total);
+  for (index_t I = 0; I < m; ++I) {
     const index_t ri = std::min(rho, n - I * rho);
-    for (const auto& [bound, J] : found) {
+    for (std::uint32_t J : rows[I]) {
       c->tiles.push_back(static_cast<std::uint32_t>(I));
-      c->tiles.push_back(static_cast<std::uint32_t>(J));
+      c->tiles.push_back(J);
       c->before[I + 1] += ri * std::min(rho, n - J * rho);
     }
-    c->tile_start[I + 1] = found.size();
+    c->tile_start[I + 1] = rows[I].size();
+    std::vector<std::uint32_t>().swap(rows[I]);
   }
   sum_rows(c);
   return true;

@@ -8,8 +8,7 @@ otherwise pick, on the same points in the same run, end to end:
               return_length=True) (all cores, but it only counts the pairs:
               no pair list comes out of it)
   knn-k       knn --k 16 vs cKDTree.query(x, k=17, workers=-1); tdsolve
-              culled on the CPU (auto, and with --block 32), dense on a GPU
-              (only for n <= --knn-k-max there)
+              culled (auto; on the CPU also with --block 32)
   hist        hist of the pairs within 1/20 of the box, 50 bins over
               [0, 0.05], in the open unit cube and in a periodic one
               (--box 1,1,1), vs cKDTree.count_neighbors over the bin edges
@@ -210,8 +209,9 @@ def knn_k(b, x):
     b.section(f"knn --k {K}: the {K} nearest other points of each")
     _, idx = b.peer("knn-k", f"scipy cKDTree.query k={K + 1} workers=-1",
                     lambda: (n * K, cKDTree(x).query(x, k=K + 1, workers=-1)[1][:, 1:]))
-    # culled on the CPU (auto; --block 32 culls better than the default),
-    # dense on a GPU; the dense CPU run only with --dense and n <= --knn-k-max
+    # culled (auto; on the CPU --block 32 culls better than the default,
+    # the GPU kernel takes 128 rows a CUDA block); dense only with --dense
+    # and n <= --knn-k-max
     runs = [("auto", [])]
     if b.a.backend == "cpu":
         runs.append(("auto", ["--block", "32"]))
@@ -314,7 +314,7 @@ def main():
     ap.add_argument("--dense", action="store_true",
                     help="also tdsolve --cull off for knn --radius, hist and collide (O(n^2): small n only)")
     ap.add_argument("--knn-k-max", type=int, default=200000,
-                    help="largest n of a dense knn --k (--dense on the CPU; any on a GPU)")
+                    help="largest n of a dense knn --k (with --dense)")
     ap.add_argument("--csv", help="one row a measurement")
     a = ap.parse_args()
     skip = set(filter(None, a.skip.split(",")))
@@ -337,10 +337,7 @@ def main():
         if "knn-radius" not in skip:
             knn_radius(b, x)
         if "knn-k" not in skip:
-            if a.n <= a.knn_k_max or a.backend == "cpu":
-                knn_k(b, x)
-            else:
-                print(f"\n## knn --k {K}: skipped, n = {a.n} > --knn-k-max {a.knn_k_max} (dense on a GPU)")
+            knn_k(b, x)
         if "hist" not in skip:
             hist(b, x)
         if "collide" not in skip:

@@ -20,8 +20,12 @@
 #                  orthorhombic and a triclinic (TILT) cell, one after the
 #                  other; and triplet_vs_lammps.py --periodic (and --tilt
 #                  0.1) for each TRIP_SIDE
+#   PARTS="knnk"   knn --k culled on the GPU: CullGpuTest's neighbour tests,
+#                  then --k 16 at n = 10^6 and N_BIG (culled, --stats), 10^6
+#                  dense, and the dense d = 32 case of docs/performance.md
+#                  (n = 2e5) that the kernel's culled variant must not slow
 #   PARTS="peers"  jobs/bench/cutoff_vs_peers.py --backend cuda at N_PEERS = 10^6
-#                  (--skip PEERS_SKIP, default knn-k)
+#                  (--skip PEERS_SKIP, default none)
 #                  (cKDTree on this machine's CPU)
 # Needs .devrun (../shared/device/bundle-runtime.sh) and .devpack/tdsolve.tar.xz
 # (tdsolve, stripped), unpacked into .devbin.
@@ -141,9 +145,21 @@ if [[ $parts == *" periodic "* ]]; then
   done
 fi
 
+if [[ $parts == *" knnk "* ]]; then
+  step e2e_cull_gpu_knn 300 python3 tests/e2e/test_cull.py -v -k neighbours CullGpuTest
+  n=${N_BIG:-10000000}
+  for rep in 1 2; do
+    one "knn-k16 n=1e6" knn --generate uniform:1000000:3:1 --k 16
+    one "knn-k16 n=$n" knn --generate uniform:$n:3:1 --k 16
+    one "knn-k16 n=$n block 64" knn --generate uniform:$n:3:1 --k 16 --block 64
+    one "knn-k16 n=1e6 dense" knn --generate uniform:1000000:3:1 --k 16 --cull off
+    one "knn-k16 n=2e5 d=32 dense" knn --generate uniform:200000:32:1 --k 16
+  done
+fi
+
 if [[ $parts == *" peers "* ]]; then
   step peers 560 python3 jobs/bench/cutoff_vs_peers.py --tdsolve "$bin" --backend cuda \
-    --n "${N_PEERS:-1000000}" --repeat 2 --skip "${PEERS_SKIP:-knn-k}" --csv "$out/peers-$gpu.csv"
+    --n "${N_PEERS:-1000000}" --repeat 2 ${PEERS_SKIP:+--skip "$PEERS_SKIP"} --csv "$out/peers-$gpu.csv"
   cat "$out/peers-$gpu.log" >>"$summary"
 fi
 cp "$summary" "$out/" 2>/dev/null

@@ -5,7 +5,6 @@
 
 #include "solver/commands/pairs.hpp"
 #include "solver/commands/sinks.hpp"
-#include "solver/cuda/cuda_backend.hpp"
 #include "solver/knn.hpp"
 #include "solver/progress.hpp"
 
@@ -21,7 +20,7 @@ const char* kUsage =
     "matrix: /indices (n × K, int64) and /distances (n × K), sorted by distance, ties\n"
     "broken by the smaller index (as scikit-learn's brute-force NearestNeighbors). Each\n"
     "rank takes a band of rows and compares them with every point; the file is the same\n"
-    "for any rank count and backend. On the CPU at d <= 4, --cull (auto) visits only the\n"
+    "for any rank count and backend. At d <= 4, --cull (auto) visits only the\n"
     "blocks that may hold a row's neighbours; such a run keeps its rows in memory to the\n"
     "end, so a stopped one starts over on --resume.\n"
     "--radius: every pair i < j within distance R (<= R), as scipy cKDTree.query_pairs:\n"
@@ -147,14 +146,9 @@ class Knn final : public PairCommand<T> {
   }
   // --radius: pairs farther than R are never visited (--cull). --k: each
   // block row visits the blocks that may hold its rows' neighbours
-  // (build_culled_knn), on the CPU backend (the CUDA one runs --k dense).
+  // (build_culled_knn; cpu/knn.inc, cuda/knn_kernels.cu).
   bool cull_geometry(const Problem<T>& p, CullGeometry* g) const override {
-    if (p.knn()) {
-      const ComputeOptions& o = this->options().compute;
-      return o.backend == BackendKind::cpu ||
-             (o.backend == BackendKind::automatic && cuda::device_count() == 0) ||
-             o.cull == CullMode::on;  // on a GPU: refused by make_backend
-    }
+    if (p.knn()) return true;
     g->cutoff = cull_cutoff(p.metric, p.select.radius);
     return true;
   }

@@ -240,6 +240,12 @@ class CudaBackend final : public Backend<T> {
       }
     }
     if (p.culled) tiles_.upload(p.cull.tiles, "the culled domain's tiles");
+    if (p.culled && p.knn()) {  // each block row's walk (knn_kernels.cu)
+      tile_start_.upload(p.cull.tile_start, "the culled domain's rows");
+      box_lo_.upload(p.cull.lo, "the blocks' boxes");
+      box_hi_.upload(p.cull.hi, "the blocks' boxes");
+      order_.upload(p.cull.order, "the run's order");
+    }
     if (p.selects()) {
       radii_.upload(p.select_radii, "the radii");
       for (int s = 0; s < 2; ++s) {
@@ -282,6 +288,7 @@ class CudaBackend final : public Backend<T> {
 
   void reserve(index_t elements) override {
     if (slots_ > 0) return;
+    if (p_.knn() && p_.culled) return;  // submit sizes a culled chunk's rows
     if (p_.selects()) {
       // Room for a few pairs in 64 of a chunk to start with; a chunk that
       // finds more makes room and runs again.
@@ -293,14 +300,8 @@ class CudaBackend final : public Backend<T> {
     }
     if (p_.knn()) {
       const index_t values = (elements + p_.cols - 1) / p_.cols * p_.k;
-      for (int s = 0; s < 2; ++s) {
-        device_out_[s].allocate(values, "a chunk buffer");
-        device_idx_[s].allocate(values, "a chunk buffer");
-        if (!keep_on_device_) {
-          host_out_[s].allocate(values, "a chunk buffer");
-          host_idx_[s].allocate(values, "a chunk buffer");
-        }
-      }
+      for (int s = 0; s < 2; ++s)
+        allocate_knn(s, values);
       return;
     }
     for (int s = 0; s < 2; ++s) {
@@ -311,9 +312,31 @@ class CudaBackend final : public Backend<T> {
 
   void keep_on_device(bool keep) override { keep_on_device_ = keep; }
 
+  // Slot s's knn buffers for `values` distances and indices.
+  void allocate_knn(int s, index_t values) {
+    device_out_[s].allocate(values, "a chunk buffer");
+    device_idx_[s].allocate(values, "a chunk buffer");
+    if (!keep_on_device_) {
+      host_out_[s].allocate(values, "a chunk buffer");
+      host_idx_[s].allocate(values, "a chunk buffer");
+    }
+    knn_values_[s] = values;
+  }
+  // A knn chunk's rows: a culled chunk's are not elements / n.
+  index_t knn_rows(const ChunkJob& job) const {
+    if (!p_.culled) return job.elements / p_.cols;
+    return std::min(job.row_end * p_.rho, p_.rows) - job.row_begin * p_.rho;
+  }
+
   void submit(const ChunkJob& job) override {
     fault_point(Stage::compute, job.chunk);
     const int s = static_cast<int>(submitted_++ % 2);
+    if (p_.knn() && p_.culled && knn_rows(job) * p_.k > knn_values_[s]) {
+      // A culled chunk's rows (reserve): the slot's buffers grow once its
+      // last chunk has been copied out and handed on.
+      check(cudaEventSynchronize(copied_[s].e), "waiting for a chunk (kernel or copy failed)");
+      allocate_knn(s, knn_rows(job) * p_.k);
+    }
     chunk_[s] = job;
     const KernelParams<T> k = params(job, s);
     // The device buffer is free once the copy of the chunk before last is done.
@@ -350,7 +373,7 @@ class CudaBackend final : public Backend<T> {
                             slots_ * sizeof(unsigned long long), cudaMemcpyDeviceToHost, copy_.s),
             "cudaMemcpyAsync (histogram to host)");
     } else if (p_.knn() && !keep_on_device_) {
-      const index_t values = job.elements / p_.cols * p_.k;
+      const index_t values = knn_rows(job) * p_.k;
       check(cudaMemcpyAsync(host_out_[s].get(), device_out_[s].get(), values * sizeof(T),
                             cudaMemcpyDeviceToHost, copy_.s),
             "cudaMemcpyAsync (device to host)");
@@ -512,6 +535,22 @@ class CudaBackend final : public Backend<T> {
     k.box_dims = p_.box_dims;
     for (int i = 0; i < kMaxBoxDims; ++i)
       k.box[i] = p_.box[i];
+    if (p_.culled) {
+      const Culled& c = p_.cull;
+      k.tiles = tiles_.get();
+      k.tile_start = tile_start_.get();
+      k.box_lo = box_lo_.get();
+      k.box_hi = box_hi_.get();
+      k.order = order_.get();
+      k.rho = p_.rho;
+      k.bound_p = c.geometry.p;
+      k.rel_tol = c.geometry.rel_tol;
+      k.scale = c.scale;
+      k.squared = c.squared;
+      k.cull_box_dims = c.geometry.box_dims;
+      for (int i = 0; i < kMaxBoxDims; ++i)
+        k.cull_box[i] = c.geometry.box[i];
+    }
     return k;
   }
 
@@ -607,7 +646,10 @@ class CudaBackend final : public Backend<T> {
   index_t hist_copies_ = BlockPolicy::kWarps;
   DeviceBuffer<T> a_, b_;
   DeviceBuffer<double> norms_a_, norms_b_, edges_, weights_, radii_;
-  DeviceBuffer<std::uint32_t> tiles_;  // a culled domain's list
+  DeviceBuffer<std::uint32_t> tiles_;         // a culled domain's list
+  DeviceBuffer<index_t> tile_start_, order_;  // knn --k culled: rows' tiles, input indices
+  DeviceBuffer<double> box_lo_, box_hi_;      // and the blocks' boxes
+  index_t knn_values_[2] = {0, 0};            // knn: the slots' buffers, values
   DeviceBuffer<T> device_out_[2];
   PinnedBuffer<T> host_out_[2];
   DeviceBuffer<std::int64_t> device_idx_[2];  // knn

@@ -86,23 +86,6 @@ class CullCase(TempDirTest):
         self.assertEqual(r.returncode, 0, f"{args}: {r.stderr}")
         return on, off
 
-    def assert_same(self, args, np_=None, **kw):
-        on, off = self.run_pair(args, np_=np_, **kw)
-        a, b = datasets(on), datasets(off)
-        self.assertEqual(sorted(a), sorted(b), args)
-        for k in a:
-            self.assertEqual(a[k][:2], b[k][:2], f"{k}: {args}")
-            self.assertTrue(a[k][2] == b[k][2], f"/{k} differs (seed {SEED}): {args}")
-        self.assertEqual(cull_attrs(on)[0], 1)
-        self.assertEqual(cull_attrs(off), (0, "dense (--cull off)"))
-        return on, off
-
-
-class CullEqualsDenseTest(CullCase):
-    @classmethod
-    def setUpClass(cls):
-        print(f"TDSOLVE_CULL_SEED={SEED}", file=sys.stderr)
-
     def random_case(self, rng, command, d=None):
         kind = rng.choice(["uniform", "clustered", "duplicates", "lattice"])
         n = int(rng.integers(2, 700))
@@ -142,6 +125,23 @@ class CullEqualsDenseTest(CullCase):
             hist += ["--box", ",".join(repr(float(b)) for b in box)]
             what += f" box={box}"
         return what, hist
+
+    def assert_same(self, args, np_=None, **kw):
+        on, off = self.run_pair(args, np_=np_, **kw)
+        a, b = datasets(on), datasets(off)
+        self.assertEqual(sorted(a), sorted(b), args)
+        for k in a:
+            self.assertEqual(a[k][:2], b[k][:2], f"{k}: {args}")
+            self.assertTrue(a[k][2] == b[k][2], f"/{k} differs (seed {SEED}): {args}")
+        self.assertEqual(cull_attrs(on)[0], 1)
+        self.assertEqual(cull_attrs(off), (0, "dense (--cull off)"))
+        return on, off
+
+
+class CullEqualsDenseTest(CullCase):
+    @classmethod
+    def setUpClass(cls):
+        print(f"TDSOLVE_CULL_SEED={SEED}", file=sys.stderr)
 
     def test_random_cases_one_rank(self):
         rng = np.random.default_rng(SEED)
@@ -708,22 +708,51 @@ class CullGpuTest(CullCase):
                         scale = max(float(np.max(np.abs(ref))), 1e-300)
                         self.assertLessEqual(float(np.max(np.abs(a[k][()] - ref))), 1e-9 * scale, k)
 
-    def test_gpu_neighbours_run_dense(self):
-        # knn --k is culled on the CPU backend only: on the GPU auto runs it
-        # dense (the CPU's culled bytes), --cull on is refused in one line.
-        np.save(self.path("x.npy"), np.random.default_rng(SEED + 5).random((5000, 3)))
-        args = ["knn", "--input", self.path("x.npy"), "--k", "8"]
-        g, c = self.path("g.h5"), self.path("c.h5")
-        tdsolve(*args, "--backend", "cuda", "--output", g, check=True)
-        r = tdsolve(*args, "--backend", "cpu", "--cull", "on", "--output", c, check=True)
-        self.assertIn("culled (--cull on)", r.stdout)
-        a, b = datasets(g), datasets(c)
+    def test_gpu_culled_neighbours(self):
+        # knn --k culled on the GPU (cuda/knn_kernels.cu: each block row's
+        # tiles, nearest box first, a block-wide stop; lists by (value, input
+        # index)): the dense CPU run's bytes. Random cases (the seed is
+        # printed), then larger ones: 3 ranks, a periodic box, float64,
+        # blocks of 256 (two CUDA blocks a block row) and 200 (a partial
+        # one), chunks small enough that the chunk buffers grow.
+        rng = np.random.default_rng(SEED + 21)
+        for _ in range(12):
+            what, args = self.random_case(rng, "knn-k")
+            with self.subTest(what=what, seed=SEED):
+                self.assert_same(args, backend_on="cuda", backend_off="cpu")
+        x = rng.random((20000, 3))
+        np.save(self.path("x.npy"), x)
+        src = ["--input", self.path("x.npy")]
+        for extra, np_ in ((["--k", "16"], None), (["--k", "16"], 3),
+                           (["--k", "7", "--box", "1,1,1"], None),
+                           (["--k", "30", "--precision", "float64", "--metric", "cityblock"], 2),
+                           (["--k", "30", "--block", "256", "--chunk-mb", "1"], None),
+                           (["--k", "9", "--block", "200", "--metric", "sqeuclidean", "--box", "1,1,1"], None)):
+            args = ["knn", *src, *extra]
+            with self.subTest(args=args, np_=np_):
+                self.assert_same(args, np_=np_, backend_on="cuda", backend_off="cpu")
+        r = tdsolve("knn", *src, "--k", "8", "--backend", "cuda", "--output", self.path("auto.h5"),
+                    "--overwrite", check=True)
+        self.assertIn("culled (auto)", r.stdout)
+
+    def test_gpu_killed_neighbours_start_over(self):
+        # A culled knn --k killed on the GPU after a few chunks (rows kept to
+        # the end: nothing flagged done) resumes, on the GPU, to the dense
+        # CPU run's bytes.
+        args = ["knn", "--generate", "uniform:60000:3:9", "--k", "10", "--progress", "none", "--chunk-mb", "1"]
+        ref, out = self.path("ref.h5"), self.path("k.h5")
+        tdsolve(*args, "--backend", "cpu", "--cull", "off", "--output", ref, "--quiet", check=True)
+        r = tdsolve(*args, "--backend", "cuda", "--cull", "on", "--output", out, np_=2,
+                    env={"TDSOLVE_TEST_FAULT": "0:3:kill"})
+        self.assertNotEqual(r.returncode, 0)
+        with h5py.File(out + ".partial", "r") as f:
+            self.assertGreater(len(f["progress/done"]), 4)
+            self.assertEqual(int(f["progress/done"][:].sum()), 0)
+        r = tdsolve(*args, "--backend", "cuda", "--cull", "on", "--output", out, "--resume")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        a, b = datasets(ref), datasets(out)
         for k in ("distances", "indices"):
             self.assertEqual(a[k], b[k], k)
-        r = tdsolve(*args, "--backend", "cuda", "--cull", "on", "--output", self.path("x.h5"))
-        self.assertEqual(r.returncode, 2, r.stderr)
-        self.assertIn("CPU backend only", r.stderr)
-
 
 if __name__ == "__main__":
     unittest.main()
