@@ -76,18 +76,41 @@ class ArraySink final : public Sink<T> {
 template <typename T>
 class KnnRowsSink final : public Sink<T> {
  public:
-  KnnRowsSink(io::ResultWriter& w, const Culled& c, index_t k) : w_(w), c_(c), k_(k) {}
+  KnnRowsSink(io::ResultWriter& w, const Culled& c, index_t k)
+      : w_(w), c_(c), k_(k), one_rank_(comm_size(w.comm()) == 1) {}
   void write(bool has, index_t, index_t offset, index_t count, const ChunkResult<T>& r) override {
     if (!has) return;
     // The chunk's block rows, from the comparisons before them.
     const index_t I0 = c_.block_row_at(offset), I1 = c_.block_row_at(offset + count);
-    const index_t q0 = I0 * c_.rho, q1 = std::min(I1 * c_.rho, c_.n);
-    for (index_t q = q0; q < q1; ++q) {
-      rows_.push_back(static_cast<std::int64_t>(c_.order[q]));
-      dist_.insert(dist_.end(), r.values + (q - q0) * k_, r.values + (q - q0 + 1) * k_);
-      idx_.insert(idx_.end(), r.indices + (q - q0) * k_, r.indices + (q - q0 + 1) * k_);
-    }
+    const index_t q0 = I0 * c_.rho, q1 = std::min(I1 * c_.rho, c_.n), k = k_;
     computed_ = true;
+    if (q1 <= q0) return;
+    if (one_rank_) {
+      // One rank holds the whole file: each row straight to its input row
+      // (every row comes once; the arrays are not zeroed first).
+      if (dist_.empty()) {
+        dist_.resize(c_.n * k);
+        idx_.resize(c_.n * k);
+      }
+#pragma omp parallel for schedule(static) if (q1 - q0 > 4096)
+      for (index_t q = q0; q < q1; ++q) {
+        const index_t at = c_.order[q] * k;
+        std::memcpy(dist_.data() + at, r.values + (q - q0) * k, k * sizeof(T));
+        std::memcpy(idx_.data() + at, r.indices + (q - q0) * k, k * sizeof(std::int64_t));
+      }
+      return;
+    }
+    const index_t kept = rows_.size(), add = q1 - q0;
+    rows_.resize(kept + add);
+    dist_.resize((kept + add) * k);
+    idx_.resize((kept + add) * k);
+#pragma omp parallel for schedule(static) if (add > 4096)
+    for (index_t q = q0; q < q1; ++q) {
+      const index_t at = kept + (q - q0);
+      rows_[at] = static_cast<std::int64_t>(c_.order[q]);
+      std::memcpy(dist_.data() + at * k, r.values + (q - q0) * k, k * sizeof(T));
+      std::memcpy(idx_.data() + at * k, r.indices + (q - q0) * k, k * sizeof(std::int64_t));
+    }
   }
   void mark(bool, index_t) override {}
   void close(const std::vector<unsigned char>& done) override {
@@ -97,12 +120,10 @@ class KnnRowsSink final : public Sink<T> {
     check_mpi(MPI_Allreduce(MPI_IN_PLACE, &any, 1, MPI_INT, MPI_MAX, comm), "MPI_Allreduce");
     // Nothing computed: a resumed file that was complete already keeps its bytes.
     if (complete && any) {
-      index_t first = 0, rows = 0;
-      std::vector<T> dist;
-      std::vector<std::int64_t> idx;
-      gather_band(comm, &first, &rows, &dist, &idx);
-      step_together(comm, [&] { w_.write(first * k_, rows * k_, dist.data()); });
-      step_together(comm, [&] { w_.write_companion(first * k_, rows * k_, idx.data()); });
+      index_t first = 0, rows = c_.n;
+      if (!one_rank_) gather_band(comm, &first, &rows);
+      step_together(comm, [&] { w_.write(first * k_, rows * k_, dist_.data()); });
+      step_together(comm, [&] { w_.write_companion(first * k_, rows * k_, idx_.data()); });
       step_together(comm, [&] { w_.flush(); });
       step_together(comm, [&] { w_.set_done(comm_rank(comm) == 0 ? done.data() : nullptr); });
       step_together(comm, [&] { w_.flush(); });
@@ -111,16 +132,19 @@ class KnnRowsSink final : public Sink<T> {
   }
 
  private:
+  template <typename V>
+  using Buffer = std::vector<V, DefaultInit<V>>;  // filled in parallel, never zeroed
+
   // Rank r's band of the file: input rows [r n / P, (r + 1) n / P).
   index_t band_start(int r, int ranks) const {
     return static_cast<index_t>((static_cast<unsigned __int128>(c_.n) * r) / ranks);
   }
   // Every kept row to the rank whose band holds it (one record a row: its
-  // input index, K values, K indices), placed at its row of the band.
-  void gather_band(MPI_Comm comm, index_t* first, index_t* rows, std::vector<T>* dist,
-                   std::vector<std::int64_t>* idx) {
+  // input index, K values, K indices); dist_ and idx_ become the band's rows.
+  void gather_band(MPI_Comm comm, index_t* first, index_t* rows) {
     const int ranks = comm_size(comm), me = comm_rank(comm);
-    const size_t rec = sizeof(std::int64_t) + k_ * (sizeof(T) + sizeof(std::int64_t));
+    const index_t k = k_;
+    const size_t rec = sizeof(std::int64_t) + k * (sizeof(T) + sizeof(std::int64_t));
     const index_t mine = rows_.size();
     std::vector<index_t> starts(ranks + 1);
     for (int r = 0; r <= ranks; ++r)
@@ -140,14 +164,22 @@ class KnnRowsSink final : public Sink<T> {
       rdisp[r] = r ? rdisp[r - 1] + recv[r - 1] : 0;
       incoming += recv[r];
     }
-    std::vector<unsigned char> out(mine * rec), in;
-    std::vector<int> at(sdisp);
-    for (index_t q = 0; q < mine; ++q) {
-      unsigned char* p = out.data() + static_cast<size_t>(at[dest[q]]++) * rec;
-      std::memcpy(p, &rows_[q], sizeof(std::int64_t));
-      std::memcpy(p + 8, dist_.data() + q * k_, k_ * sizeof(T));
-      std::memcpy(p + 8 + k_ * sizeof(T), idx_.data() + q * k_, k_ * sizeof(std::int64_t));
+    // Each row's slot among the records (rows in order within a rank).
+    std::vector<index_t> slot(mine);
+    {
+      std::vector<index_t> at(sdisp.begin(), sdisp.end());
+      for (index_t q = 0; q < mine; ++q)
+        slot[q] = at[dest[q]]++;
     }
+    Buffer<unsigned char> out(mine * rec), in;
+#pragma omp parallel for schedule(static) if (mine > 4096)
+    for (index_t q = 0; q < mine; ++q) {
+      unsigned char* p = out.data() + slot[q] * rec;
+      std::memcpy(p, &rows_[q], sizeof(std::int64_t));
+      std::memcpy(p + 8, dist_.data() + q * k, k * sizeof(T));
+      std::memcpy(p + 8 + k * sizeof(T), idx_.data() + q * k, k * sizeof(std::int64_t));
+    }
+    Buffer<std::int64_t>().swap(rows_);
     step_together(comm, [&] { in.resize(incoming * rec); });
     MPI_Datatype type;
     check_mpi(MPI_Type_contiguous(static_cast<int>(rec), MPI_BYTE, &type), "MPI_Type_contiguous");
@@ -156,29 +188,37 @@ class KnnRowsSink final : public Sink<T> {
                                  recv.data(), rdisp.data(), type, comm);
     MPI_Type_free(&type);
     check_mpi(rc, "MPI_Alltoallv (knn rows)");
+    Buffer<unsigned char>().swap(out);
     *first = starts[me];
     *rows = starts[me + 1] - starts[me];
     if (incoming != *rows)
       throw std::logic_error("knn --k culled: a band did not get each of its rows once");
-    dist->assign(*rows * k_, T(0));
-    idx->assign(*rows * k_, 0);
+    Buffer<T>().swap(dist_);  // the kept rows are in `in` now: no copy of them on resize
+    Buffer<std::int64_t>().swap(idx_);
+    dist_.resize(*rows * k);
+    idx_.resize(*rows * k);
+    const index_t band = *first;
+    // Each band row comes once (checked by the count above and the file's
+    // rows: a row twice would leave another unwritten).
+#pragma omp parallel for schedule(static) if (incoming > 4096)
     for (index_t q = 0; q < incoming; ++q) {
       const unsigned char* p = in.data() + q * rec;
       std::int64_t row;
       std::memcpy(&row, p, sizeof row);
-      const index_t at_row = static_cast<index_t>(row) - *first;
-      std::memcpy(dist->data() + at_row * k_, p + 8, k_ * sizeof(T));
-      std::memcpy(idx->data() + at_row * k_, p + 8 + k_ * sizeof(T), k_ * sizeof(std::int64_t));
+      const index_t at_row = static_cast<index_t>(row) - band;
+      std::memcpy(dist_.data() + at_row * k, p + 8, k * sizeof(T));
+      std::memcpy(idx_.data() + at_row * k, p + 8 + k * sizeof(T), k * sizeof(std::int64_t));
     }
   }
 
   io::ResultWriter& w_;
   const Culled& c_;
   index_t k_;
+  bool one_rank_;
   bool computed_ = false;
-  std::vector<std::int64_t> rows_;  // input index of each kept row
-  std::vector<T> dist_;
-  std::vector<std::int64_t> idx_;
+  Buffer<std::int64_t> rows_;  // several ranks: input index of each kept row
+  Buffer<T> dist_;             // one rank: the file's rows (n × K); several: the kept rows'
+  Buffer<std::int64_t> idx_;
 };
 
 // The pairs (i, j) of each chunk that passed a test in the backend (the
