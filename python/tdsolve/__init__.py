@@ -34,6 +34,10 @@
     with tdsolve.open("c.h5") as r:          # tdsolve collide: the spheres that overlap
         r.count, r.pairs, r.distances, r.dim # m; int64[m, 2] (i < j, sorted); centre distances [m]
 
+    with tdsolve.open("d.h5", require_complete=False) as r:   # a stopped run's FILE.h5.partial too
+        v = r[:]                             # NaN where a chunk is not flagged done; integer results
+                                             # (knn indices, fractal states) raise IncompleteResult there
+
     tdsolve.check("d.h5").exit_code          # 0, 3 or 1: as `tdsolve info d.h5`
     tdsolve.validate("d.h5")                 # [] when the file is exactly what schema.json says of its kind
 

@@ -13,7 +13,8 @@ The file holds the states of the snapshots in compact order (docs/output.md,
 "tdsolve fractal")."""
 import numpy as np
 
-from ._result import IncompleteResult, Result, _int, _one, _text
+from ._read import Unwritten, id_ranges
+from ._result import IncompleteResult, Result, _axis, _int, _one, _positions, _split_key, _text
 
 # The presets of `tdsolve fractal --shape NAME`: side s, then the replicas' (x, y).
 fractal_presets = {
@@ -165,7 +166,14 @@ class FractalResult(Result):
     table_text, rule, init, layout, map, rho; lambda_map(c), nu_map(x, y)
     (vectorised, int64); image(i) (n x n uint8: 1 live, 0 dead, 255 off the
     fractal), save_png(path, i=-1); iter_chunks() yields (i, state(i)) for
-    each written snapshot."""
+    each written snapshot.
+
+    In an incomplete file (a stopped run's) the snapshots not flagged done
+    are not written: state(i), image(i), save_png(), r[...] and
+    iter_chunks(done_only=False) raise IncompleteResult when they touch
+    one (naming it), and read the written ones; live raises
+    IncompleteResult (/live is written with each snapshot), and
+    live_written holds the steps written so far."""
 
     kind = "fractal"
 
@@ -211,11 +219,61 @@ class FractalResult(Result):
         return (f"{self.shape_name} level {self.level} ({self.cells} cells in {self.n} x {self.n}), "
                 f"{self.rule}, {len(self)} snapshots to step {self.total_steps}")
 
+    def _find_unwritten(self):
+        """The rows of /states (snapshots) not flagged done, as flat ranges."""
+        done = self.verdict._done
+        if done is None:
+            return None
+        bad = np.flatnonzero(np.asarray(done) != 1)
+        cells = int(self._d.shape[1]) if self._d.ndim == 2 else 0
+        if len(bad) == 0 or cells == 0:
+            return None
+        return Unwritten(bad * cells, (bad + 1) * cells, bad, self._unwritten_error)
+
+    def _unwritten_what(self, chunks):
+        many = len(chunks) > 1
+        at = ", ".join(str(int(self.steps[c])) for c in chunks[:8]) + (", ..." if len(chunks) > 8 else "")
+        return f"snapshot{'s' if many else ''} {id_ranges(chunks)} (step{'s' if many else ''} {at}) of /states " \
+            + ("are" if many else "is")
+
+    def _live_written(self):
+        """S + 1: /live holds final values at steps 0..S, S the step of the
+        last snapshot of the longest run of snapshots flagged done from the first."""
+        done = np.asarray(self.verdict._done) == 1
+        first_missing = int(np.argmin(done)) if not np.all(done) else len(done)
+        return 0 if first_missing == 0 else int(self.steps[first_missing - 1]) + 1
+
     @property
     def live(self):
-        """int64[total_steps + 1]: live cells at each step 0..T (in an
-        incomplete file, final up to the step of the last written snapshot)."""
+        """int64[total_steps + 1]: live cells at each step 0..T. /live is
+        written with each snapshot: in an incomplete file IncompleteResult
+        (live_written has the steps written so far)."""
+        if self._unwritten is not None:
+            done = np.asarray(self.verdict._done) == 1
+            missing = np.flatnonzero(~done)
+            steps = [(int(self.steps[c - 1]) + 1 if c else 0, int(self.steps[c])) for c in missing[:8].tolist()]
+            spans = ", ".join(f"{a}..{b}" if b > a else f"{a}" for a, b in steps)
+            spans += ", ..." if len(missing) > 8 else ""
+            many = len(missing) > 1
+            raise IncompleteResult(f"{self.path}: /live is written with each snapshot, and snapshot"
+                                   f"{'s' if many else ''} {id_ranges(missing)} (steps {spans} of /live) "
+                                   f"{'are' if many else 'is'} not written yet ({self.verdict.message}); "
+                                   f"live_written holds steps 0..{self._live_written() - 1}", self.verdict)
         return np.asarray(self._f["live"][()], dtype=np.int64)
+
+    @property
+    def live_written(self):
+        """int64[S + 1]: live cells at steps 0..S, the steps whose counts are
+        written: up to the step of the last snapshot of the longest run of
+        snapshots flagged done from the first (all of live in a complete file)."""
+        return np.asarray(self._f["live"][:self._live_written()], dtype=np.int64)
+
+    def __getitem__(self, key):
+        if self._unwritten is not None:
+            rows = _positions(_axis(_split_key(key, 2)[0], self.shape[0]))[0]
+            cells = int(self._d.shape[1])
+            self._unwritten.check(rows * cells, np.full(len(rows), cells, dtype=np.int64))
+        return self._d[key]
 
     def _row(self, i):
         S = self.shape[0]
@@ -243,7 +301,9 @@ class FractalResult(Result):
         return [(i * self.cells, (i + 1) * self.cells) for i in range(len(done)) if done[i] == 1]
 
     def iter_chunks(self, done_only=True):
-        """Yields (i, state) for each snapshot (only those written, with done_only)."""
+        """Yields (i, state) for each snapshot (only those written, with
+        done_only; with done_only=False, one not written raises
+        IncompleteResult when reached)."""
         done = self.verdict._done
         for i in range(len(done)):
             if done[i] == 1:

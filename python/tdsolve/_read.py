@@ -10,6 +10,11 @@ points, and so does building one HDF5 union hyperslab of many blocks
   H5Dread (small unions are cheap; measured fastest among 16..5000).
 
 Both give the same values; access="auto" picks mmap where it applies.
+
+A file that is not complete (opened with require_complete=False) holds
+values only in the chunks flagged done: given the flat ranges of the others
+(Unwritten), a RunReader returns NaN there for floating-point values and
+raises for integers, on either path; a complete file's reads are untouched.
 """
 import mmap
 
@@ -20,6 +25,118 @@ _UNION = 64  # blocks per union hyperslab (hdf5 path)
 _SHORT = 256  # runs shorter than this are copied with one fancy index (mmap path)
 _BATCH = 1 << 22  # elements per fancy-index batch
 _ADVISE = 64  # from this many segments on, ask for their pages up front (mmap path)
+
+
+def _floating(dtype):
+    return np.dtype(dtype).kind in "fc"
+
+
+def fill_ranges(buf, begins, lengths, value):
+    """buf[begins[k]:begins[k] + lengths[k]] = value for every k (1-D buf)."""
+    begins = np.asarray(begins, dtype=np.int64)
+    lengths = np.asarray(lengths, dtype=np.int64)
+    keep = lengths > 0
+    begins, lengths = begins[keep], lengths[keep]
+    n = len(buf)
+    if len(begins) <= max(64, n // 64):  # a slice assignment each is cheaper than a pass over buf
+        for b, L in zip(begins.tolist(), lengths.tolist()):
+            buf[b:b + L] = value
+        return
+    depth = np.bincount(begins, minlength=n + 1) - np.bincount(begins + lengths, minlength=n + 1)
+    buf[np.cumsum(depth[:n]) > 0] = value
+
+
+def id_ranges(ids, most=8):
+    """Sorted ints as "0-2, 5, 9-11" (the first `most` runs, then "...")."""
+    ids = np.unique(np.asarray(ids, dtype=np.int64))
+    if len(ids) == 0:
+        return ""
+    brk = np.flatnonzero(np.diff(ids) != 1) + 1
+    first, last = np.concatenate(([0], brk)), np.concatenate((brk, [len(ids)])) - 1
+    parts = [f"{ids[a]}-{ids[b]}" if b > a else f"{ids[a]}" for a, b in zip(first[:most], last[:most])]
+    return ", ".join(parts) + (", ..." if len(first) > most else "")
+
+
+class Unwritten:
+    """The flat ranges [starts[h], ends[h]) of a dataset that its file has
+    not written yet (the chunks not flagged done), sorted and disjoint;
+    chunks[h] is the chunk of range h. Reads over them come back NaN
+    (floating-point values) or raise error(chunks touched) (integers)."""
+
+    def __init__(self, starts, ends, chunks, error):
+        self.starts = np.asarray(starts, dtype=np.int64).reshape(-1)
+        self.ends = np.asarray(ends, dtype=np.int64).reshape(-1)
+        self.chunks = np.asarray(chunks, dtype=np.int64).reshape(-1)
+        self.error = error
+
+    def overlaps(self, starts, lengths):
+        """(k, h, lo, hi): run k (flat [starts[k], starts[k] + lengths[k]))
+        meets range h in [lo, hi), for every such pair."""
+        s = np.asarray(starts, dtype=np.int64).reshape(-1)
+        e = s + np.asarray(lengths, dtype=np.int64).reshape(-1)
+        lo = np.searchsorted(self.ends, s, side="right")  # the first range that ends after s
+        hi = np.searchsorted(self.starts, e, side="left")  # the ranges that start before e
+        cnt = np.where(e > s, np.maximum(hi - lo, 0), 0)
+        total = int(cnt.sum())
+        if total == 0:
+            z = np.zeros(0, np.int64)
+            return z, z, z, z
+        k = np.repeat(np.arange(len(s), dtype=np.int64), cnt)
+        h = np.repeat(lo, cnt) + (np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(cnt) - cnt, cnt))
+        return k, h, np.maximum(s[k], self.starts[h]), np.minimum(e[k], self.ends[h])
+
+    def check(self, starts, lengths):
+        """Raises error(...) if any run meets an unwritten range."""
+        _, h, _, _ = self.overlaps(starts, lengths)
+        if len(h):
+            raise self.error(self.chunks[h])
+
+    def apply(self, buf, starts, lengths, offs):
+        """Run k of flat positions [starts[k], starts[k] + lengths[k]) lies
+        at buf[offs[k]:offs[k] + lengths[k]] (buf 1-D): NaN where unwritten
+        (floats), else error(...) if any is."""
+        k, h, lo, hi = self.overlaps(starts, lengths)
+        if len(k) == 0:
+            return
+        if not _floating(buf.dtype):
+            raise self.error(self.chunks[h])
+        s = np.asarray(starts, dtype=np.int64).reshape(-1)
+        o = np.asarray(offs, dtype=np.int64).reshape(-1)
+        fill_ranges(buf, o[k] + (lo - s[k]), hi - lo, np.nan)
+
+    def hits(self, flat):
+        """Boolean array: which flat positions (any shape) are unwritten, and the chunks they lie in."""
+        flat = np.asarray(flat, dtype=np.int64)
+        if len(self.starts) == 0:
+            return np.zeros(flat.shape, dtype=bool), np.zeros(0, np.int64)
+        i = np.searchsorted(self.starts, flat, side="right") - 1
+        ic = np.maximum(i, 0)
+        hit = (i >= 0) & (flat < self.ends[ic])
+        return hit, self.chunks[ic[hit]]
+
+    def _strided(self, start, count, step):
+        """(h, mlo, mhi): positions start + m*step (0 <= m < count, step > 0)
+        with mlo[i] <= m < mhi[i] lie in range h[i]."""
+        # start + m*step in [a, b) for ceil((a - start) / step) <= m < ceil((b - start) / step)
+        mlo = np.clip(-((start - self.starts) // step), 0, count)
+        mhi = np.clip(-((start - self.ends) // step), 0, count)
+        h = np.flatnonzero(mhi > mlo)
+        return h, mlo[h], mhi[h]
+
+    def check_strided(self, start, count, step):
+        h, _, _ = self._strided(start, count, step)
+        if len(h):
+            raise self.error(self.chunks[h])
+
+    def apply_strided(self, out, start, step):
+        """out[m] holds flat position start + m*step (step > 0): NaN where
+        unwritten (floats), else error(...) if any is."""
+        h, mlo, mhi = self._strided(start, len(out), step)
+        if len(h) == 0:
+            return
+        if not _floating(out.dtype):
+            raise self.error(self.chunks[h])
+        fill_ranges(out, mlo, mhi - mlo, np.nan)
 
 
 def merge_runs(starts, lengths):
@@ -50,15 +167,19 @@ def merge_runs(starts, lengths):
 
 
 class RunReader:
-    """Reads runs of the flattened values of dataset d (1-D or 2-D)."""
+    """Reads runs of the flattened values of dataset d (1-D or 2-D).
 
-    def __init__(self, d, access="auto"):
+    unwritten (an Unwritten, or None for a complete file): values read in
+    its ranges come back NaN (floats), or the read raises its error (integers)."""
+
+    def __init__(self, d, access="auto", unwritten=None):
         if access not in ("auto", "mmap", "hdf5"):
             raise ValueError(f"access must be 'auto', 'mmap' or 'hdf5', not {access!r}")
         self.d = d
         self.size = int(d.size)
         self.dtype = d.dtype.newbyteorder("=") if d.dtype.byteorder not in ("=", "|") else d.dtype
         self.access = access
+        self.unwritten = unwritten
         self._map = None  # (mmap, ndarray view) once opened
         self._file = None
         if access == "mmap" and self._mappable() is None:
@@ -131,15 +252,20 @@ class RunReader:
         out = np.empty(int(count), dtype=self.dtype)
         if count == 0:
             return out
+        u = self.unwritten
+        if u is not None and not _floating(self.dtype):
+            u.check_strided(int(start), int(count), int(step))  # integers: refused before reading
         arr = self._array()
         if arr is not None:
             out[...] = arr[start:start + (count - 1) * step + 1:step]
-            return out
-        fs = self.d.id.get_space()
-        if self.d.ndim != 1:
-            raise ValueError("strided reads are for 1-D datasets")
-        fs.select_hyperslab((int(start),), (int(count),), stride=(int(step),))
-        self.d.id.read(h5s.create_simple((int(count),)), fs, out)
+        else:
+            fs = self.d.id.get_space()
+            if self.d.ndim != 1:
+                raise ValueError("strided reads are for 1-D datasets")
+            fs.select_hyperslab((int(start),), (int(count),), stride=(int(step),))
+            self.d.id.read(h5s.create_simple((int(count),)), fs, out)
+        if u is not None:
+            u.apply_strided(out, int(start), int(step))
         return out
 
     def runs(self, starts, lengths):
@@ -156,6 +282,9 @@ class RunReader:
             return
         if int(seg_start[0]) < 0 or int(seg_start[-1] + seg_len[-1]) > self.size:
             raise IndexError(f"read outside {self.d.name} ({self.size} values)")
+        u = self.unwritten
+        if u is not None and not _floating(self.dtype):
+            u.check(seg_start, seg_len)  # integers: refused before reading
         arr = self._array()
         if arr is not None:
             if len(seg_start) >= _ADVISE:
@@ -163,6 +292,10 @@ class RunReader:
             self._segments_mmap(arr, seg_start, seg_len, buf)
         else:
             self._segments_hdf5(seg_start, seg_len, buf)
+        if u is not None:
+            seg_off = np.zeros(len(seg_start), dtype=np.int64)
+            np.cumsum(seg_len[:-1], out=seg_off[1:])
+            u.apply(buf, seg_start, seg_len, seg_off)
 
     def _advise(self, seg_start, seg_len):
         """Asks the kernel for every page the segments need at once

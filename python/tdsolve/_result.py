@@ -5,7 +5,7 @@ import os
 import numpy as np
 
 from . import _schema, _verdict
-from ._read import RunReader
+from ._read import RunReader, Unwritten, id_ranges
 
 
 class IncompleteResult(RuntimeError):
@@ -247,6 +247,47 @@ def _runs_of(sorted_unique):
     return sorted_unique[first], last - first
 
 
+def _key_positions(key, shape):
+    """The row and column positions (output order, int64) that NumPy index
+    `key` of a 2-D array of `shape` selects (h5py's rules: arrays per axis)."""
+    kr, kc = _split_key(key, 2)
+    return _positions(_axis(kr, int(shape[0])))[0], _positions(_axis(kc, int(shape[1])))[0]
+
+
+def _check_rows(u, rows, width):
+    """Raises u's error if any of `rows` (of `width` values each) is unwritten (integer results)."""
+    rows = np.asarray(rows, dtype=np.int64).reshape(-1)
+    u.check(rows * width, np.full(len(rows), width, dtype=np.int64))
+
+
+def _mask_2d(u, out, rows, cols, width):
+    """out: the values of a 2-D dataset of `width` columns at rows x cols
+    (positions in output order; out flattens rows-major, as h5py and
+    _getitem_2d return them; a scalar for one value): NaN where u says
+    unwritten. Returns out so masked (a scalar stays one)."""
+    rows = np.asarray(rows, dtype=np.int64).reshape(-1)
+    cols = np.asarray(cols, dtype=np.int64).reshape(-1)
+    scalar = np.ndim(out) == 0
+    a = np.array(out, ndmin=1) if scalar or not out.flags.c_contiguous else out
+    flat = a.reshape(-1)
+    if len(rows) and len(cols):
+        w = len(cols)
+        if cols[-1] - cols[0] == w - 1 and np.array_equal(cols, cols[0] + np.arange(w)):  # a run per row
+            if w == width and rows[-1] - rows[0] == len(rows) - 1 and np.array_equal(rows, rows[0] + np.arange(
+                    len(rows))):  # whole rows in order: one run
+                u.apply(flat, [rows[0] * width], [len(rows) * width], [0])
+            else:
+                u.apply(flat, rows * width + cols[0], np.full(len(rows), w, dtype=np.int64),
+                        np.arange(len(rows), dtype=np.int64) * w)
+        else:
+            hit, chunks = u.hits((rows[:, None] * width + cols[None, :]).reshape(-1))
+            if np.any(hit):
+                if flat.dtype.kind not in "fc":
+                    raise u.error(chunks)
+                flat[hit] = np.nan
+    return a.reshape(-1)[0] if scalar else a
+
+
 class Result:
     """An open tdsolve result file; made by tdsolve.open().
 
@@ -254,7 +295,17 @@ class Result:
     (tdsolve.Verdict), complete, status(), chunks, chunks_done, metric,
     precision, features, dtype, attrs (the result dataset's attributes),
     file_attrs (the root's: command, version, input, ...), shape, len(),
-    r[...], close() (or use `with`)."""
+    r[...], close() (or use `with`).
+
+    An incomplete file (opened with require_complete=False) holds values
+    only in the chunks it flags done; no accessor returns the others as if
+    they were values: floating-point values of a chunk not flagged done read
+    as NaN (edm, cross, knn's distances, triplet energies), integer ones
+    raise IncompleteResult naming the chunks and rows missing (knn's
+    indices, fractal states) while reads inside done chunks work, and what
+    is written only when every chunk is done (hist counts, radius and
+    collide pairs, triplet sums) raises IncompleteResult. A complete file
+    reads as it is."""
 
     kind = None
     _dataset = None
@@ -278,6 +329,8 @@ class Result:
         self.dtype = d.dtype
         self.chunks, self.chunks_done = verdict.chunks, verdict.chunks_done
         self._reader = None
+        # What an incomplete file has not written (None for a complete file: reads as they always were).
+        self._unwritten = None if verdict.complete else self._find_unwritten()
         if access == "mmap" and self.kind not in ("hist", "triplet"):
             self._runs()  # says now if the file cannot be mapped
 
@@ -300,6 +353,49 @@ class Result:
         """[(first, last) flat offsets of each chunk flagged done]."""
         return list(_chunk_ranges(self.verdict, True))
 
+    # --- what an incomplete file has not written --------------------------------
+
+    def _find_unwritten(self):
+        """The flat ranges of the result dataset in chunks not flagged done
+        (an Unwritten), None when there are none."""
+        done, off = self.verdict._done, self.verdict._offsets
+        if done is None or off is None:
+            return None
+        bad = np.flatnonzero(np.asarray(done) != 1)
+        if len(bad) == 0:
+            return None
+        off = np.asarray(off).astype(np.int64)
+        starts, ends = off[bad], off[bad + 1]
+        keep = ends > starts
+        if not np.any(keep):
+            return None
+        return Unwritten(starts[keep], ends[keep], bad[keep], self._unwritten_error)
+
+    def _unwritten_what(self, chunks):
+        off = self.verdict._offsets
+        spans = ", ".join(f"{int(off[c])}..{int(off[c + 1]) - 1}" for c in chunks[:4])
+        return f"flat positions {spans}{', ...' if len(chunks) > 4 else ''} of {self._d.name} are"
+
+    def _unwritten_error(self, chunks):
+        """The IncompleteResult for a read that meets chunks not flagged done."""
+        chunks = np.unique(np.asarray(chunks, dtype=np.int64))
+        return IncompleteResult(
+            f"{self.path}: {self._unwritten_what(chunks)} not written yet: chunk{'s' if len(chunks) > 1 else ''} "
+            f"{id_ranges(chunks)} of {self.chunks} not flagged done ({self.verdict.message}); reads inside the "
+            "chunks flagged done (done_chunks()) work", self.verdict)
+
+    def _all_done(self):
+        """Every chunk flagged done (a complete file, or a .partial whose run
+        stopped before its rename)."""
+        done = self.verdict._done
+        return self.complete or (done is not None and bool(np.all(np.asarray(done) == 1)))
+
+    def _needs_all_done(self, what, why):
+        if not self._all_done():
+            raise IncompleteResult(f"{self.path}: {what} {why}, and this file is not complete: "
+                                   f"{self.chunks - self.chunks_done} of {self.chunks} chunks are not flagged "
+                                   f"done ({self.verdict.message})", self.verdict)
+
     # --- shape and [] --------------------------------------------------------
 
     @property
@@ -319,7 +415,7 @@ class Result:
 
     def _runs(self):
         if self._reader is None:
-            self._reader = RunReader(self._d, self.access)
+            self._reader = RunReader(self._d, self.access, self._unwritten)
         return self._reader
 
     def __getitem__(self, key):
@@ -403,7 +499,12 @@ class EdmResult(Result):
     vector (ints, slices with any step, integer or boolean arrays; always
     through contiguous reads). rows(i0, i1), block(I, J), square() and
     pair(i, j) read the n x n matrix (zero diagonal); iter_chunks() walks the
-    file's chunks."""
+    file's chunks.
+
+    In an incomplete file every value of a chunk not flagged done reads as
+    NaN, in every accessor: r[...], condensed(), pair(), row(), rows(),
+    block() and square() (both D[i, j] and its mirror D[j, i]; the diagonal
+    stays 0) and iter_chunks(done_only=False)."""
 
     kind = "edm"
 
@@ -431,7 +532,7 @@ class EdmResult(Result):
         return self[:]
 
     def pair(self, i, j):
-        """Distance between points i and j (0 when i == j)."""
+        """Distance between points i and j (0 when i == j; NaN when its chunk is not written yet)."""
         i, j = int(i), int(j)
         if i == j:
             if not 0 <= i < self.n:
@@ -444,7 +545,8 @@ class EdmResult(Result):
     def block(self, I, J):  # noqa: E741
         """Rows I x columns J of the n x n matrix (zero diagonal); I and J are
         ranges: a:b slices, range(a, b) or (a, b). Reads each needed value once,
-        in contiguous runs."""
+        in contiguous runs. In an incomplete file a pair whose chunk is not
+        written yet is NaN at both (i, j) and (j, i)."""
         n = self.n
         i0, i1 = _range(I, n, "I")
         j0, j1 = _range(J, n, "J")
@@ -505,7 +607,7 @@ class EdmResult(Result):
         """Yields (offset, values) for each chunk of the file, in order:
         values = r[offset:offset + len(values)] (condensed positions). With
         done_only (the default) only chunks flagged done (all, in a complete
-        file)."""
+        file); with done_only=False also the others, all NaN."""
         rr = self._runs()
         for a, b in _chunk_ranges(self.verdict, done_only):
             yield a, rr.contiguous(a, b)
@@ -516,7 +618,11 @@ class CrossResult(Result):
 
     shape == (M, K); n is None; r[...] indexes the matrix (ints, slices with
     any step, integer or boolean arrays per axis); rows(i0, i1), block(I, J),
-    matrix(), iter_chunks()."""
+    matrix(), iter_chunks().
+
+    In an incomplete file every value of a chunk not flagged done reads as
+    NaN, in every accessor (r[...], rows(), block(), matrix(),
+    iter_chunks(done_only=False))."""
 
     kind = "cross"
     n = None
@@ -524,28 +630,38 @@ class CrossResult(Result):
     def _describe(self):
         return f"{self.shape[0]} x {self.shape[1]}, {self.metric} {self.precision}"
 
+    def _masked(self, out, rows, cols):
+        """out (rows x cols of the matrix) with NaN where the file has not written them."""
+        if self._unwritten is None:
+            return out
+        return _mask_2d(self._unwritten, out, rows, cols, self.shape[1])
+
     def __getitem__(self, key):
-        return _getitem_2d(self._d, key)
+        out = _getitem_2d(self._d, key)
+        if self._unwritten is None:
+            return out
+        return self._masked(out, *_key_positions(key, self.shape))
 
     def rows(self, i0, i1):
         """Rows i0..i1-1: an (i1-i0) x K array."""
         a, b = _range(slice(i0, i1), self.shape[0], "rows")
-        return self._d[a:b]
+        return self._masked(self._d[a:b], np.arange(a, b), np.arange(self.shape[1]))
 
     def block(self, I, J):  # noqa: E741
         """Rows I x columns J (ranges: a:b, range(a, b) or (a, b))."""
         i0, i1 = _range(I, self.shape[0], "I")
         j0, j1 = _range(J, self.shape[1], "J")
-        return self._d[i0:i1, j0:j1]
+        return self._masked(self._d[i0:i1, j0:j1], np.arange(i0, i1), np.arange(j0, j1))
 
     def matrix(self):
         """The whole M x K matrix, as scipy.spatial.distance.cdist(A, B)."""
-        return self._d[()]
+        return self._masked(self._d[()], np.arange(self.shape[0]), np.arange(self.shape[1]))
 
     def iter_chunks(self, done_only=True):
         """Yields (first_row, values) for each chunk of the file, in order:
         values = r[first_row:first_row + len(values)], whole rows. With
-        done_only (the default) only chunks flagged done."""
+        done_only (the default) only chunks flagged done; with
+        done_only=False also the others, all NaN."""
         K = self.shape[1]
         rr = self._runs()
         for a, b in _chunk_ranges(self.verdict, done_only):
@@ -558,7 +674,11 @@ class HistResult(Result):
     n: the number of points; counts, edges (as numpy.histogram), underflow,
     overflow, rdf (with --box, else None), volume, bins, range, pairs,
     binning, box (its lengths), tilt (a triclinic cell's xy, xz, yz, else
-    None); shape == (bins,), r[...] indexes the counts."""
+    None); shape == (bins,), r[...] indexes the counts.
+
+    A stopped run's counts cover only the chunks it flags done: in an
+    incomplete file counts, underflow, overflow, rdf and r[...] raise
+    IncompleteResult (edges and the attributes read as always)."""
 
     kind = "hist"
 
@@ -579,14 +699,25 @@ class HistResult(Result):
         self.box = tuple(float(s) for s in _text(a["box"]).split(",")) if "box" in a else None
         self.tilt = tuple(float(s) for s in _text(a["tilt"]).split(",")) if "tilt" in a else None
 
+    def _find_unwritten(self):
+        return None  # the offsets count pairs, not bins: what is not written yet is the whole count
+
     def _describe(self):
         lo, hi = self.range or (None, None)
         return f"n={self.n}, {self.bins} bins over [{lo}, {hi}], {self.metric} {self.precision}"
 
+    def _counted(self, what):
+        self._needs_all_done(what, "covers only the pairs of the chunks flagged done until every chunk is")
+
     @property
     def counts(self):
         """int64[bins]: pairs per bin, as numpy.histogram(values, bins, range)[0]."""
+        self._counted("/counts")
         return self._d[()]
+
+    def __getitem__(self, key):
+        self._counted("/counts")
+        return self._d[key]
 
     @property
     def edges(self):
@@ -596,17 +727,22 @@ class HistResult(Result):
     @property
     def underflow(self):
         """Pairs whose distance is below range[0]."""
+        self._counted("/underflow")
         return int(self._f["underflow"][()])
 
     @property
     def overflow(self):
         """Pairs whose distance is above range[1]."""
+        self._counted("/overflow")
         return int(self._f["overflow"][()])
 
     @property
     def rdf(self):
         """float64[bins]: the radial distribution function (with --box), else None."""
-        return self._f["rdf"][()] if "rdf" in self._f else None
+        if "rdf" not in self._f:
+            return None
+        self._counted("/rdf")
+        return self._f["rdf"][()]
 
     @property
     def volume(self):
@@ -639,7 +775,9 @@ class TripletResult(Result):
     arrays; the position of i<j<k is tdsolve.triplet_index(n, i, j, k));
     triplet(i, j, k) reads one, triplet_energies() all, iter_chunks() chunk
     by chunk; dtype is theirs (float32 or float64). Without them shape == (),
-    dtype is None, and those raise TypeError."""
+    dtype is None, and those raise TypeError. In an incomplete file each
+    stored energy of a chunk not flagged done reads as NaN (r[...],
+    triplet(), triplet_energies(), iter_chunks(done_only=False))."""
 
     kind = "triplet"
 
@@ -727,7 +865,7 @@ class TripletResult(Result):
         if not self.stored:
             self._not_stored("reading triplet energies")
         if self._reader is None:
-            self._reader = RunReader(self._values, self.access)
+            self._reader = RunReader(self._values, self.access, self._unwritten)
         return self._reader
 
     def __getitem__(self, key):
@@ -751,7 +889,7 @@ class TripletResult(Result):
         """Yields (offset, values) for each chunk of the file, in order:
         values = r[offset:offset + len(values)] (packed positions). With
         done_only (the default) only chunks flagged done (all, in a complete
-        file)."""
+        file); with done_only=False also the others, all NaN."""
         if not self.stored:
             self._not_stored("iter_chunks()")
         rr = self._runs()
@@ -768,7 +906,13 @@ class KnnResult(Result):
     (indices, distances) of rows i0..i1-1, each as one contiguous read; row(i)
     those of one point; r[key] is (indices[key], distances[key]) (NumPy
     indexing of the n x K arrays: rows, and columns if given);
-    iter_chunks() yields (first_row, indices, distances) chunk by chunk."""
+    iter_chunks() yields (first_row, indices, distances) chunk by chunk.
+
+    In an incomplete file the rows of chunks not flagged done are not
+    written: distances reads NaN there; indices, and every read of both
+    (rows(), row(), r[...], iter_chunks(done_only=False)), raise
+    IncompleteResult naming the chunks and rows missing when they touch
+    such a row, and work on rows that are all in chunks flagged done."""
 
     kind = "knn"
 
@@ -789,18 +933,30 @@ class KnnResult(Result):
 
     def _iruns(self):
         if self._ireader is None:
-            self._ireader = RunReader(self._i, self.access)
+            self._ireader = RunReader(self._i, self.access, self._unwritten)
         return self._ireader
+
+    def _unwritten_what(self, chunks):
+        off, K = self.verdict._offsets, self.k
+        spans = ", ".join(f"{int(off[c]) // K}..{int(off[c + 1]) // K - 1}" for c in chunks[:4])
+        return f"rows {spans}{', ...' if len(chunks) > 4 else ''} of /indices and /distances are"
 
     @property
     def indices(self):
-        """int64[n, K]: the neighbours of each point, nearest first."""
+        """int64[n, K]: the neighbours of each point, nearest first
+        (IncompleteResult in an incomplete file: some rows are not written)."""
+        if self._unwritten is not None:
+            self._unwritten.check([0], [self.n * self.k])
         return self._i[()]
 
     @property
     def distances(self):
-        """[n, K]: the distances to them, ascending along each row."""
-        return self._d[()]
+        """[n, K]: the distances to them, ascending along each row (NaN in
+        rows not written yet, in an incomplete file)."""
+        out = self._d[()]
+        if self._unwritten is not None:
+            out = _mask_2d(self._unwritten, out, np.arange(self.n), np.arange(self.k), self.k)
+        return out
 
     def rows(self, i0, i1):
         """(indices, distances) of rows i0..i1-1: two (i1-i0) x K arrays, one contiguous read each."""
@@ -819,12 +975,15 @@ class KnnResult(Result):
         return ind[0], dist[0]
 
     def __getitem__(self, key):
+        if self._unwritten is not None:  # chunks are whole rows: rows all written, or IncompleteResult
+            _check_rows(self._unwritten, _key_positions(key, self.shape)[0], self.k)
         return _getitem_2d(self._i, key), _getitem_2d(self._d, key)
 
     def iter_chunks(self, done_only=True):
         """Yields (first_row, indices, distances) for each chunk of the file,
         in order, whole rows. With done_only (the default) only chunks
-        flagged done (all, in a complete file)."""
+        flagged done (all, in a complete file); with done_only=False a chunk
+        not flagged done raises IncompleteResult when reached."""
         K = self.k
         ir, dr = self._iruns(), self._runs()
         for a, b in _chunk_ranges(self.verdict, done_only):
@@ -846,7 +1005,10 @@ class PairsResult(Result):
     distances[key]) (NumPy indexing of the m pairs); to_sparse() the n x n
     upper-triangular scipy.sparse.coo_matrix; iter_chunks(rows) yields
     (first, pairs, distances) in slices of `rows` pairs. The pairs are
-    written when the run ends: a stopped run's file holds none."""
+    written when the run ends: a stopped run's file holds none, and in a
+    file whose chunks are not all flagged done count, len(), shape, pairs,
+    distances, r[...], to_sparse() and iter_chunks(done_only=False) raise
+    IncompleteResult (iter_chunks() yields nothing)."""
 
     kind = "radius"
 
@@ -862,12 +1024,22 @@ class PairsResult(Result):
         self._dist = f["distances"]
         self.dtype = self._dist.dtype
 
+    def _find_unwritten(self):
+        return None  # the offsets count the pairs tested, not rows of /pairs: the list is whole or not there
+
     def _describe(self):
-        return f"n={self.n}, {self.count} pairs within {self.radius}, {self.metric} {self.precision}"
+        return f"n={self.n}, {self._found()} within {self.radius}, {self.metric} {self.precision}"
+
+    def _found(self):
+        return f"{self.count} pairs" if self._all_done() else "pairs not written yet"
+
+    def _listed(self, what):
+        self._needs_all_done(what, "is written when every chunk is done")
 
     @property
     def count(self):
         """m: the number of pairs within the radius."""
+        self._listed("the pair list")
         return int(self._d.shape[0])
 
     @property
@@ -877,14 +1049,17 @@ class PairsResult(Result):
     @property
     def pairs(self):
         """int64[m, 2]: the pairs (i, j), i < j, in lexicographic order."""
+        self._listed("/pairs")
         return self._d[()]
 
     @property
     def distances(self):
         """[m]: the distance of each pair."""
+        self._listed("/distances")
         return self._dist[()]
 
     def __getitem__(self, key):
+        self._listed("the pair list")
         return _getitem_rows(self._d, key), _getitem_rows(self._dist, key)
 
     def to_sparse(self):
@@ -902,11 +1077,12 @@ class PairsResult(Result):
     def iter_chunks(self, rows=1 << 20, done_only=True):
         """Yields (first, pairs, distances) for slices of `rows` pairs, in
         order. The pairs are written all at once when the run ends: with
-        done_only (the default) an incomplete file yields nothing."""
+        done_only (the default) a file whose chunks are not all flagged done
+        yields nothing, and with done_only=False it raises IncompleteResult."""
         rows = _int(rows)
         if rows < 1:
             raise ValueError(f"rows must be at least 1, not {rows}")
-        if done_only and not self.verdict.complete:
+        if done_only and not self._all_done():
             return
         m = self.count
         for a in range(0, m, rows):
@@ -932,7 +1108,8 @@ class CollideResult(PairsResult):
         self.criterion = _text(self.attrs["criterion"]) if "criterion" in self.attrs else None
 
     def _describe(self):
-        return f"n={self.n} spheres in {self.dim}-D, {self.count} overlapping pairs"
+        found = f"{self.count} overlapping pairs" if self._all_done() else "overlapping pairs not written yet"
+        return f"n={self.n} spheres in {self.dim}-D, {found}"
 
 
 def _getitem_rows(d, key):
@@ -1052,8 +1229,11 @@ def open(path, require_complete=True, access="auto", _classes=None):  # noqa: A0
 
     Raises IncompleteResult unless the file is complete by the rules of
     `tdsolve info` (pass require_complete=False to read a partial file; an
-    inconsistent one, or one that is no result, raises it still), and
-    UnreadableResult (an OSError) when it cannot be read, a damaged file
+    inconsistent one, or one that is no result, raises it still; in a
+    partial file, values not written yet read as NaN where they are
+    floating-point, and raise IncompleteResult where they are integers or
+    written only when every chunk is done: Result's docstring says which),
+    and UnreadableResult (an OSError) when it cannot be read, a damaged file
     (one HDF5 cannot read whole, or crashes or loops on, in the child
     process that reads it first: _isolate.py) among them. A run writes
     FILE.h5.partial and renames it to FILE.h5 when it is complete: with only
