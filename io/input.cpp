@@ -95,9 +95,11 @@ PointSet read_hdf5(const std::string& path, const std::string& dataset, const st
   }
   Hid type = type_handle(H5Dget_type(dset), "H5Dget_type");
   const H5T_class_t cls = H5Tget_class(type);
-  if (cls != H5T_FLOAT && cls != H5T_INTEGER) {
+  // An enum of integers is read as its values: h5py stores NumPy bools so
+  // (FALSE = 0, TRUE = 1).
+  if (cls != H5T_FLOAT && cls != H5T_INTEGER && cls != H5T_ENUM) {
     throw InputError("dataset '" + dataset + "' in '" + path +
-                     "' does not hold numbers (tdsolve reads float32/float64 or integers)");
+                     "' does not hold numbers (tdsolve reads floats, integers and bools)");
   }
   const std::vector<hsize_t> h = dataset_shape(dset);
   std::vector<std::uint64_t> dims(h.begin(), h.end());
@@ -217,11 +219,11 @@ PointSet read_npy(const std::string& path, bool vector) {
       order == '<' || order == '|' || (order == '=' && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__);
   const bool swap = little != (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__);
   const bool known =
-      (kind == 'f' && (size == 4 || size == 8)) ||
+      (kind == 'f' && (size == 4 || size == 8)) || (kind == 'b' && size == 1) ||
       ((kind == 'i' || kind == 'u') && (size == 1 || size == 2 || size == 4 || size == 8));
   if (!known)
     throw InputError("array in '" + path + "' has dtype '" + descr +
-                     "'; tdsolve reads float32/float64 and integer arrays");
+                     "'; tdsolve reads float32/float64, integer and bool arrays");
 
   PointSet p;
   p.n = dims[0];
@@ -259,7 +261,7 @@ PointSet read_npy(const std::string& path, bool vector) {
     if (size == 2) convert<std::int16_t>(r, swap, count, o);
     if (size == 4) convert<std::int32_t>(r, swap, count, o);
     if (size == 8) convert<std::int64_t>(r, swap, count, o);
-  } else {
+  } else {  // 'u', and 'b': NumPy's bools are bytes 0 and 1
     if (size == 1) convert<std::uint8_t>(r, swap, count, o);
     if (size == 2) convert<std::uint16_t>(r, swap, count, o);
     if (size == 4) convert<std::uint32_t>(r, swap, count, o);

@@ -368,9 +368,17 @@ struct SqEuclidean {
   static constexpr bool needs_norms = false;
   TDS_HD SqEuclidean() {}
   TDS_HD explicit SqEuclidean(const MetricParams&) {}
+  // float64: SciPy's loop, s += d * d rounded twice (its pdist and cdist
+  // have no fused step), so euclidean and sqeuclidean are SciPy's bits and a
+  // float64 hist is numpy.histogram(pdist(X)) to the last count; float32
+  // keeps the fused step (one instruction, no reference to match).
   TDS_HD static T accumulate(T acc, T a, T b, index_t = 0) {
     const T d = a - b;
-    return fused(d, d, acc);
+    if constexpr (sizeof(T) == 8) {
+      return acc + d * d;
+    } else {
+      return fused(d, d, acc);
+    }
   }
   TDS_HD static T finalize(T acc, double, double) { return acc; }
 };
