@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -490,7 +491,43 @@ InputSpec split_input_spec(const std::string& spec) {
   return InputSpec{spec, ""};
 }
 
+namespace {
+
+struct MemoryPoints {
+  const double* values = nullptr;
+  index_t n = 0, d = 0;
+  std::string source;
+};
+std::map<std::string, MemoryPoints>& memory_points() {
+  static std::map<std::string, MemoryPoints> m;
+  return m;
+}
+
+}  // namespace
+
+void set_memory_points(const std::string& name, const double* values, index_t n, index_t d,
+                       const std::string& source) {
+  memory_points()[name] = MemoryPoints{values, n, d, source};
+}
+
+void clear_memory_points() {
+  memory_points().clear();
+}
+
 PointSet read_points(const std::string& spec, bool vector) {
+  if (spec.rfind(kMemoryPrefix, 0) == 0) {
+    const auto it = memory_points().find(spec.substr(std::string(kMemoryPrefix).size()));
+    if (it == memory_points().end())
+      throw InputError("input '" + spec + "': no such array given to this run");
+    const MemoryPoints& m = it->second;
+    check_shape(m.n, m.d, m.source);
+    PointSet p;
+    p.n = m.n;
+    p.d = m.d;
+    p.values.assign(m.values, m.values + m.n * m.d);
+    p.source = m.source;
+    return p;
+  }
   const InputSpec in = split_input_spec(spec);
   const std::string lspec = lower(spec);
   if (!in.dataset.empty()) return read_hdf5(in.path, in.dataset, spec, vector);

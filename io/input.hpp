@@ -22,6 +22,15 @@ struct PointSet {
 // vector: a 1-D array is read as one row (a vector option, not points).
 PointSet read_points(const std::string& spec, bool vector = false);
 
+// In-memory inputs (the Python extension, solver/commands/in_process.hpp): --input
+// memory:NAME reads the n × d float64 values (row-major) registered under
+// NAME. The caller keeps them alive until the run is over and clears them
+// after; `source` is what the file records as its input.
+void set_memory_points(const std::string& name, const double* values, index_t n, index_t d,
+                       const std::string& source);
+void clear_memory_points();
+constexpr const char* kMemoryPrefix = "memory:";
+
 // An --input spec split into its file and, for FILE.h5:/dataset (or
 // FILE.h5:dataset), the dataset with its leading slash ("" when there is
 // none).

@@ -206,7 +206,28 @@ void agree_step(MPI_Comm comm, const std::string& why) {
     std::this_thread::sleep_for(std::chrono::seconds(1));
 }
 
+namespace {
+bool g_in_process = false;
+std::string g_local_failure;
+}  // namespace
+
+void set_in_process(bool yes) {
+  g_in_process = yes;
+}
+bool fails_locally(MPI_Comm comm) {
+  return g_in_process && comm_size(comm) == 1;
+}
+void note_local_failure(const std::string& line) {
+  if (g_local_failure.empty()) g_local_failure = line;
+}
+std::string take_local_failure() {
+  std::string s;
+  s.swap(g_local_failure);
+  return s;
+}
+
 void abort_run(MPI_Comm comm, const std::string& what) {
+  if (fails_locally(comm)) throw LocalFailure(one_line(what));
   std::fprintf(stderr, "tdsolve: error on rank %d: %s\n", comm_rank(comm), one_line(what).c_str());
   if (!g_abort_hint.empty()) std::fprintf(stderr, "tdsolve: %s\n", g_abort_hint.c_str());
   std::fflush(stderr);

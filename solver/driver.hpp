@@ -8,6 +8,7 @@
 
 #include <functional>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -87,6 +88,20 @@ LoopResult run_chunks(const mapping::ChunkPlan& plan, const std::vector<unsigned
 [[noreturn]] void abort_run(MPI_Comm comm, const std::string& what);
 // What abort_run adds after the error once the output exists ("" none).
 void set_abort_hint(const std::string& hint);
+// A run inside another program (solver/commands/in_process.hpp): with one rank there
+// is no job to end and no rank to wait for, so abort_run throws
+// LocalFailure (the command unwinds, the .partial stays) and the output
+// guard records its line (local_failure) and fails the MPI-IO call, which
+// HDF5 then reports as an error. Under a launcher (several ranks) they end
+// the job as on the command line.
+struct LocalFailure : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+void set_in_process(bool yes);
+bool fails_locally(MPI_Comm comm);
+// The output guard's line of a failed write in such a run; taken once.
+void note_local_failure(const std::string& line);
+std::string take_local_failure();
 // From now on a write, sync or resize of `file` (the output's MPI-IO handle,
 // io::ResultWriter, open at `path`) that fails on this rank, writes less
 // than it was given, or during which a system call's write of the file

@@ -64,8 +64,9 @@ std::atomic<const char*> g_write_call{nullptr};
 constexpr int kFailedTag = 0x7d5;
 
 // rc: the MPI call's error code (MPI_SUCCESS: it said nothing failed); err:
-// the errno of the failed write, or 0.
-[[noreturn]] void failed(const char* call, int rc, int err) {
+// the errno of the failed write, or 0. Returns (a run in process, one rank:
+// fails_locally) the error for the call to give HDF5; else ends the job.
+int failed(const char* call, int rc, int err) {
   std::string why = "the file system took fewer bytes than it was given";
   if (err) {
     why = std::strerror(err);
@@ -78,6 +79,10 @@ constexpr int kFailedTag = 0x7d5;
   const char* inner = g_write_call.load();
   const std::string line = "writing the output '" + g_output + "' failed: " + why + " (" + call +
                            (inner ? std::string(", ") + inner : std::string()) + ")";
+  if (fails_locally(g_comm)) {
+    note_local_failure(line);
+    return rc != MPI_SUCCESS ? rc : MPI_ERR_IO;
+  }
   // When several ranks fail together, the lowest prints the one line: each
   // tells the ranks above it, and a rank that hears from one below within a
   // few seconds leaves the line and the MPI_Abort to it.
@@ -115,14 +120,16 @@ bool guarded(MPI_File fh) {
 
 // After an MPI-IO call on the output: fails unless it succeeded, took every
 // item (writes: count items of `type`) and no write of the file failed.
-void check_call(const char* call, int rc, int count = 0, MPI_Datatype type = MPI_BYTE,
-                const MPI_Status* status = nullptr) {
+// Returns the code for the call to return.
+int check_call(const char* call, int rc, int count = 0, MPI_Datatype type = MPI_BYTE,
+               const MPI_Status* status = nullptr) {
   int written = count;
   if (rc == MPI_SUCCESS && status && count > 0 &&
       MPI_Get_count(status, type, &written) != MPI_SUCCESS)
     written = MPI_UNDEFINED;
   const int err = g_write_errno.load();
-  if (rc != MPI_SUCCESS || written != count || err != 0) failed(call, rc, err);
+  if (rc != MPI_SUCCESS || written != count || err != 0) return failed(call, rc, err);
+  return rc;
 }
 
 // A system call's failed write: recorded when it was to the output file.
@@ -197,8 +204,7 @@ int MPI_File_write_at(MPI_File fh, MPI_Offset offset, const void* buf, int count
   MPI_Status mine;
   MPI_Status* st = status == MPI_STATUS_IGNORE ? &mine : status;
   const int rc = PMPI_File_write_at(fh, offset, buf, count, datatype, st);
-  check_call("MPI_File_write_at", rc, count, datatype, st);
-  return rc;
+  return check_call("MPI_File_write_at", rc, count, datatype, st);
 }
 
 int MPI_File_write_at_all(MPI_File fh, MPI_Offset offset, const void* buf, int count,
@@ -207,20 +213,17 @@ int MPI_File_write_at_all(MPI_File fh, MPI_Offset offset, const void* buf, int c
   MPI_Status mine;
   MPI_Status* st = status == MPI_STATUS_IGNORE ? &mine : status;
   const int rc = PMPI_File_write_at_all(fh, offset, buf, count, datatype, st);
-  check_call("MPI_File_write_at_all", rc, count, datatype, st);
-  return rc;
+  return check_call("MPI_File_write_at_all", rc, count, datatype, st);
 }
 
 int MPI_File_sync(MPI_File fh) {
   const int rc = PMPI_File_sync(fh);
-  if (guarded(fh)) check_call("MPI_File_sync", rc);
-  return rc;
+  return guarded(fh) ? check_call("MPI_File_sync", rc) : rc;
 }
 
 int MPI_File_set_size(MPI_File fh, MPI_Offset size) {
   const int rc = PMPI_File_set_size(fh, size);
-  if (guarded(fh)) check_call("MPI_File_set_size", rc);
-  return rc;
+  return guarded(fh) ? check_call("MPI_File_set_size", rc) : rc;
 }
 
 }  // extern "C"

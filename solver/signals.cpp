@@ -31,6 +31,22 @@ void install_stop_signals() {
     sigaction(sig, &sa, nullptr);
 }
 
+StopOnInterrupt::StopOnInterrupt() : old_(new struct sigaction) {
+  g_stop = 0;
+  struct sigaction sa;
+  std::memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGINT, &sa, old_);
+}
+
+StopOnInterrupt::~StopOnInterrupt() {
+  sigaction(SIGINT, old_, nullptr);
+  delete old_;
+  g_stop = 0;
+}
+
 int stop_signal() {
   return g_stop;
 }

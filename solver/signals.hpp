@@ -6,12 +6,27 @@
 // still reads as incomplete.
 #pragma once
 
+#include <csignal>
+
 namespace tdsolve {
 
 // "Stopped cleanly, resumable": EX_TEMPFAIL of sysexits.h (try again later).
 constexpr int kStoppedExitCode = 75;
 
 void install_stop_signals();
+// A run inside another program (solver/commands/in_process.hpp): for its lifetime
+// SIGINT (Ctrl-C) asks for the clean stop, a second one ends the process;
+// then the program's own handler is back and the flag cleared.
+class StopOnInterrupt {
+ public:
+  StopOnInterrupt();
+  ~StopOnInterrupt();
+  StopOnInterrupt(const StopOnInterrupt&) = delete;
+  StopOnInterrupt& operator=(const StopOnInterrupt&) = delete;
+
+ private:
+  struct sigaction* old_;
+};
 // The first stop signal received (0: none).
 int stop_signal();
 // "SIGTERM", "SIGUSR1", ...

@@ -8,6 +8,7 @@ TDSOLVE_PACKAGES=(
   libboost-program-options-dev                # the command line
   libgtest-dev                                # unit tests
   python3 python3-h5py python3-numpy python3-scipy  # reader module and end-to-end tests
+  pybind11-dev python3-dev                    # the Python extension (tdsolve.pdist ... in process)
   python3-matplotlib                          # pictures of fractal runs, benchmark plots
   python3-xarray python3-h5netcdf             # tests: result files open in xarray (dimension scales)
   python3-sklearn                             # tests: kNN references (tdsolve knn)

@@ -1,4 +1,8 @@
-"""Read tdsolve result files fast.
+"""Run tdsolve's commands on NumPy arrays in this process, and read tdsolve
+result files fast.
+
+    d = tdsolve.pdist(X)                     # as scipy's pdist; cdist, hist, knn, collide, atm,
+                                             # NearestNeighbors too (tdsolve._api)
 
     import tdsolve
 
@@ -51,10 +55,11 @@ from ._verdict import (COMPLETE, INCOMPLETE, INCONSISTENT, NOT_A_RESULT, UNREADA
                        pair_count, triplet_count)
 from ._validate import validate
 from ._schema import SCHEMA, SCHEMA_VERSION
+from ._api import Error, NearestNeighbors, atm, cdist, collide, hist, knn, pdist
 
 __version__ = "0.1.0"
 
-__all__ = ["open", "check", "validate", "SCHEMA", "SCHEMA_VERSION", "Verdict", "Result", "EdmResult", "CrossResult", "HistResult", "TripletResult",
+__all__ = ["pdist", "cdist", "hist", "knn", "collide", "atm", "NearestNeighbors", "Error", "open", "check", "validate", "SCHEMA", "SCHEMA_VERSION", "Verdict", "Result", "EdmResult", "CrossResult", "HistResult", "TripletResult",
            "KnnResult", "PairsResult", "CollideResult", "FractalResult", "FractalMaps", "fractal_presets", "parse_table",
            "IncompleteResult", "UnreadableResult", "pair_index", "pair_count", "triplet_index", "triplet_count",
            "COMPLETE", "INCOMPLETE", "INCONSISTENT", "NOT_A_RESULT", "UNREADABLE"]

@@ -24,7 +24,7 @@ import threading
 import time
 
 import numpy as np
-from h5py import h5, h5a, h5d, h5o, h5s, h5t
+from h5py import h5, h5a, h5d, h5f, h5o, h5s, h5t
 
 WALK_READ_BYTES = 16 * 1024 * 1024  # io/walk.hpp kWalkReadBytes
 WALK_MEMORY_BYTES = 1024 * 1024 * 1024  # io/walk.hpp kWalkMemoryBytes
@@ -298,9 +298,19 @@ def _eoa(f, path):
         fn = None
         try:
             import ctypes
+            # h5py's own libhdf5: a handle on its h5f module resolves symbols
+            # in that module's dependencies (where the process also holds
+            # another libhdf5, e.g. tdsolve._core's parallel one, whose
+            # identifiers mean nothing for h5py's files).
+            fn = ctypes.CDLL(h5f.__file__).H5Fget_eoa
+            fn.argtypes, fn.restype = [ctypes.c_int64, ctypes.POINTER(ctypes.c_uint64)], ctypes.c_int
+        except (ImportError, OSError, AttributeError):
+            fn = None
+        try:
+            import ctypes
             with open("/proc/self/maps") as maps:
                 libs = sorted({line.split()[-1] for line in maps if "/libhdf5" in line and ".so" in line})
-            for lib in libs:
+            for lib in libs if fn is None else []:
                 if "_hl" in os.path.basename(lib):
                     continue
                 fn = ctypes.CDLL(lib).H5Fget_eoa

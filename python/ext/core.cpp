@@ -1,0 +1,70 @@
+// tdsolve._core: the commands run inside the Python process
+// (solver/commands/in_process.hpp). python/tdsolve/_api.py builds the
+// command line and reads the file back; this module only runs it.
+//
+//   run(args: list[str], inputs: dict[str, numpy.ndarray]) -> int
+//
+// args: the command and its options, as on the command line; inputs: named
+// 2-D float64 C-contiguous arrays, given to the run as --input memory:NAME
+// (or any option that reads points, e.g. --with). The GIL is released
+// while the command runs; Ctrl-C stops it cleanly (exit code 75). Errors:
+// tdsolve._core.Error(message, exit_code), the command line's one line.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "solver/commands/in_process.hpp"
+
+namespace py = pybind11;
+
+namespace {
+
+using Array = py::array_t<double, py::array::c_style>;
+
+int run(const std::vector<std::string>& args, const std::map<std::string, py::object>& given) {
+  std::vector<Array> keep;  // alive (and the GIL-free run reads them) until the end
+  std::vector<tdsolve::MemoryInput> inputs;
+  for (const auto& [name, obj] : given) {
+    Array a = Array::ensure(obj);
+    if (!a) throw py::type_error("input '" + name + "' is not a float64 array");
+    if (a.ndim() != 2)
+      throw py::value_error("input '" + name + "' has " + std::to_string(a.ndim()) +
+                            " dimensions; it needs 2 (n points × d features)");
+    tdsolve::MemoryInput m;
+    m.name = name;
+    m.values = a.data();
+    m.n = static_cast<unsigned long long>(a.shape(0));
+    m.d = static_cast<unsigned long long>(a.shape(1));
+    m.source = "python:" + name + " (" + std::to_string(m.n) + " × " + std::to_string(m.d) + ")";
+    inputs.push_back(m);
+    keep.push_back(std::move(a));
+  }
+  int code = 0;
+  {
+    py::gil_scoped_release free;
+    code = tdsolve::run_in_process(args, inputs);
+  }
+  return code;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "tdsolve's commands in process (use the functions of the tdsolve package)";
+  static py::exception<tdsolve::RunError> error(m, "Error", PyExc_RuntimeError);
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const tdsolve::RunError& e) {
+      // A tuple value: the exception's args, (message, exit code).
+      PyErr_SetObject(error.ptr(), py::make_tuple(e.what(), e.exit_code).ptr());
+    }
+  });
+  m.def("run", &run, py::arg("args"), py::arg("inputs") = std::map<std::string, py::object>{},
+        "Runs `tdsolve ARGS...` in this process; returns its exit code (0, or 75: stopped by "
+        "Ctrl-C, resumable). Raises tdsolve._core.Error(message, exit_code).");
+}

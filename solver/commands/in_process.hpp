@@ -1,0 +1,36 @@
+// A command run inside another program (the Python extension,
+// python/tdsolve/_core.cpp): the command line's own code path, but MPI
+// started once for the process (a singleton without a launcher; under one,
+// every rank makes the same call), errors thrown back as one line with the
+// command line's exit code instead of printed, a one-rank run never ended
+// with MPI_Abort (solver/driver.hpp: fails_locally), and Ctrl-C a clean stop
+// for the call's duration (solver/signals.hpp: StopOnInterrupt).
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace tdsolve {
+
+// What the command line would print after "tdsolve: error: " and exit with.
+struct RunError : std::runtime_error {
+  RunError(const std::string& what, int code) : std::runtime_error(what), exit_code(code) {}
+  int exit_code;
+};
+
+// An in-memory input: --input memory:NAME (io/input.hpp), n × d float64
+// values, row-major, alive for the call.
+struct MemoryInput {
+  std::string name;
+  const double* values = nullptr;
+  unsigned long long n = 0, d = 0;
+  std::string source;  // the file's record of the input
+};
+
+// Runs `tdsolve args[0] args[1:]...` (args[0] the command's name): its exit
+// code, 0 or kStoppedExitCode (stopped by Ctrl-C, resumable). Throws
+// RunError. Not reentrant: one call at a time in a process.
+int run_in_process(const std::vector<std::string>& args, const std::vector<MemoryInput>& inputs);
+
+}  // namespace tdsolve

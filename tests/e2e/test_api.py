@@ -1,0 +1,291 @@
+#!/usr/bin/env python3
+"""tdsolve's calls from Python in process (python/tdsolve/_api.py over the
+extension tdsolve._core): the command line's files byte for byte, SciPy's
+and scikit-learn's values, any NumPy input, errors as exceptions, Ctrl-C
+and an injected failure that leave the Python process alive.
+
+The package with its extension is the build's staged copy
+(TDSOLVE_PYTHON_BUILD = build/python, set by CTest). Without the extension
+(no pybind11 at configure time) every test skips, saying so."""
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import unittest
+
+import h5py
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import TempDirTest, tdsolve  # noqa: E402
+
+# The build's package first (common.py puts the source tree's, which has no
+# extension, on the path).
+BUILD = os.environ.get("TDSOLVE_PYTHON_BUILD", "")
+MISSING = None
+if BUILD:
+    sys.path.insert(0, BUILD)
+    for name in [m for m in sys.modules if m == "tdsolve" or m.startswith("tdsolve.")]:
+        del sys.modules[name]
+    import tdsolve as td  # noqa: E402
+    from tdsolve import _core  # noqa: E402,F401  (CTest names a build that has it: failing to import it fails)
+    assert td.__file__.startswith(BUILD), td.__file__
+else:
+    MISSING = "this build has no Python extension (no pybind11 or Python headers at configure time)"
+
+
+def values(path, name):
+    with h5py.File(path, "r") as f:
+        return f[name][()]
+
+
+@unittest.skipIf(MISSING, MISSING)
+class ApiTest(TempDirTest):
+    def setUp(self):
+        super().setUp()
+        self.X = np.random.default_rng(7).random((900, 3))
+        np.save(self.path("x.npy"), self.X)
+
+    def test_files_are_the_command_lines(self):
+        # The same command in process and on the command line: the same
+        # result datasets, byte for byte.
+        X, src, a = self.X, self.path("x.npy"), self.path("a.npy")
+        np.save(a, X[:100])
+        cases = [
+            (lambda out: td.pdist(X, "cityblock", out=out, device="cpu"),
+             ["edm", "--input", src, "--metric", "cityblock"], ["distances"]),
+            (lambda out: td.cdist(X[:100], X, "chebyshev", out=out, device="cpu"),
+             ["cross", "--input", a, "--with", src, "--metric", "chebyshev"], ["distances"]),
+            (lambda out: td.hist(X, 20, (0, 0.5), out=out, device="cpu"),
+             ["hist", "--input", src, "--bins", "20", "--range", "0:0.5"], ["counts"]),
+            (lambda out: td.knn(X, 7, out=out, device="cpu"), ["knn", "--input", src, "--k", "7"],
+             ["distances", "indices"]),
+            (lambda out: td.knn(X, radius=0.05, out=out, device="cpu"),
+             ["knn", "--input", src, "--radius", "0.05"], ["pairs", "distances"]),
+        ]
+        S = np.column_stack([X, np.random.default_rng(8).random(len(X)) * 0.02])
+        np.save(self.path("s.npy"), S)
+        cases += [
+            (lambda out: td.collide(S[:, :3], S[:, 3], out=out, device="cpu"),
+             ["collide", "--input", self.path("s.npy")], ["pairs", "distances"]),
+            (lambda out: td.atm(X[:300] * 10, 0.7, cutoff=2.5, out=out, device="cpu"),
+             ["triplet", "--input", self.path("t.npy"), "--nu", "0.7", "--cutoff", "2.5"],
+             ["energy", "energy_per_point", "forces"]),
+        ]
+        np.save(self.path("t.npy"), X[:300] * 10)
+        for k, (call, cli, names) in enumerate(cases):
+            with self.subTest(command=cli[0], case=k):
+                api, ref = self.path(f"api{k}.h5"), self.path(f"cli{k}.h5")
+                r = call(api)
+                r.close()
+                precision = [] if cli[0] == "collide" else ["--precision", "float64"]  # collide: float64 always
+                tdsolve(*cli, *precision, "--backend", "cpu", "--output", ref, check=True)
+                for name in names:
+                    self.assertEqual(values(api, name).tobytes(), values(ref, name).tobytes(), name)
+
+    def test_values_are_scipys(self):
+        from scipy.spatial import cKDTree
+        from scipy.spatial.distance import cdist, pdist
+        X = self.X
+        np.testing.assert_array_equal(td.pdist(X, "cityblock", device="cpu"), pdist(X, "cityblock"))
+        np.testing.assert_array_equal(td.pdist(X, device="cpu"), pdist(X))  # float64: SciPy's bits
+        np.testing.assert_allclose(td.cdist(X[:50], X, "minkowski", p=3, device="cpu"),
+                                   cdist(X[:50], X, "minkowski", p=3), rtol=1e-14)
+        w = np.linspace(0.5, 2, 3)
+        np.testing.assert_allclose(td.pdist(X, "minkowski", p=1.5, w=w, device="cpu"),
+                                   pdist(X, "minkowski", p=1.5, w=w), rtol=1e-13)
+        counts, edges = td.hist(X, 30, (0, 1), device="cpu")
+        want, want_edges = np.histogram(pdist(X), 30, (0, 1))
+        np.testing.assert_array_equal(edges, want_edges)
+        self.assertLessEqual(int(np.abs(counts - want).sum()), 2)  # a value within an ulp of an edge
+        pairs, dist = td.knn(X, radius=0.08, device="cpu")
+        want = cKDTree(X).query_pairs(0.08, output_type="ndarray")
+        want = want[np.lexsort((want[:, 1], want[:, 0]))]
+        np.testing.assert_array_equal(pairs, want)
+        np.testing.assert_allclose(dist, np.linalg.norm(X[pairs[:, 0]] - X[pairs[:, 1]], axis=1), rtol=1e-15)
+
+    def test_neighbours_are_scikit_learns(self):
+        try:
+            from sklearn.neighbors import NearestNeighbors
+        except ImportError:
+            self.skipTest("scikit-learn is not installed")
+        X = self.X
+        dist, ind = td.knn(X, 5, device="cpu")
+        want_d, want_i = NearestNeighbors(n_neighbors=6, algorithm="brute").fit(X).kneighbors(X)
+        np.testing.assert_array_equal(ind, want_i[:, 1:])
+        np.testing.assert_allclose(dist, want_d[:, 1:], rtol=1e-7)  # its |x|^2 - 2 x.y + |y|^2
+
+    def test_nearest_neighbors_class(self):
+        # tdsolve.NearestNeighbors against scikit-learn's brute force, on the
+        # fitted points (the point itself left out, as sklearn does for X=None).
+        try:
+            from sklearn.neighbors import NearestNeighbors
+        except ImportError:
+            self.skipTest("scikit-learn is not installed")
+        X = self.X
+        ours = td.NearestNeighbors(n_neighbors=4, radius=0.07, device="cpu").fit(X)
+        theirs = NearestNeighbors(n_neighbors=4, radius=0.07, algorithm="brute").fit(X)
+        d, i = ours.kneighbors()
+        wd, wi = theirs.kneighbors()
+        np.testing.assert_array_equal(i, wi)
+        np.testing.assert_allclose(d, wd, rtol=1e-7)
+        d, i = ours.radius_neighbors(sort_results=True)
+        wd, wi = theirs.radius_neighbors(sort_results=True)
+        self.assertEqual(len(i), len(X))
+        for row in range(len(X)):
+            np.testing.assert_array_equal(np.sort(i[row]), np.sort(wi[row]), f"row {row}")
+            np.testing.assert_allclose(d[row], wd[row], rtol=1e-7, err_msg=f"row {row}")
+        with self.assertRaises(NotImplementedError):
+            ours.kneighbors(X[:5])
+
+    def test_any_numpy_input(self):
+        # bool, integers, float16/32, Fortran order and strided views: the
+        # values of the float64 copy of the same numbers.
+        rng = np.random.default_rng(3)
+        ints = rng.integers(-50, 50, (300, 4))
+        ref = td.pdist(ints.astype(np.float64), "cityblock", device="cpu")
+        for x in (ints.astype(np.int32), ints.astype(np.int8), np.asfortranarray(ints), ints.astype(np.float16),
+                  np.repeat(ints, 2, axis=0)[::2], np.hstack([ints, ints])[:, ::2][:, :2].repeat(2, axis=1)):
+            with self.subTest(dtype=str(x.dtype), c=x.flags.c_contiguous):
+                want = ref if x.shape == ints.shape and np.array_equal(x, ints) else \
+                    td.pdist(np.array(x, dtype=np.float64), "cityblock", device="cpu")
+                np.testing.assert_array_equal(td.pdist(x, "cityblock", device="cpu"), want)
+        b = rng.random((200, 8)) < 0.5
+        np.testing.assert_array_equal(td.pdist(b, "cityblock", device="cpu"),
+                                      td.pdist(b.astype(np.float64), "cityblock", device="cpu"))
+        with self.assertRaises(ValueError):
+            td.pdist(np.arange(10.0))  # 1-D: as SciPy, a 2-D array is needed
+        with self.assertRaises(TypeError):
+            td.pdist(np.array([["a", "b"], ["c", "d"]]))
+
+    def test_errors_are_exceptions(self):
+        with self.assertRaises(td.Error) as e:
+            td.pdist(self.X, "euclidian")
+        self.assertIn("did you mean euclidean?", str(e.exception))
+        self.assertTrue(str(e.exception).startswith("unknown --metric 'euclidian'"), str(e.exception))
+        self.assertEqual(e.exception.exit_code, 2)
+        self.assertIsInstance(e.exception, RuntimeError)
+        out = self.path("kept.h5")
+        td.pdist(self.X, out=out, device="cpu").close()
+        with self.assertRaises(td.Error) as e:  # exists: refused as on the command line
+            td.pdist(self.X, out=out, device="cpu")
+        self.assertIn("exists", str(e.exception))
+        r = td.pdist(self.X, out=out, overwrite=True, device="cpu")
+        self.assertTrue(r.complete)
+        r.close()
+
+    def test_a_failure_leaves_python_alive(self):
+        # A rank's failure once the output exists ends a command-line job
+        # with MPI_Abort; in process (one rank) it is an exception, the
+        # .partial stays, and the next call works.
+        out = self.path("f.h5")
+        os.environ["TDSOLVE_TEST_FAULT"] = "0:2:write"
+        try:
+            with self.assertRaises(td.Error) as e:
+                td.pdist(np.random.default_rng(1).random((3000, 3)), out=out, device="cpu", chunk_mb=1)
+        finally:
+            del os.environ["TDSOLVE_TEST_FAULT"]
+        self.assertIn("injected fault", str(e.exception))
+        self.assertTrue(os.path.exists(out + ".partial"))
+        self.assertEqual(td.pdist(self.X[:10], device="cpu").shape, (45,))
+
+    def test_a_full_disk_raises(self):
+        # Writes of the output fail with ENOSPC mid-data (the preload shim of
+        # test_faults.py): the output guard's MPI-IO check fails the call
+        # (in process it does not end the job), the call raises with the
+        # command line's line, and Python goes on.
+        from test_faults import build_shim
+        shim = build_shim(self.dir)
+        out = self.path("full.h5")
+        script = textwrap.dedent(f"""
+            import sys, numpy as np
+            sys.path.insert(0, {BUILD!r})
+            import tdsolve
+            X = np.random.default_rng(2).random((2000, 3))
+            try:
+                tdsolve.pdist(X, out={out!r}, device="cpu", chunk_mb=1)
+            except tdsolve.Error as e:
+                print("raised:", e, flush=True)
+                print(tdsolve.pdist(X[:5], device="cpu").shape, flush=True)
+                sys.exit(0)
+            sys.exit(3)
+            """)
+        names = "\n".join([out, out + ".creating", out + ".partial"])
+        env = dict(os.environ, LD_PRELOAD=shim, TDSOLVE_ENOSPC_PATH=names, TDSOLVE_ENOSPC_AFTER="3000000")
+        r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("raised: writing the output", r.stdout)
+        self.assertIn("(10,)", r.stdout)
+        self.assertFalse(os.path.exists(out))
+
+    def test_cmake_install_lays_out_a_prefix(self):
+        # `cmake --install build --prefix P`: bin/tdsolve, the package with its
+        # extension where P's Python looks, the module file naming both, the
+        # batch script and an example config; the installed package computes
+        # in process from a fresh interpreter that sees nothing of the tree.
+        prefix = self.path("prefix")
+        r = subprocess.run(["cmake", "--install", os.path.dirname(BUILD), "--prefix", prefix],
+                           capture_output=True, text=True, timeout=300)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        site = os.path.join(prefix, "lib", f"python{sys.version_info[0]}.{sys.version_info[1]}", "site-packages")
+        for f in ("bin/tdsolve", "share/tdsolve/slurm/tdsolve.sbatch", "share/tdsolve/examples/edm-example.ini",
+                  "share/tdsolve/modulefiles/tdsolve/0.1.0"):
+            self.assertTrue(os.path.exists(os.path.join(prefix, f)), f)
+        with open(os.path.join(prefix, "share/tdsolve/modulefiles/tdsolve/0.1.0")) as f:
+            module = f.read()
+        self.assertIn(f'set prefix "{prefix}"', module)
+        self.assertIn(f'prepend-path PYTHONPATH "$prefix/{os.path.relpath(site, prefix)}"', module)
+        code = ("import numpy as np, tdsolve, sys; from scipy.spatial.distance import pdist\n"
+                "X = np.random.default_rng(1).random((300, 4))\n"
+                "assert tdsolve.__file__.startswith(sys.argv[1]), tdsolve.__file__\n"
+                "assert np.array_equal(tdsolve.pdist(X, 'cityblock', device='cpu'), pdist(X, 'cityblock'))\n"
+                "print('ok')\n")
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        env["PYTHONPATH"] = site
+        r = subprocess.run([sys.executable, "-c", code, site], capture_output=True, text=True, env=env,
+                           cwd=self.dir, timeout=120)
+        self.assertEqual(r.stdout.strip(), "ok", r.stderr)
+        r = subprocess.run([os.path.join(prefix, "bin", "tdsolve"), "--version"], capture_output=True, text=True)
+        self.assertTrue(r.stdout.startswith("tdsolve "), r.stdout + r.stderr)
+
+    def test_ctrl_c_stops_cleanly(self):
+        # SIGINT during a call: the run stops at a chunk boundary, the call
+        # raises KeyboardInterrupt, the file is a resumable .partial, and the
+        # command line's --resume finishes it to the uninterrupted bytes.
+        out = self.path("s.h5")
+        script = textwrap.dedent(f"""
+            import sys, numpy as np
+            sys.path.insert(0, {BUILD!r})
+            import tdsolve
+            X = np.random.default_rng(5).random((4000, 3))
+            np.save({self.path("s.npy")!r}, X)
+            print("ready", flush=True)
+            try:
+                tdsolve.pdist(X, out={out!r}, device="cpu", chunk_mb=1)
+            except KeyboardInterrupt as e:
+                print("interrupted", e, flush=True)
+                sys.exit(0)
+            sys.exit(3)
+            """)
+        env = dict(os.environ, TDSOLVE_TEST_SLOW_MS="300")
+        p = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, env=env)
+        self.assertEqual(p.stdout.readline().strip(), "ready")
+        time.sleep(2.0)
+        p.send_signal(signal.SIGINT)
+        rest, err = p.communicate(timeout=120)
+        self.assertEqual(p.returncode, 0, rest + err)
+        self.assertIn("interrupted", rest)
+        self.assertTrue(os.path.exists(out + ".partial"))
+        tdsolve("edm", "--input", self.path("s.npy"), "--precision", "float64", "--backend", "cpu",
+                "--chunk-mb", "1", "--output", out, "--resume", check=True)
+        ref = self.path("ref.h5")
+        tdsolve("edm", "--input", self.path("s.npy"), "--precision", "float64", "--backend", "cpu",
+                "--output", ref, check=True)
+        self.assertEqual(values(out, "distances").tobytes(), values(ref, "distances").tobytes())
+
+
+if __name__ == "__main__":
+    unittest.main()
