@@ -14,6 +14,7 @@
 #include <pybind11/stl.h>
 
 #include <map>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,10 @@ int run(const std::vector<std::string>& args, const std::map<std::string, py::ob
   int code = 0;
   {
     py::gil_scoped_release free;
+    // One run at a time in a process (MPI's state, the signal handler, the
+    // memory inputs): a second Python thread's call waits here.
+    static std::mutex one_at_a_time;
+    const std::lock_guard<std::mutex> lock(one_at_a_time);
     code = tdsolve::run_in_process(args, inputs);
   }
   return code;

@@ -160,6 +160,18 @@ class ApiTest(TempDirTest):
         with self.assertRaises(TypeError):
             td.pdist(np.array([["a", "b"], ["c", "d"]]))
 
+    def test_calls_from_threads(self):
+        # Calls from several Python threads run one at a time (the GIL is
+        # released while each computes): each gets its own, right answer.
+        from concurrent.futures import ThreadPoolExecutor
+        from scipy.spatial.distance import pdist
+        rng = np.random.default_rng(9)
+        xs = [rng.random((300 + 50 * k, 3)) for k in range(4)]
+        with ThreadPoolExecutor(4) as pool:
+            got = list(pool.map(lambda x: td.pdist(x, "cityblock", device="cpu"), xs))
+        for x, g in zip(xs, got):
+            np.testing.assert_array_equal(g, pdist(x, "cityblock"))
+
     def test_errors_are_exceptions(self):
         with self.assertRaises(td.Error) as e:
             td.pdist(self.X, "euclidian")
