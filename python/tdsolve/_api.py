@@ -24,8 +24,8 @@ resumable FILE.h5.partial). An error is a tdsolve.Error with the command
 line's message and exit code (also a RuntimeError). resume=True with out=
 finishes that file's .partial (the same call: the same arrays and options).
 
-Under mpirun every rank must make the same call with the same arrays: the
-ranks then share the work and write one file, as the command line does."""
+The calls are for one process: for several ranks (mpirun, Slurm) run the
+command line."""
 import contextlib
 import os
 import shutil

@@ -1,10 +1,10 @@
 // A command run inside another program (the Python extension,
-// python/tdsolve/_core.cpp): the command line's own code path, but MPI
-// started once for the process (a singleton without a launcher; under one,
-// every rank makes the same call), errors thrown back as one line with the
-// command line's exit code instead of printed, a one-rank run never ended
-// with MPI_Abort (solver/driver.hpp: fails_locally), and Ctrl-C a clean stop
-// for the call's duration (solver/signals.hpp: StopOnInterrupt).
+// python/ext/core.cpp): the command line's own code path, but MPI started
+// once for the process (a singleton without a launcher), errors thrown
+// back as one line with the command line's exit code instead of printed, a
+// one-rank run never ended with MPI_Abort (solver/driver.hpp:
+// fails_locally), and Ctrl-C a clean stop for the call's duration
+// (solver/signals.hpp: StopOnInterrupt).
 #pragma once
 
 #include <stdexcept>
