@@ -156,6 +156,11 @@ void guard_output_file(MPI_Comm comm, MPI_File file, const std::string& path,
   g_comm = comm;
   g_file = file;
   g_output = output;
+  // A new output starts clean (a process that runs several commands, in
+  // process, may have seen an earlier one's write fail).
+  g_watching.store(false);
+  g_write_errno.store(0);
+  g_write_call.store(nullptr);
   struct stat st {};
   if (stat(path.c_str(), &st) == 0) {
     g_dev = st.st_dev;
