@@ -1,15 +1,16 @@
 // The k-nearest-neighbour kernel (solver/knn.hpp): each thread keeps the
 // lists of two query rows (t and t + 128 of its block's 256) and walks every
 // column point in order, 32 at a time (16 in float64); a culled run's
-// thread keeps one row and walks its block row's tiles (KnnParams::tiles). A tile's columns and
-// the block's rows are staged in shared memory 32 features (16) at a time;
-// each thread accumulates a 2 × 32 (2 × 16) block of values in registers,
-// feature by feature in order, with the metric functors: the bits of the CPU
-// backend and of `tdsolve cross` (this file is built with --fmad=false, as
-// the other pair kernels). Then each value is screened against its row's
-// worst entry; the few that pass are recomputed (same order, same bits),
-// finalised and, if better, inserted into the row's sorted list, which
-// lives in local memory (K up to kMaxGpuNeighbors).
+// thread keeps one row and walks its block row's tiles (KnnParams::tiles).
+// A tile's columns and the block's rows are staged in shared memory 32
+// features (16) at a time; each thread accumulates a 2 × 32 (2 × 16) block
+// of values in registers, feature by feature in order, with the metric
+// functors: the bits of the CPU backend and of `tdsolve cross` (this file
+// is built with --fmad=false, as the other pair kernels). Then each value
+// is screened against its row's worst entry; the few that pass are
+// recomputed (same order, same bits), finalised and, if better, inserted
+// into the row's sorted list, which lives in local memory (K up to
+// kMaxGpuNeighbors).
 #include <cuda_runtime.h>
 
 #include <limits>
@@ -21,6 +22,7 @@
 #include "solver/epi.hpp"
 #include "solver/epilogue.hpp"
 #include "solver/knn.hpp"
+#include "solver/knn_cull.hpp"
 
 namespace tdsolve::cuda {
 
@@ -260,16 +262,10 @@ __global__ void __launch_bounds__(kThreads) knn_kernel(const KnnParams<T> p) {
       for (int q = 0; q < kR; ++q) {
         skip[q] = !valid[q];
         if (!valid[q]) continue;
-        if (free_slot[q] || worst[q] != worst[q]) {
-          past = all_skip = false;
-          continue;
-        }
-        const double wn =
-            p.squared ? sqrt(static_cast<double>(worst[q])) : static_cast<double>(worst[q]);
-        const double lim = cull::limit(wn, p.rel_tol, p.scale);
+        const double lim = knn_cull_limit(worst[q], free_slot[q], p.squared, p.rel_tol, p.scale);
         if (!(bb > lim)) past = false;
-        skip[q] =
-            cull::point_bound(xr[q], jlo, jhi, d, p.bound_p, p.cull_box_dims, p.cull_box) > lim;
+        skip[q] = lim < INFINITY && cull::point_bound(xr[q], jlo, jhi, d, p.bound_p,
+                                                      p.cull_box_dims, p.cull_box) > lim;
         if (!skip[q]) all_skip = false;
       }
       if (__syncthreads_and(past)) break;
