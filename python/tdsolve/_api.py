@@ -122,8 +122,21 @@ def _run(args, inputs, path, overwrite, resume=False):
         raise Error(f"tdsolve {args[0]} ended with exit code {code}", code)
 
 
+def _call(args, inputs, out, overwrite, resume, read):
+    """Runs the command into out (kept: its reader returned) or into a
+    temporary file (read(reader) returned, the file removed)."""
+    with _output(out) as (path, temporary):
+        _run(args, inputs, path, overwrite or temporary, resume and not temporary)
+        if not temporary:
+            return _open(path)
+        with _open(path) as r:
+            return read(r)
+
+
 def _common(device, precision, threads, block, chunk_mb=None):
-    a = ["--backend", device, "--precision", precision]
+    a = ["--backend", device]
+    if precision is not None:
+        a += ["--precision", precision]
     if chunk_mb is not None:
         a += ["--chunk-mb", _number(chunk_mb)]
     if threads is not None:
@@ -159,12 +172,7 @@ def pdist(X, metric="euclidean", *, out=None, p=None, w=None, V=None, base=None,
     inputs = {"X": X}
     args = ["edm", "--input", "memory:X", *_metric_args(metric, X.shape[1], inputs, p, w, V, base),
             *_common(device, precision, threads, block, chunk_mb)]
-    with _output(out) as (path, temporary):
-        _run(args, inputs, path, overwrite or temporary, resume and not temporary)
-        if not temporary:
-            return _open(path)
-        with _open(path) as r:
-            return r[:]
+    return _call(args, inputs, out, overwrite, resume, lambda r: r[:])
 
 
 def cdist(XA, XB, metric="euclidean", *, out=None, p=None, w=None, V=None, base=None, device="auto",
@@ -178,12 +186,7 @@ def cdist(XA, XB, metric="euclidean", *, out=None, p=None, w=None, V=None, base=
     args = ["cross", "--input", "memory:XA", "--with", "memory:XB",
             *_metric_args(metric, XA.shape[1], inputs, p, w, V, base),
             *_common(device, precision, threads, block, chunk_mb)]
-    with _output(out) as (path, temporary):
-        _run(args, inputs, path, overwrite or temporary, resume and not temporary)
-        if not temporary:
-            return _open(path)
-        with _open(path) as r:
-            return r.matrix()
+    return _call(args, inputs, out, overwrite, resume, lambda r: r.matrix())
 
 
 def _box_args(box, tilt):
@@ -207,14 +210,8 @@ def hist(X, bins, range, *, metric="euclidean", box=None, tilt=None, out=None, c
     lo, hi = range
     args = ["hist", "--input", "memory:X", "--bins", str(int(bins)), "--range", f"{_number(lo)}:{_number(hi)}",
             "--metric", metric, "--cull", cull, *_box_args(box, tilt), *_common(device, precision, threads, block)]
-    with _output(out) as (path, temporary):
-        _run(args, {"X": X}, path, overwrite or temporary, resume and not temporary)
-        if not temporary:
-            return _open(path)
-        with _open(path) as r:
-            if box is not None:
-                return r.counts, r.edges, r.rdf
-            return r.counts, r.edges
+    read = (lambda r: (r.counts, r.edges, r.rdf)) if box is not None else (lambda r: (r.counts, r.edges))
+    return _call(args, {"X": X}, out, overwrite, resume, read)
 
 
 def knn(X, k=None, *, radius=None, metric="euclidean", p=None, w=None, box=None, tilt=None, out=None, cull="auto",
@@ -232,14 +229,8 @@ def knn(X, k=None, *, radius=None, metric="euclidean", p=None, w=None, box=None,
     what = ["--k", str(int(k))] if k is not None else ["--radius", _number(radius)]
     args = ["knn", "--input", "memory:X", *what, *_metric_args(metric, X.shape[1], inputs, p, w),
             "--cull", cull, *_box_args(box, tilt), *_common(device, precision, threads, block)]
-    with _output(out) as (path, temporary):
-        _run(args, inputs, path, overwrite or temporary, resume and not temporary)
-        if not temporary:
-            return _open(path)
-        with _open(path) as r:
-            if k is not None:
-                return r.distances, r.indices
-            return r.pairs, r.distances
+    read = (lambda r: (r.distances, r.indices)) if k is not None else (lambda r: (r.pairs, r.distances))
+    return _call(args, inputs, out, overwrite, resume, read)
 
 
 def collide(centres, radii, *, box=None, tilt=None, out=None, cull="auto", device="auto", threads=None, block=None,
@@ -253,17 +244,10 @@ def collide(centres, radii, *, box=None, tilt=None, out=None, cull="auto", devic
     if len(r) != len(c):
         raise ValueError(f"{len(c)} centres but {len(r)} radii")
     S = np.ascontiguousarray(np.column_stack([c, r]))
-    args = ["collide", "--input", "memory:S", "--cull", cull, *_box_args(box, tilt), "--backend", device]
-    if threads is not None:
-        args += ["--threads", str(int(threads))]
-    if block is not None:
-        args += ["--block", str(int(block))]
-    with _output(out) as (path, temporary):
-        _run(args, {"S": S}, path, overwrite or temporary, resume and not temporary)
-        if not temporary:
-            return _open(path)
-        with _open(path) as res:
-            return res.pairs, res.distances
+    # collide computes in float64 whatever: no --precision
+    args = ["collide", "--input", "memory:S", "--cull", cull, *_box_args(box, tilt),
+            *_common(device, None, threads, block)]
+    return _call(args, {"S": S}, out, overwrite, resume, lambda r: (r.pairs, r.distances))
 
 
 def atm(X, nu=1.0, *, cutoff=None, cutoff_triple=None, box=None, tilt=None, out=None, cull="auto", device="auto",
@@ -279,12 +263,7 @@ def atm(X, nu=1.0, *, cutoff=None, cutoff_triple=None, box=None, tilt=None, out=
         args += ["--cutoff", _number(cutoff)]
     if cutoff_triple is not None:
         args += ["--cutoff-triple", _number(cutoff_triple)]
-    with _output(out) as (path, temporary):
-        _run(args, {"X": X}, path, overwrite or temporary, resume and not temporary)
-        if not temporary:
-            return _open(path)
-        with _open(path) as r:
-            return r.energy, r.energy_per_point, r.forces
+    return _call(args, {"X": X}, out, overwrite, resume, lambda r: (r.energy, r.energy_per_point, r.forces))
 
 
 class NearestNeighbors:
