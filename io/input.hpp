@@ -11,10 +11,20 @@
 
 namespace tdsolve::io {
 
+// A frame's simulation cell (io/trajectory.hpp), LAMMPS's layout: a = (lx,
+// 0, 0), b = (xy, ly, 0), c = (xz, yz, lz).
+struct Cell {
+  bool present = false;   // the input recorded a cell
+  bool periodic = false;  // ... periodic along every axis
+  std::string boundary;   // what the input says of its boundaries, for messages
+  double lengths[3] = {}, tilt[3] = {};
+};
+
 struct PointSet {
   index_t n = 0, d = 0;
   std::vector<double> values;  // n × d, row-major
   std::string source;          // what to record in the file's `input` attribute
+  Cell cell;                   // a trajectory frame's cell (else none)
 };
 
 // Reads FILE.h5:/dataset, FILE.npy or FILE.csv (or .txt/.tsv). Throws

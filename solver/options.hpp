@@ -22,6 +22,9 @@ struct InputOptions {
   std::string input, generate;
   bool transpose = false;        // the stored array is d × n
   std::vector<index_t> columns;  // the columns to use (empty: all)
+  // --frame K of a trajectory (io/trajectory.hpp); negative: from the end.
+  std::int64_t frame = 0;
+  bool frame_given = false;
   const std::string& spec() const { return input.empty() ? generate : input; }
 };
 
@@ -103,6 +106,9 @@ struct HistOptions {
   index_t bins = 0;
   double lo = 0, hi = 0;
   BoxOptions box;
+  // Without --box: a trajectory frame's periodic cell is the box (--box
+  // none: no box whatever the input says).
+  bool input_box = true;
 };
 
 // triplet: the three-body potential and what to store.

@@ -85,7 +85,9 @@ po::options_description input_group(InputOptions& in, InputOptions* with, bool s
     g.add_options()(
         "input", po::value(&in.input)->value_name("SRC"),
         "points, n rows × d features: FILE.h5:/dataset (2-D float32/float64 or integer), "
-        "FILE.npy, or FILE.csv (one point per line; a non-numeric first line is a header)")(
+        "FILE.npy, or FILE.csv (one point per line; a non-numeric first line is a header); or a "
+        "frame of a trajectory: FILE.dump/.lammpstrj (LAMMPS), FILE.xyz/.extxyz, FILE.h5md "
+        "(H5MD), FILE.h5:/dataset of frames × n × d (see --frame)")(
         "generate", po::value(&in.generate)->value_name("SPEC"),
         "synthetic points uniform in [0,1)^D: uniform:N:D[:SEED] (SEED defaults to 0)");
   g.add_options()("transpose", po::bool_switch(&in.transpose),
@@ -93,7 +95,11 @@ po::options_description input_group(InputOptions& in, InputOptions* with, bool s
                   "write an n × d array): read it transposed")(
       "columns", po::value<std::string>()->value_name("LIST"),
       "use only these columns of the input (after --transpose), 0-based, e.g. 1:4 (columns "
-      "1, 2, 3) or 0,2,5:7: leaves out id or label columns");
+      "1, 2, 3) or 0,2,5:7: leaves out id or label columns")(
+      "frame", po::value<std::int64_t>(&in.frame)->value_name("K"),
+      "of a trajectory input (LAMMPS dump, extended XYZ, H5MD, or an HDF5 dataset frames × n × "
+      "d): use frame K (0-based; negative counts from the end); required when it holds several "
+      "frames");
   if (with) {
     g.add_options()("with", po::value(&with->input)->value_name("SRC"),
                     "the second set, K rows × d features, in any --input format")(
@@ -232,7 +238,8 @@ po::options_description hist_group(HistOptions& h, Choices& c) {
       "Orthorhombic: one length per feature (euclidean, sqeuclidean, cityblock, chebyshev); "
       "triclinic (3-D, euclidean or sqeuclidean): with --tilt, or the 9 numbers of the cell's "
       "vectors a, b, c (rows, a along x, b in the xy plane), and RANGE's HI at most half the "
-      "cell's shortest width")("tilt", po::value(&c.tilt)->value_name("XY,XZ,YZ"), kTiltHelp);
+      "cell's shortest width. Without --box, a trajectory frame's periodic cell is the box; "
+      "--box none: no box")("tilt", po::value(&c.tilt)->value_name("XY,XZ,YZ"), kTiltHelp);
   return g;
 }
 
@@ -436,6 +443,12 @@ void finish_input(InputOptions& in, const char* a, const char* b, bool pairs,
   const std::string prefix = std::string(a) == "with" ? "with-" : "";
   if (vm.count(prefix + "columns"))
     in.columns = io::parse_columns(vm[prefix + "columns"].as<std::string>());
+  if (vm.count("frame") && !vm["frame"].defaulted()) {
+    in.frame_given = true;
+    in.frame = vm["frame"].as<std::int64_t>();  // --with's frame is --input's
+    if (prefix.empty() && !in.generate.empty())
+      throw UsageError("--frame applies to a trajectory --input, not to --generate");
+  }
   if (!in.generate.empty() && (in.transpose || !in.columns.empty()))
     throw UsageError("--" + prefix + "transpose and --" + prefix + "columns apply to --" + a +
                      " (a file), not to --" + b);
@@ -621,6 +634,11 @@ void finish_hist(HistOptions& h, const Choices& c, const po::variables_map& vm, 
   h.hi = parse_finite(c.range.substr(colon + 1), "--range HI");
   if (!(h.lo < h.hi)) throw UsageError("--range wants LO < HI, got '" + c.range + "'");
   if (c.box.empty() && c.tilt.empty()) return;
+  if (c.box == "none") {
+    if (!c.tilt.empty()) throw UsageError("--tilt goes with --box lx,ly,lz, not with --box none");
+    h.input_box = false;
+    return;
+  }
   parse_box(c.box, c.tilt, metric, weights, &h.box);
   // An orthorhombic box's per-coordinate image is every pair's nearest at
   // any distance; a triclinic cell's reduction only within half its

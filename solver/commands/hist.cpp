@@ -40,26 +40,62 @@ index_t hist_chunk_pairs(index_t total) {
 template <typename T>
 class Hist final : public PairCommand<T> {
  public:
-  using PairCommand<T>::PairCommand;
+  Hist(const char* name, const CommandOptions& o) : PairCommand<T>(name, o), h_(o.hist) {}
 
   void configure(Problem<T>& p) const override { p.epilogue = EpilogueKind::histogram; }
   // No bound on the bytes: the file holds a few counts.
   index_t checked_total(index_t rows, index_t, index_t, const std::string& source) const override {
     return pair_total(rows, source);
   }
+  // A trajectory frame's periodic cell is the box when none is given.
+  bool takes_cell() const override { return true; }
+  void take_input(io::PointSet& a) override {
+    const io::Cell& c = a.cell;
+    if (h_.box.dims > 0 || !h_.input_box || !c.present) return;
+    if (!c.periodic) {
+      if (!this->options().run.quiet)
+        std::fprintf(stderr,
+                     "tdsolve: note: '%s' has a cell that is not periodic on every axis "
+                     "(boundaries %s): binned without a box\n",
+                     a.source.c_str(), c.boundary.c_str());
+      return;
+    }
+    const Metric m = this->options().compute.metric;
+    const bool triclinic = c.tilt[0] != 0 || c.tilt[1] != 0 || c.tilt[2] != 0;
+    const bool box_metric = m == Metric::euclidean || m == Metric::sqeuclidean ||
+                            (!triclinic && (m == Metric::cityblock || m == Metric::chebyshev));
+    if (!box_metric || !this->options().compute.weights.empty())
+      throw InputError("'" + a.source + "' has a periodic " + (triclinic ? "triclinic " : "") +
+                       "cell, which --metric " + metric_name(m) +
+                       (this->options().compute.weights.empty() ? "" : " with --weights") +
+                       " does not take: give --box none to bin without it");
+    BoxOptions& b = h_.box;
+    b.dims = 3;
+    for (int k = 0; k < 3; ++k) {
+      b.lengths[k] = c.lengths[k];
+      b.tilt[k] = c.tilt[k];
+    }
+    b.triclinic = triclinic;
+    if (triclinic && cull_cutoff(m, h_.hi) > b.half_width())
+      throw InputError("--range HI " + number_text(h_.hi) +
+                       " reaches past half the shortest width (" + number_text(b.half_width()) +
+                       ") of the triclinic cell of '" + a.source +
+                       "': a pair's minimum image is not certain there");
+  }
+  void broadcast(MPI_Comm comm) override { bcast_bytes(comm, &h_.box, sizeof h_.box); }
   void check_output(const Problem<T>& p, const io::PointSet& a, bool) const override {
-    const HistOptions& h = this->options().hist;
+    const HistOptions& h = h_;
     checked_total(p.rows, p.cols, sizeof(T), a.source);
     check_box_dims(h.box.dims, a.d, a.source);
   }
   void complete(Problem<T>& p) const override {
-    const HistOptions& h = this->options().hist;
+    const HistOptions& h = h_;
     p.hist = make_hist_spec(h.lo, h.hi, h.bins);
     set_problem_box(&p, h.box);
   }
 
   void identity(const Problem<T>&, const AddKey& add) const override {
-    const HistOptions& h = this->options().hist;
+    const HistOptions& h = h_;
     char num[64];
     add("bins", std::to_string(h.bins));
     std::snprintf(num, sizeof num, "%.17g:%.17g", h.lo, h.hi);
@@ -71,7 +107,7 @@ class Hist final : public PairCommand<T> {
   void layout(io::ResultLayout& L, const Problem<T>& p,
               const mapping::ChunkPlan& plan) const override {
     using io::Attr;
-    const HistOptions& h = this->options().hist;
+    const HistOptions& h = h_;
     const std::string precision = precision_name<T>(), metric = metric_name(p.metric);
     std::vector<Attr> a = {Attr{"n", std::uint64_t(p.rows)},
                            Attr{"k", std::uint64_t(2)},
@@ -113,7 +149,7 @@ class Hist final : public PairCommand<T> {
                                      const Existing& ex) override {
     const bool complete = !ex.done.empty() && std::all_of(ex.done.begin(), ex.done.end(),
                                                           [](unsigned char d) { return d != 0; });
-    return std::make_unique<HistogramSink<T>>(w, comm, p, this->options().hist, ex.slots, complete);
+    return std::make_unique<HistogramSink<T>>(w, comm, p, h_, ex.slots, complete);
   }
   bool checkpoints() const override { return true; }
   void print_after(const Problem<T>& p, index_t now, double total) const override {
@@ -131,6 +167,9 @@ class Hist final : public PairCommand<T> {
                 (unsigned long long)now, what, human_seconds(total).c_str(), double(now) / total,
                 what);
   }
+
+ private:
+  HistOptions h_;  // the options' (its box: a trajectory's cell where none is given)
 };
 
 class HistCommand final : public PairCommandOf<Hist> {

@@ -24,6 +24,7 @@
 #include "io/output_files.hpp"
 #include "io/schema.hpp"
 #include "io/spheres.hpp"
+#include "io/trajectory.hpp"
 #include "mapping/simplex.hpp"
 #include "solver/cpu/cpu_backend.hpp"  // available_host_bytes
 #include "solver/cuda/cuda_backend.hpp"
@@ -49,6 +50,28 @@ void check_points_fit(index_t n, index_t d, const std::string& source, double ho
   }
 }
 
+// --input SRC: a file's points, or one frame of a trajectory (--frame K;
+// required where it holds several).
+io::PointSet read_input(const InputOptions& in) {
+  if (!io::is_trajectory(in.input)) {
+    if (in.frame_given)
+      throw InputError(
+          "--frame applies to a trajectory (LAMMPS dump, extended XYZ, H5MD, or an "
+          "HDF5 dataset frames × n × d); '" +
+          in.input + "' holds one point set");
+    return io::read_points(in.input);
+  }
+  std::unique_ptr<io::Trajectory> t = io::open_trajectory(in.input);
+  const index_t frames = t->frames();
+  if (frames > 1 && !in.frame_given)
+    throw InputError("'" + in.input + "', " + t->format() + ", holds " + std::to_string(frames) +
+                     " frames: choose one with --frame K");
+  const index_t k = io::frame_index(in.frame, frames, in.input);
+  io::Frame f = t->read(k);
+  f.points.source = in.input + (frames > 1 ? ", frame " + std::to_string(k) : "");
+  return std::move(f.points);
+}
+
 // Reads or generates a point set; `check(n, d, source)` vets its size
 // before a generator allocates anything. transpose_note: say when d > n
 // that the array may be stored transposed (not for collide's spheres,
@@ -68,7 +91,7 @@ io::PointSet load_points(const InputOptions& in, double host_bytes, std::vector<
     check_points_fit(g.n, g.d, in.generate, host_bytes);
     return io::generate_points(g);  // finite by construction
   }
-  io::PointSet pts = io::read_points(in.input);
+  io::PointSet pts = read_input(in);
   io::arrange_points(pts, in.transpose, in.columns);
   check(pts.n, pts.d, pts.source);
   check_points_fit(pts.n, pts.d, pts.source, host_bytes);
@@ -778,6 +801,9 @@ Problem<T> load_problem(PairCommand<T>& cmd, MPI_Comm comm, Sources* src) {
       a_hash = std::async(std::launch::async, [read] { return content_hash(*read); });
     }
     setup_mark("hash");
+    if (a.cell.present && a.cell.periodic && !cmd.takes_cell())
+      notes.push_back("'" + a.source + "' has a periodic cell; tdsolve " + cmd.name() +
+                      " does not apply it (give --box where the command takes one)");
     cmd.take_input(a);
     p.d = a.d;
     p.rows = a.n;

@@ -86,8 +86,11 @@ class PairCommand {
   // may be stored transposed.
   virtual bool transpose_note() const { return true; }
   // Rank 0, the input read and its content hashed: takes what is not points
-  // (collide's radii).
+  // (collide's radii, hist's trajectory cell).
   virtual void take_input(io::PointSet& a) {}
+  // Whether take_input applies a trajectory frame's periodic cell (else the
+  // run notes that it does not).
+  virtual bool takes_cell() const { return false; }
   // Rank 0: the points made the problem's. Default: the metric's vectors
   // and transforms (and --store-points).
   virtual void prepare(Problem<T>& p, io::PointSet& a, io::PointSet* b) const;

@@ -1,0 +1,749 @@
+#include "io/trajectory.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <numeric>
+#include <sstream>
+
+#include <sys/stat.h>
+
+#include "core/error.hpp"
+#include "io/h5.hpp"
+
+namespace tdsolve::io {
+
+namespace {
+
+std::string lower(std::string s) {
+  for (char& c : s)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+bool dump_name(const std::string& l) {
+  return ends_with(l, ".dump") || ends_with(l, ".lammpstrj") || ends_with(l, ".lammpsdump");
+}
+bool xyz_name(const std::string& l) {
+  return ends_with(l, ".xyz") || ends_with(l, ".extxyz");
+}
+
+std::vector<std::string> words(const std::string& line) {
+  std::vector<std::string> w;
+  std::istringstream in(line);
+  for (std::string s; in >> s;)
+    w.push_back(s);
+  return w;
+}
+
+bool number(const std::string& s, double* v) {
+  if (s.empty()) return false;
+  char* end = nullptr;
+  errno = 0;
+  *v = std::strtod(s.c_str(), &end);
+  return *end == '\0' && errno != ERANGE;
+}
+
+bool integer(const std::string& s, long long* v) {
+  if (s.empty()) return false;
+  char* end = nullptr;
+  errno = 0;
+  *v = std::strtoll(s.c_str(), &end, 10);
+  return *end == '\0' && errno != ERANGE;
+}
+
+std::string g17(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+// A text trajectory: the byte offset of each frame, found by one pass.
+class TextTrajectory : public Trajectory {
+ public:
+  index_t frames() const override { return offsets_.size(); }
+
+ protected:
+  void open_file(const std::string& path) {
+    source_ = path;
+    in_.open(path, std::ios::binary);
+    if (!in_) throw InputError("cannot open input '" + path + "': " + std::strerror(errno));
+  }
+  // The next line of frame k (its line number for messages); false at the end.
+  bool line(std::string* s) {
+    if (!std::getline(in_, *s)) return false;
+    if (!s->empty() && s->back() == '\r') s->pop_back();
+    ++line_no_;
+    return true;
+  }
+  void seek(index_t k) {
+    in_.clear();
+    in_.seekg(static_cast<std::streamoff>(offsets_[k]));
+    line_no_ = line_numbers_[k] - 1;
+  }
+  [[noreturn]] void fail(const std::string& what) const {
+    throw InputError("input '" + source_ + "' line " + std::to_string(line_no_) + ": " + what);
+  }
+  void check_same(const PointSet& p, index_t k) const {
+    if (k == 0 || first_n_ == 0) return;
+    if (p.n != first_n_)
+      throw InputError("input '" + source_ + "': frame " + std::to_string(k) + " has " +
+                       std::to_string(p.n) + " atoms where frame 0 has " +
+                       std::to_string(first_n_) +
+                       " (tdsolve reads trajectories of a fixed number of atoms)");
+  }
+
+  std::ifstream in_;
+  std::vector<std::uint64_t> offsets_;
+  std::vector<index_t> line_numbers_;
+  index_t line_no_ = 0;
+  index_t first_n_ = 0;
+};
+
+// ---- LAMMPS text dump ----------------------------------------------------------------
+
+class DumpTrajectory final : public TextTrajectory {
+ public:
+  explicit DumpTrajectory(const std::string& path) {
+    format_ = "a LAMMPS dump";
+    open_file(path);
+    std::string s;
+    std::uint64_t at = 0;
+    index_t no = 0;
+    while (std::getline(in_, s)) {
+      ++no;
+      if (s.rfind("ITEM: TIMESTEP", 0) == 0) {
+        offsets_.push_back(at);
+        line_numbers_.push_back(no);
+      }
+      at += s.size() + 1;
+    }
+    if (offsets_.empty())
+      throw InputError("input '" + path +
+                       "' is no LAMMPS dump: it has no 'ITEM: TIMESTEP' line (tdsolve reads "
+                       "text dumps, not binary ones)");
+    first_n_ = read(0).points.n;
+  }
+
+  Frame read(index_t k) override {
+    seek(k);
+    Frame f;
+    std::string s;
+    long long step = 0, atoms = 0;
+    line(&s);  // ITEM: TIMESTEP
+    if (!line(&s) || !integer(words(s).empty() ? "" : words(s)[0], &step))
+      fail("no time step after ITEM: TIMESTEP");
+    f.step = step;
+    f.time = NAN;
+    if (!line(&s) || s.rfind("ITEM: NUMBER OF ATOMS", 0) != 0)
+      fail("expected 'ITEM: NUMBER OF ATOMS'");
+    if (!line(&s) || !integer(words(s).empty() ? "" : words(s)[0], &atoms) || atoms < 1)
+      fail("no positive number of atoms");
+    if (!line(&s) || s.rfind("ITEM: BOX BOUNDS", 0) != 0) fail("expected 'ITEM: BOX BOUNDS'");
+    std::vector<std::string> head = words(s.substr(16));
+    const bool tilted = head.size() >= 3 && head[0] == "xy" && head[1] == "xz" && head[2] == "yz";
+    if (tilted) head.erase(head.begin(), head.begin() + 3);
+    double lo[3], hi[3], tilt[3] = {0, 0, 0};
+    for (int a = 0; a < 3; ++a) {
+      if (!line(&s)) fail("the box bounds end early");
+      const std::vector<std::string> w = words(s);
+      if (w.size() < (tilted ? 3u : 2u) || !number(w[0], &lo[a]) || !number(w[1], &hi[a]) ||
+          (tilted && !number(w[2], &tilt[a])))
+        fail("a box bounds line is not " + std::string(tilted ? "'lo hi tilt'" : "'lo hi'") +
+             ": '" + s.substr(0, 60) + "'");
+    }
+    // A triclinic dump gives the bounding box of the tilted cell and the
+    // tilt factors (LAMMPS's Howto triclinic).
+    if (tilted) {
+      const double xy = tilt[0], xz = tilt[1], yz = tilt[2];
+      lo[0] -= std::min({0.0, xy, xz, xy + xz});
+      hi[0] -= std::max({0.0, xy, xz, xy + xz});
+      lo[1] -= std::min(0.0, yz);
+      hi[1] -= std::max(0.0, yz);
+    }
+    Cell& c = f.cell;
+    c.present = true;
+    c.periodic = head.size() == 3 && head[0] == "pp" && head[1] == "pp" && head[2] == "pp";
+    c.boundary = head.empty() ? "unknown"
+                              : head[0] + (head.size() > 1 ? " " + head[1] : "") +
+                                    (head.size() > 2 ? " " + head[2] : "");
+    for (int a = 0; a < 3; ++a) {
+      c.lengths[a] = hi[a] - lo[a];
+      if (!(c.lengths[a] > 0)) fail("the box has a length <= 0 along axis " + std::to_string(a));
+    }
+    c.tilt[0] = tilt[0];
+    c.tilt[1] = tilt[1];
+    c.tilt[2] = tilt[2];
+
+    if (!line(&s) || s.rfind("ITEM: ATOMS", 0) != 0) fail("expected 'ITEM: ATOMS'");
+    const std::vector<std::string> cols = words(s.substr(11));
+    const auto col = [&](const char* name) {
+      const auto it = std::find(cols.begin(), cols.end(), name);
+      return it == cols.end() ? -1 : static_cast<int>(it - cols.begin());
+    };
+    int xyz[3] = {-1, -1, -1};
+    bool scaled = false;
+    for (const auto& names : {std::vector<const char*>{"x", "y", "z"},
+                              {"xu", "yu", "zu"},
+                              {"xs", "ys", "zs"},
+                              {"xsu", "ysu", "zsu"}}) {
+      int found[3] = {col(names[0]), col(names[1]), col(names[2])};
+      if (found[0] >= 0 && found[1] >= 0 && found[2] >= 0) {
+        std::copy(found, found + 3, xyz);
+        scaled = names[0][1] == 's';
+        break;
+      }
+    }
+    if (xyz[0] < 0)
+      fail("the dump's columns '" + s.substr(std::min<size_t>(s.size(), 12)) +
+           "' hold no coordinates (x y z, xu yu zu, xs ys zs or xsu ysu zsu)");
+    const int id = col("id");
+    const size_t need = static_cast<size_t>(std::max({xyz[0], xyz[1], xyz[2], id})) + 1;
+    PointSet& p = f.points;
+    p.n = static_cast<index_t>(atoms);
+    p.d = 3;
+    p.source = source_;
+    p.values.resize(p.n * 3);
+    std::vector<long long> ids(id >= 0 ? p.n : 0);
+    for (index_t i = 0; i < p.n; ++i) {
+      if (!line(&s))
+        fail("the file ends after " + std::to_string(i) + " of the frame's " +
+             std::to_string(atoms) + " atoms");
+      const std::vector<std::string> w = words(s);
+      if (w.size() < need)
+        fail("an atom line has " + std::to_string(w.size()) +
+             " columns where the ATOMS line names " + std::to_string(cols.size()));
+      double v[3];
+      for (int a = 0; a < 3; ++a)
+        if (!number(w[xyz[a]], &v[a])) fail("'" + w[xyz[a]] + "' is not a number");
+      if (scaled) {  // LAMMPS's fractional coordinates
+        const double x = lo[0] + v[0] * c.lengths[0] + v[1] * c.tilt[0] + v[2] * c.tilt[1];
+        const double y = lo[1] + v[1] * c.lengths[1] + v[2] * c.tilt[2];
+        const double z = lo[2] + v[2] * c.lengths[2];
+        v[0] = x;
+        v[1] = y;
+        v[2] = z;
+      }
+      std::copy(v, v + 3, &p.values[i * 3]);
+      if (id >= 0 && !integer(w[id], &ids[i])) fail("atom id '" + w[id] + "' is not an integer");
+    }
+    if (id >= 0) sort_by_id(&p, ids, k);
+    p.cell = c;
+    check_same(p, k);
+    return f;
+  }
+
+ private:
+  void sort_by_id(PointSet* p, const std::vector<long long>& ids, index_t k) const {
+    std::vector<index_t> order(p->n);
+    std::iota(order.begin(), order.end(), index_t(0));
+    std::stable_sort(order.begin(), order.end(),
+                     [&](index_t a, index_t b) { return ids[a] < ids[b]; });
+    for (index_t i = 1; i < p->n; ++i)
+      if (ids[order[i]] == ids[order[i - 1]])
+        throw InputError("input '" + source_ + "': frame " + std::to_string(k) + " holds atom id " +
+                         std::to_string(ids[order[i]]) + " twice");
+    std::vector<double> sorted(p->values.size());
+    for (index_t i = 0; i < p->n; ++i)
+      std::copy_n(&p->values[order[i] * 3], 3, &sorted[i * 3]);
+    p->values.swap(sorted);
+  }
+};
+
+// ---- (extended) XYZ --------------------------------------------------------------------
+
+// key=value and key="a b c" pairs of an extended XYZ comment line.
+std::map<std::string, std::string> xyz_keys(const std::string& s) {
+  std::map<std::string, std::string> kv;
+  size_t i = 0;
+  while (i < s.size()) {
+    while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i])))
+      ++i;
+    const size_t k0 = i;
+    while (i < s.size() && s[i] != '=' && !std::isspace(static_cast<unsigned char>(s[i])))
+      ++i;
+    std::string key = s.substr(k0, i - k0), value;
+    if (i < s.size() && s[i] == '=') {
+      ++i;
+      if (i < s.size() && (s[i] == '"' || s[i] == '\'')) {
+        const char q = s[i++];
+        const size_t v0 = i;
+        while (i < s.size() && s[i] != q)
+          ++i;
+        value = s.substr(v0, i - v0);
+        if (i < s.size()) ++i;
+      } else {
+        const size_t v0 = i;
+        while (i < s.size() && !std::isspace(static_cast<unsigned char>(s[i])))
+          ++i;
+        value = s.substr(v0, i - v0);
+      }
+    }
+    if (!key.empty()) kv[lower(key)] = value;
+  }
+  return kv;
+}
+
+class XyzTrajectory final : public TextTrajectory {
+ public:
+  explicit XyzTrajectory(const std::string& path) {
+    format_ = "an XYZ file";
+    open_file(path);
+    std::string s;
+    std::uint64_t at = 0;
+    index_t no = 0;
+    while (std::getline(in_, s)) {
+      ++no;
+      const std::vector<std::string> w = words(s);
+      if (w.empty()) {  // blank lines between frames (or at the end)
+        at += s.size() + 1;
+        continue;
+      }
+      long long n = 0;
+      if (w.size() != 1 || !integer(w[0], &n) || n < 1)
+        throw InputError("input '" + path + "' line " + std::to_string(no) +
+                         ": expected a frame's number of atoms, got '" + s.substr(0, 60) + "'");
+      offsets_.push_back(at);
+      line_numbers_.push_back(no);
+      at += s.size() + 1;
+      for (long long i = 0; i < n + 1; ++i) {
+        if (!std::getline(in_, s))
+          throw InputError("input '" + path + "': the frame that starts at line " +
+                           std::to_string(line_numbers_.back()) + " ends after " +
+                           std::to_string(std::max(0LL, i - 1)) + " of its " + std::to_string(n) +
+                           " atoms");
+        ++no;
+        at += s.size() + 1;
+      }
+    }
+    if (offsets_.empty()) throw InputError("input '" + path + "' holds no XYZ frame");
+    first_n_ = read(0).points.n;
+  }
+
+  Frame read(index_t k) override {
+    seek(k);
+    Frame f;
+    f.time = NAN;
+    std::string s;
+    long long n = 0;
+    line(&s);
+    integer(words(s)[0], &n);
+    line(&s);
+    const std::map<std::string, std::string> kv = xyz_keys(s);
+    // Properties=species:S:1:pos:R:3:...: the column where pos starts.
+    size_t pos = 1;
+    if (const auto it = kv.find("properties"); it != kv.end()) {
+      std::vector<std::string> parts;
+      std::stringstream ss(it->second);
+      for (std::string p; std::getline(ss, p, ':');)
+        parts.push_back(p);
+      if (parts.size() % 3 != 0) fail("Properties='" + it->second + "' is not NAME:TYPE:COLS, ...");
+      size_t column = 0;
+      bool found = false;
+      for (size_t q = 0; q < parts.size(); q += 3) {
+        long long cols = 0;
+        if (!integer(parts[q + 2], &cols) || cols < 1)
+          fail("Properties='" + it->second + "' has a column count that is not a number");
+        if (lower(parts[q]) == "pos") {
+          if (cols != 3) fail("Properties: pos has " + parts[q + 2] + " columns, not 3");
+          pos = column;
+          found = true;
+          break;
+        }
+        column += static_cast<size_t>(cols);
+      }
+      if (!found) fail("Properties='" + it->second + "' has no pos:R:3");
+    }
+    if (const auto it = kv.find("lattice"); it != kv.end()) {
+      std::vector<double> v;
+      for (const std::string& w : words(it->second)) {
+        double x;
+        if (!number(w, &x)) fail("Lattice=\"" + it->second + "\" is not 9 numbers");
+        v.push_back(x);
+      }
+      if (v.size() != 9) fail("Lattice=\"" + it->second + "\" is not 9 numbers");
+      if (v[1] != 0 || v[2] != 0 || v[5] != 0)
+        fail("Lattice=\"" + it->second +
+             "\": tdsolve takes a cell with a along x and b in the xy plane (ay = az = bz = 0), "
+             "as LAMMPS lays one out");
+      Cell& c = f.cell;
+      c.present = true;
+      c.lengths[0] = v[0];
+      c.lengths[1] = v[4];
+      c.lengths[2] = v[8];
+      c.tilt[0] = v[3];
+      c.tilt[1] = v[6];
+      c.tilt[2] = v[7];
+      if (!(v[0] > 0 && v[4] > 0 && v[8] > 0))
+        fail("Lattice=\"" + it->second + "\" is a degenerate cell (ax, by, cz must be > 0)");
+      const auto pbc = kv.find("pbc");
+      c.boundary = pbc == kv.end() ? "T T T" : pbc->second;
+      const std::vector<std::string> b = words(c.boundary);
+      c.periodic = b.size() == 3 && std::all_of(b.begin(), b.end(), [](const std::string& x) {
+                     const std::string l = lower(x);
+                     return l == "t" || l == "true" || l == "1";
+                   });
+    }
+    if (const auto it = kv.find("time"); it != kv.end()) number(it->second, &f.time);
+    if (const auto it = kv.find("step"); it != kv.end()) {
+      long long st;
+      if (integer(it->second, &st)) f.step = st;
+    }
+    PointSet& p = f.points;
+    p.n = static_cast<index_t>(n);
+    p.d = 3;
+    p.source = source_;
+    p.values.resize(p.n * 3);
+    for (index_t i = 0; i < p.n; ++i) {
+      line(&s);
+      const std::vector<std::string> w = words(s);
+      if (w.size() < pos + 3)
+        fail("an atom line has " + std::to_string(w.size()) + " columns; its position needs " +
+             std::to_string(pos + 3));
+      for (int a = 0; a < 3; ++a)
+        if (!number(w[pos + a], &p.values[i * 3 + a])) fail("'" + w[pos + a] + "' is not a number");
+    }
+    p.cell = f.cell;
+    check_same(p, k);
+    return f;
+  }
+};
+
+// ---- HDF5: H5MD and frames × n × d datasets -------------------------------------------
+
+bool has_link(hid_t loc, const std::string& name) {
+  const htri_t r = H5Lexists(loc, name.c_str(), H5P_DEFAULT);
+  H5Eclear2(H5E_DEFAULT);
+  return r > 0;
+}
+
+H5O_type_t object_type(hid_t loc, const std::string& name) {
+  H5O_info_t info;
+  if (!has_link(loc, name) || H5Oget_info_by_name(loc, name.c_str(), &info, H5P_DEFAULT) < 0) {
+    H5Eclear2(H5E_DEFAULT);
+    return H5O_TYPE_UNKNOWN;
+  }
+  return info.type;
+}
+
+std::vector<std::string> members(hid_t group) {
+  std::vector<std::string> names;
+  H5Literate(
+      group, H5_INDEX_NAME, H5_ITER_INC, nullptr,
+      [](hid_t, const char* name, const H5L_info_t*, void* out) -> herr_t {
+        static_cast<std::vector<std::string>*>(out)->push_back(name);
+        return 0;
+      },
+      &names);
+  H5Eclear2(H5E_DEFAULT);
+  return names;
+}
+
+// Rows [first, first + count) of the leading axis of `dset` (any numeric
+// type), as float64: count × (the product of the other axes) values.
+std::vector<double> read_rows(hid_t dset, const std::vector<hsize_t>& shape, hsize_t first,
+                              hsize_t count, const std::string& what) {
+  std::vector<hsize_t> start(shape.size(), 0), size = shape;
+  size[0] = count;
+  start[0] = first;
+  hsize_t total = 1;
+  for (hsize_t s : size)
+    total *= s;
+  std::vector<double> v(total);
+  Hid file_space(check(H5Dget_space(dset), "H5Dget_space"), H5Sclose);
+  check_status(
+      H5Sselect_hyperslab(file_space, H5S_SELECT_SET, start.data(), nullptr, size.data(), nullptr),
+      "selecting " + what);
+  Hid mem(check(H5Screate_simple(static_cast<int>(size.size()), size.data(), nullptr),
+                "H5Screate_simple"),
+          H5Sclose);
+  check_status(H5Dread(dset, H5T_NATIVE_DOUBLE, mem, file_space, H5P_DEFAULT, v.data()),
+               "reading " + what);
+  return v;
+}
+
+class Hdf5Trajectory final : public Trajectory {
+ public:
+  // dataset: "" (an H5MD file with one particles group), /particles/GROUP,
+  // or a 3-D dataset.
+  Hdf5Trajectory(const std::string& spec, const std::string& path, const std::string& dataset)
+      : path_(path) {
+    source_ = spec;
+    file_ = Hid(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+    if (!file_.valid())
+      throw InputError("cannot open HDF5 input '" + path + "': " + hdf5_error_text());
+    std::string group = dataset;
+    if (group.empty() || object_type(file_, group) == H5O_TYPE_GROUP) {
+      if (group.empty()) {
+        if (object_type(file_, "/particles") != H5O_TYPE_GROUP)
+          throw InputError("input '" + path +
+                           "' is no H5MD file (no /particles): name the dataset");
+        Hid particles(H5Gopen2(file_, "/particles", H5P_DEFAULT), H5Gclose);
+        const std::vector<std::string> g = members(particles);
+        if (g.size() != 1) {
+          std::string list;
+          for (const std::string& name : g)
+            list += (list.empty() ? "" : ", ") + ("/particles/" + name);
+          throw InputError("input '" + path + "' holds " + std::to_string(g.size()) +
+                           " particle groups (" + list + "): name one, --input " + path +
+                           ":/particles/GROUP");
+        }
+        group = "/particles/" + g[0];
+      }
+      open_h5md(group);
+      format_ = "an H5MD file";
+    } else {
+      format_ = "a 3-D dataset (frames × n × d)";
+      positions_ = dataset_handle(H5Dopen2(file_, dataset.c_str(), H5P_DEFAULT),
+                                  "opening '" + dataset + "' in '" + path + "'");
+      shape_ = dataset_shape(positions_);
+      what_ = "'" + dataset + "' in '" + path + "'";
+    }
+    if (shape_.size() != 3 || shape_[0] < 1 || shape_[1] < 1 || shape_[2] < 1)
+      throw InputError(what_ + " is not frames × n × d (its shape has " +
+                       std::to_string(shape_.size()) + " dimensions)");
+    Hid type(check(H5Dget_type(positions_), "H5Dget_type"), H5Tclose);
+    const H5T_class_t cls = H5Tget_class(type);
+    if (cls != H5T_FLOAT && cls != H5T_INTEGER) throw InputError(what_ + " does not hold numbers");
+    if (written(positions_) != Written::all)
+      throw InputError(what_ +
+                       " was not written whole (HDF5 would read unwritten values as its "
+                       "fill value)");
+  }
+
+  index_t frames() const override { return shape_[0]; }
+
+  Frame read(index_t k) override {
+    Frame f;
+    f.time = NAN;
+    f.points.n = shape_[1];
+    f.points.d = shape_[2];
+    f.points.source = source_;
+    f.points.values =
+        read_rows(positions_, shape_, k, 1, "frame " + std::to_string(k) + " of " + what_);
+    if (box_) {
+      f.cell = cell_of(k);
+      if (f.points.d != 3 && f.cell.present)
+        throw InputError(what_ + ": tdsolve takes an H5MD box in 3-D only (d = " +
+                         std::to_string(f.points.d) + ")");
+    }
+    if (step_.valid()) f.step = static_cast<std::int64_t>(series(step_, step_shape_, k));
+    if (time_.valid()) f.time = series(time_, time_shape_, k);
+    f.points.cell = f.cell;
+    return f;
+  }
+
+ private:
+  void open_h5md(const std::string& group) {
+    const std::string pos = group + "/position/value";
+    if (object_type(file_, pos) != H5O_TYPE_DATASET)
+      throw InputError("input '" + path_ + "': " + group + " has no position/value dataset (H5MD)");
+    positions_ = dataset_handle(H5Dopen2(file_, pos.c_str(), H5P_DEFAULT), "opening " + pos);
+    shape_ = dataset_shape(positions_);
+    what_ = "'" + pos + "' in '" + path_ + "'";
+    for (const char* s : {"step", "time"}) {
+      const std::string name = group + "/position/" + s;
+      if (object_type(file_, name) != H5O_TYPE_DATASET) continue;
+      Hid d = dataset_handle(H5Dopen2(file_, name.c_str(), H5P_DEFAULT), "opening " + name);
+      std::vector<hsize_t> sh = dataset_shape(d);
+      if (!(sh.empty() || (sh.size() == 1 && sh[0] == shape_[0]))) continue;
+      (s[0] == 's' ? step_shape_ : time_shape_) = sh;
+      (s[0] == 's' ? step_ : time_) = std::move(d);
+    }
+    const std::string box = group + "/box";
+    if (object_type(file_, box) != H5O_TYPE_GROUP) return;
+    box_ = true;
+    boundary_ = boundary_of(box);
+    const std::string edges = box + "/edges";
+    const H5O_type_t t = object_type(file_, edges);
+    if (t == H5O_TYPE_DATASET) {
+      edges_ = dataset_handle(H5Dopen2(file_, edges.c_str(), H5P_DEFAULT), "opening " + edges);
+      fixed_ = true;
+    } else if (t == H5O_TYPE_GROUP && object_type(file_, edges + "/value") == H5O_TYPE_DATASET) {
+      const std::string v = edges + "/value";
+      edges_ = dataset_handle(H5Dopen2(file_, v.c_str(), H5P_DEFAULT), "opening " + v);
+      fixed_ = false;
+    } else {
+      box_ = false;  // a box without edges: boundaries "none"
+      return;
+    }
+    edges_shape_ = dataset_shape(edges_);
+    const size_t rank = edges_shape_.size() - (fixed_ ? 0 : 1);
+    if ((!fixed_ && (edges_shape_.empty() || edges_shape_[0] != shape_[0])) ||
+        !(rank == 1 || rank == 2))
+      throw InputError("input '" + path_ + "': " + edges +
+                       " is neither d edges nor a d × d cell (per frame: frames × ...)");
+  }
+
+  std::string boundary_of(const std::string& box) {
+    Hid g(H5Gopen2(file_, box.c_str(), H5P_DEFAULT), H5Gclose);
+    if (H5Aexists(g, "boundary") <= 0) {
+      H5Eclear2(H5E_DEFAULT);
+      return "";
+    }
+    Hid a(H5Aopen(g, "boundary", H5P_DEFAULT), H5Aclose);
+    Hid type(H5Aget_type(a), H5Tclose);
+    Hid space(H5Aget_space(a), H5Sclose);
+    const hssize_t count = H5Sget_simple_extent_npoints(space);
+    if (H5Tget_class(type) != H5T_STRING || count < 1 || count > 16) return "unreadable";
+    std::string out;
+    if (H5Tis_variable_str(type) > 0) {
+      std::vector<char*> v(count, nullptr);
+      Hid mt(H5Tcopy(H5T_C_S1), H5Tclose);
+      H5Tset_size(mt, H5T_VARIABLE);
+      if (H5Aread(a, mt, v.data()) >= 0)
+        for (char* s : v)
+          out += (out.empty() ? "" : " ") + std::string(s ? s : "");
+      H5Dvlen_reclaim(mt, space, H5P_DEFAULT, v.data());
+    } else {
+      const size_t size = H5Tget_size(type);
+      std::vector<char> buf(size * count + 1, '\0');
+      if (H5Aread(a, type, buf.data()) >= 0)
+        for (hssize_t i = 0; i < count; ++i) {
+          std::string s(&buf[i * size], size);
+          s = s.substr(0, s.find('\0'));
+          while (!s.empty() && s.back() == ' ')
+            s.pop_back();
+          out += (out.empty() ? "" : " ") + s;
+        }
+    }
+    H5Eclear2(H5E_DEFAULT);
+    return out;
+  }
+
+  Cell cell_of(index_t k) {
+    std::vector<hsize_t> shape = edges_shape_;
+    std::vector<double> e;
+    if (fixed_) {
+      hsize_t total = 1;
+      for (hsize_t s : shape)
+        total *= s;
+      e.resize(total);
+      check_status(H5Dread(edges_, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, e.data()),
+                   "reading the box edges of '" + path_ + "'");
+    } else {
+      e = read_rows(edges_, shape, k, 1, "the box edges of frame " + std::to_string(k));
+      shape.erase(shape.begin());
+    }
+    Cell c;
+    c.present = true;
+    c.boundary = boundary_.empty() ? "periodic periodic periodic" : boundary_;
+    const std::vector<std::string> b = words(c.boundary);
+    c.periodic = !b.empty() && std::all_of(b.begin(), b.end(),
+                                           [](const std::string& x) { return x == "periodic"; });
+    if (shape.size() == 1) {
+      if (shape[0] != 3)
+        throw InputError("input '" + path_ + "': the box has " + std::to_string(shape[0]) +
+                         " edges; tdsolve takes 3");
+      std::copy(e.begin(), e.begin() + 3, c.lengths);
+    } else {
+      if (shape[0] != 3 || shape[1] != 3)
+        throw InputError("input '" + path_ + "': the box is not a 3 × 3 cell");
+      if (e[1] != 0 || e[2] != 0 || e[5] != 0)
+        throw InputError("input '" + path_ + "': frame " + std::to_string(k) +
+                         "'s cell is not LAMMPS's layout (a along x, b in the xy plane)");
+      c.lengths[0] = e[0];
+      c.lengths[1] = e[4];
+      c.lengths[2] = e[8];
+      c.tilt[0] = e[3];
+      c.tilt[1] = e[6];
+      c.tilt[2] = e[7];
+    }
+    if (c.periodic)
+      for (int a = 0; a < 3; ++a)
+        if (!(c.lengths[a] > 0) || !std::isfinite(c.lengths[a]))
+          throw InputError("input '" + path_ + "': frame " + std::to_string(k) +
+                           "'s box has a length that is not > 0 (" + g17(c.lengths[a]) + ")");
+    return c;
+  }
+
+  double series(hid_t d, const std::vector<hsize_t>& shape, index_t k) {
+    double v = NAN;
+    if (shape.empty()) {
+      H5Dread(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, &v);
+      H5Eclear2(H5E_DEFAULT);
+      return v;
+    }
+    return read_rows(d, shape, k, 1, "a frame's step or time")[0];
+  }
+
+  std::string path_, what_, boundary_;
+  Hid file_, positions_, edges_, step_, time_;
+  std::vector<hsize_t> shape_, edges_shape_, step_shape_, time_shape_;
+  bool box_ = false, fixed_ = true;
+};
+
+// An HDF5 spec's file and dataset (FILE.h5, FILE.h5:/name).
+bool hdf5_parts(const std::string& spec, std::string* path, std::string* dataset) {
+  const InputSpec in = split_input_spec(spec);
+  const std::string l = lower(in.path);
+  if (in.dataset.empty() && !(ends_with(l, ".h5") || ends_with(l, ".hdf5") ||
+                              ends_with(l, ".h5md") || ends_with(l, ".hdf")))
+    return false;
+  *path = in.path;
+  *dataset = in.dataset;
+  return true;
+}
+
+}  // namespace
+
+bool is_trajectory(const std::string& spec) {
+  if (spec.rfind(kMemoryPrefix, 0) == 0) return false;
+  const std::string l = lower(spec);
+  if (dump_name(l) || xyz_name(l)) return true;
+  std::string path, dataset;
+  if (!hdf5_parts(spec, &path, &dataset)) return false;
+  quiet_hdf5_errors();
+  if (H5Fis_hdf5(path.c_str()) <= 0) {
+    H5Eclear2(H5E_DEFAULT);
+    return false;
+  }
+  Hid file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+  if (!file.valid()) {
+    H5Eclear2(H5E_DEFAULT);
+    return false;
+  }
+  if (dataset.empty()) return object_type(file, "/h5md") == H5O_TYPE_GROUP;
+  const H5O_type_t t = object_type(file, dataset);
+  if (t == H5O_TYPE_GROUP)
+    return object_type(file, dataset + "/position/value") == H5O_TYPE_DATASET;
+  if (t != H5O_TYPE_DATASET) return false;
+  Hid d(H5Dopen2(file, dataset.c_str(), H5P_DEFAULT), H5Dclose);
+  if (!d.valid()) {
+    H5Eclear2(H5E_DEFAULT);
+    return false;
+  }
+  Hid space(H5Dget_space(d), H5Sclose);
+  const int rank = space.valid() ? H5Sget_simple_extent_ndims(space) : -1;
+  H5Eclear2(H5E_DEFAULT);
+  return rank == 3;
+}
+
+std::unique_ptr<Trajectory> open_trajectory(const std::string& spec) {
+  const std::string l = lower(spec);
+  if (dump_name(l)) return std::make_unique<DumpTrajectory>(spec);
+  if (xyz_name(l)) return std::make_unique<XyzTrajectory>(spec);
+  std::string path, dataset;
+  hdf5_parts(spec, &path, &dataset);
+  return std::make_unique<Hdf5Trajectory>(spec, path, dataset);
+}
+
+index_t frame_index(std::int64_t k, index_t frames, const std::string& source) {
+  const std::int64_t f = static_cast<std::int64_t>(frames);
+  if (k < -f || k >= f)
+    throw InputError("--frame " + std::to_string(k) + " is out of range: '" + source + "' holds " +
+                     std::to_string(frames) + " frame" + (frames == 1 ? "" : "s") + " (0 to " +
+                     std::to_string(f - 1) + ", or -" + std::to_string(f) + " to -1 from the end)");
+  return static_cast<index_t>(k < 0 ? k + f : k);
+}
+
+}  // namespace tdsolve::io

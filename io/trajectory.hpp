@@ -1,0 +1,60 @@
+// Trajectories: inputs of several frames, each n points in 3-D (or d), with
+// the frame's simulation cell. Read one frame at a time:
+//
+// - LAMMPS text dump (FILE.dump, FILE.lammpstrj; `dump atom` or `custom`
+//   with id and x y z, xu yu zu or scaled xs ys zs), orthorhombic or
+//   triclinic (its bounds and tilt factors), atoms sorted by id (as
+//   MDAnalysis reads a dump);
+// - extended XYZ (FILE.xyz, FILE.extxyz): Lattice="ax ay az bx by bz cx cy
+//   cz", Properties=...:pos:R:3, pbc="T T T" (a plain XYZ has no cell);
+// - H5MD (FILE.h5 holding /h5md, FILE.h5:/particles/GROUP): position/value
+//   frames × n × d, box/edges (fixed, or a value per frame), boundary;
+// - an HDF5 dataset of 3 dimensions, frames × n × d (no cell).
+//
+// A cell is LAMMPS's: a = (lx, 0, 0), b = (xy, ly, 0), c = (xz, yz, lz).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "io/input.hpp"
+
+namespace tdsolve::io {
+
+struct Frame {
+  PointSet points;
+  Cell cell;
+  std::int64_t step = -1;  // the frame's time step, -1: none recorded
+  double time = 0;         // its time, NaN when none recorded
+};
+
+class Trajectory {
+ public:
+  virtual ~Trajectory() = default;
+  virtual index_t frames() const = 0;
+  // Frame k (0 <= k < frames()); InputError for one that is damaged or
+  // differs from the first in its number of points or features.
+  virtual Frame read(index_t k) = 0;
+  const std::string& source() const { return source_; }
+  // What the file is, for messages: "a LAMMPS dump", "a 3-D dataset (frames
+  // × n × d)", ...
+  const std::string& format() const { return format_; }
+
+ protected:
+  std::string source_, format_;
+};
+
+// Whether --input `spec` is a trajectory (one of the formats above). Does
+// not throw for a file it cannot open (read_points says why).
+bool is_trajectory(const std::string& spec);
+
+// Opens `spec` (is_trajectory) and indexes its frames. InputError naming the
+// file and the problem.
+std::unique_ptr<Trajectory> open_trajectory(const std::string& spec);
+
+// --frame K of F frames: 0 <= K < F, or -F <= K < 0 counted from the end (as
+// Python); InputError otherwise.
+index_t frame_index(std::int64_t k, index_t frames, const std::string& source);
+
+}  // namespace tdsolve::io

@@ -1,0 +1,331 @@
+"""Trajectories as input (issue 30, first part): one frame of a LAMMPS dump,
+an extended XYZ file, an H5MD file or an HDF5 dataset frames × n × d, and
+hist taking the frame's periodic cell as its box.
+
+The files come from the tools a user has them from: LAMMPS writes the dumps
+(a Lennard-Jones liquid of two types, orthorhombic and triclinic, plain,
+unsorted and scaled coordinates), MDAnalysis writes the H5MD file and the
+plain XYZ one; the extended XYZ file is written here from the dump's own
+numbers. Against MDAnalysis's InterRDF on the same frame of the same file:
+hist's float64 counts are its count / 2 (it counts ordered pairs) exactly,
+/rdf its rdf to its float32 rounding. Bad input: one error line each,
+nothing written.
+"""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+import warnings
+
+import h5py
+import numpy as np
+
+from common import TempDirTest, tdsolve
+
+LMP = shutil.which("lmp") or shutil.which("lmp_serial") or shutil.which("lmp_mpi")
+try:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import MDAnalysis
+        from MDAnalysis.analysis.rdf import InterRDF
+    HAVE_MDA = True
+except ImportError:  # the test packages install python3-mdanalysis
+    HAVE_MDA = False
+
+FRAMES = 8  # dumped every 10 steps from step 0
+
+LAMMPS = """units lj
+atom_style atomic
+lattice fcc 0.8442
+region box {region}
+create_box 2 box
+create_atoms 1 box
+set type 1 type/fraction 2 0.3 12345
+mass * 1.0
+velocity all create 1.5 87287 loop geom
+pair_style lj/cut 2.5
+pair_coeff * * 1.0 1.0 2.5
+neighbor 0.3 bin
+fix 1 all nve
+dump plain all custom 10 plain.dump id type x y z
+dump_modify plain sort id format float %.17g
+dump scaled all custom 10 scaled.dump id type xs ys zs
+dump_modify scaled sort id format float %.17g
+run {steps}
+"""
+BOXES = {"ortho": "block 0 5 0 5 0 5", "tri": "prism 0 5 0 5 0 5 0.6 0.3 -0.4"}
+
+
+def hist_args(path, out, *extra, bins=24, hi=3.5):
+    return ["hist", "--input", path, "--bins", bins, "--range", f"0:{hi}", "--output", out, "--precision",
+            "float64", "--progress", "none", "--quiet", *extra]
+
+
+@unittest.skipUnless(LMP, "needs LAMMPS (lmp): the test packages install it")
+class TrajectoryTest(TempDirTest):
+    @classmethod
+    def setUpClass(cls):
+        cls.root = tempfile.mkdtemp(prefix="tdsolve_traj_")
+        cls.dumps = {}
+        for name, region in BOXES.items():
+            d = os.path.join(cls.root, name)
+            os.makedirs(d)
+            with open(os.path.join(d, "in.lj"), "w") as f:
+                f.write(LAMMPS.format(region=region, steps=10 * (FRAMES - 1)))
+            r = subprocess.run([LMP, "-in", "in.lj", "-log", "none", "-nocite", "-screen", "none"], cwd=d,
+                               capture_output=True, text=True, timeout=300)
+            assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+            cls.dumps[name] = {k: os.path.join(d, f"{k}.dump") for k in ("plain", "scaled")}
+            # The atoms of each frame in another order (LAMMPS on one
+            # process writes them in id order, unsorted or not).
+            with open(cls.dumps[name]["plain"]) as f:
+                lines = f.read().splitlines()
+            rng = np.random.default_rng(7)
+            for i, line in enumerate(lines):
+                if line.startswith("ITEM: ATOMS"):
+                    n = int(lines[i - 5])
+                    lines[i + 1:i + 1 + n] = [lines[i + 1 + k] for k in rng.permutation(n)]
+            cls.dumps[name]["unsorted"] = os.path.join(d, "unsorted.dump")
+            with open(cls.dumps[name]["unsorted"], "w") as f:
+                f.write("\n".join(lines) + "\n")
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.root, ignore_errors=True)
+
+    def run_ok(self, args):
+        r = tdsolve(*args)
+        self.assertEqual(r.returncode, 0, f"{args}:\n{r.stderr}")
+        return r
+
+    def counts(self, out):
+        with h5py.File(out, "r") as f:
+            c = f["counts"]
+            return c[()], f["rdf"][()] if "rdf" in f else None, dict(c.attrs), dict(f.attrs)
+
+    def universe(self, path, fmt, **kw):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return MDAnalysis.Universe(path, format=fmt, **kw)
+
+    def interrdf(self, u, frame, bins=24, hi=3.5):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            r = InterRDF(u.atoms, u.atoms, nbins=bins, range=(0, hi), exclusion_block=(1, 1))
+            r.run(start=frame, stop=frame + 1)
+        return r.results.count, r.results.rdf
+
+    @unittest.skipUnless(HAVE_MDA, "needs MDAnalysis (python3-mdanalysis)")
+    def test_dump_frames_against_interrdf(self):
+        """Frames 0, 3 and -1 of each dump, with the dump's cell as the box:
+        counts = InterRDF's count / 2 exactly, rdf to 1e-6."""
+        for box, dumps in self.dumps.items():
+            u = self.universe(dumps["plain"], "LAMMPSDUMP")
+            self.assertEqual(len(u.trajectory), FRAMES)
+            for frame in (0, 3, -1):
+                out = self.path(f"{box}{frame}.h5")
+                self.run_ok(hist_args(dumps["plain"], out, "--frame", frame))
+                counts, rdf, attrs, root = self.counts(out)
+                count, ref = self.interrdf(u, frame % FRAMES)
+                with self.subTest(box=box, frame=frame):
+                    self.assertGreater(counts.sum(), 1000)
+                    np.testing.assert_array_equal(counts * 2, count)
+                    np.testing.assert_allclose(rdf, ref, rtol=1e-6, atol=1e-9)
+                    self.assertEqual(root["input"], f"{dumps['plain']}, frame {frame % FRAMES}")
+                    self.assertEqual("tilt" in attrs, box == "tri")
+
+    def test_unsorted_dump_reads_in_id_order(self):
+        """A dump not sorted by id reads as the sorted one: edm's bytes."""
+        for box, dumps in self.dumps.items():
+            outs = []
+            for kind in ("plain", "unsorted"):
+                out = self.path(f"{box}-{kind}.h5")
+                self.run_ok(["edm", "--input", dumps[kind], "--frame", 5, "--output", out, "--precision",
+                             "float64", "--quiet", "--store-points"])
+                with h5py.File(out, "r") as f:
+                    outs.append((f["distances"][()], f["points"][()]))
+            with open(dumps["unsorted"]) as f:
+                lines = f.read().splitlines()
+            first = lines.index("ITEM: ATOMS id type x y z") + 1
+            ids = [int(l.split()[0]) for l in lines[first:first + 20]]
+            self.assertNotEqual(ids, sorted(ids), "LAMMPS wrote this dump in id order: the test shows nothing")
+            np.testing.assert_array_equal(outs[0][0], outs[1][0])
+            np.testing.assert_array_equal(outs[0][1], outs[1][1])
+
+    def test_scaled_coordinates(self):
+        """xs ys zs are the cell's fractions: the points are the plain dump's
+        to the scaled values' rounding (LAMMPS writes them from the same
+        positions), and the counts agree but for pairs at a bin edge."""
+        for box, dumps in self.dumps.items():
+            pts = []
+            for kind in ("plain", "scaled"):
+                out = self.path(f"{box}-{kind}.h5")
+                self.run_ok(["edm", "--input", dumps[kind], "--frame", 2, "--output", out, "--precision",
+                             "float64", "--quiet", "--store-points"])
+                with h5py.File(out, "r") as f:
+                    pts.append(f["points"][()])
+            np.testing.assert_allclose(pts[1], pts[0], atol=1e-12)
+
+    @unittest.skipUnless(HAVE_MDA, "needs MDAnalysis (python3-mdanalysis)")
+    def test_h5md_written_by_mdanalysis(self):
+        """MDAnalysis's H5MD writer (box/edges/value per frame, boundary
+        periodic): hist on it = InterRDF on it; the file and its particles
+        group name the same frames."""
+        for box, dumps in self.dumps.items():
+            u = self.universe(dumps["plain"], "LAMMPSDUMP")
+            h5md = self.path(f"{box}.h5md")
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                with MDAnalysis.Writer(h5md, n_atoms=u.atoms.n_atoms, convert_units=False) as w:
+                    for _ in u.trajectory:
+                        w.write(u.atoms)
+                w.h5md_file.close()  # MDAnalysis 2.4's H5MDWriter leaves it open (to be flushed at exit)
+            v = self.universe(dumps["plain"], "LAMMPSDUMP")
+            v.load_new(h5md, format="H5MD", convert_units=False)
+            for frame, spec in ((4, h5md), (-2, h5md + ":/particles/trajectory")):
+                out = self.path(f"{box}-h5md{frame}.h5")
+                self.run_ok(hist_args(spec, out, "--frame", frame))
+                counts, rdf, attrs, _ = self.counts(out)
+                count, ref = self.interrdf(v, frame % FRAMES)
+                with self.subTest(box=box, frame=frame):
+                    np.testing.assert_array_equal(counts * 2, count)
+                    np.testing.assert_allclose(rdf, ref, rtol=1e-6, atol=1e-9)
+
+    def test_extended_xyz_and_hdf5_frames(self):
+        """The dump's numbers as extended XYZ (Lattice, Properties, pbc) and
+        as an HDF5 dataset frames × n × 3 with the box given: the dump's
+        counts, bit for bit; a plain XYZ (MDAnalysis writes one) has no
+        cell, so the hist has no box and --box gives it."""
+        dumps = self.dumps["tri"]
+        frames = []
+        with open(dumps["plain"]) as f:
+            lines = f.read().splitlines()
+        starts = [i for i, l in enumerate(lines) if l == "ITEM: TIMESTEP"]
+        for s in starts:
+            n = int(lines[s + 3])
+            lo_hi = [list(map(float, lines[s + 5 + a].split())) for a in range(3)]
+            x = np.array([[float(v) for v in l.split()[2:5]] for l in lines[s + 9:s + 9 + n]])
+            frames.append((lo_hi, x))
+        xyz = self.path("tri.extxyz")
+        with open(xyz, "w") as f:
+            for lo_hi, x in frames:
+                xy, xz, yz = lo_hi[0][2], lo_hi[1][2], lo_hi[2][2]
+                xlo = lo_hi[0][0] - min(0.0, xy, xz, xy + xz)
+                xhi = lo_hi[0][1] - max(0.0, xy, xz, xy + xz)
+                ylo, yhi = lo_hi[1][0] - min(0.0, yz), lo_hi[1][1] - max(0.0, yz)
+                zlo, zhi = lo_hi[2][0], lo_hi[2][1]
+                cell = [xhi - xlo, 0, 0, xy, yhi - ylo, 0, xz, yz, zhi - zlo]
+                f.write(f"{len(x)}\nLattice=\"{' '.join(repr(float(v)) for v in cell)}\" "
+                        "Properties=species:S:1:pos:R:3:id:I:1 pbc=\"T T T\" Time=1.5\n")
+                for i, p in enumerate(x):
+                    f.write(f"Ar {p[0]!r} {p[1]!r} {p[2]!r} {i + 1}\n")
+        out_dump, out_xyz = self.path("d.h5"), self.path("x.h5")
+        self.run_ok(hist_args(dumps["plain"], out_dump, "--frame", 6))
+        self.run_ok(hist_args(xyz, out_xyz, "--frame", 6))
+        a, b = self.counts(out_dump), self.counts(out_xyz)
+        np.testing.assert_array_equal(a[0], b[0])
+        self.assertEqual((a[2]["box"], a[2]["tilt"]), (b[2]["box"], b[2]["tilt"]))
+
+        stack = self.path("stack.h5")
+        with h5py.File(stack, "w") as f:
+            f["pos"] = np.stack([x for _, x in frames])
+        out_stack = self.path("s.h5")
+        self.run_ok(hist_args(stack + ":/pos", out_stack, "--frame", 6, "--box", a[2]["box"], "--tilt",
+                              a[2]["tilt"]))
+        np.testing.assert_array_equal(self.counts(out_stack)[0], a[0])
+
+        if HAVE_MDA:  # a plain XYZ: no cell, no box; its points are MDAnalysis's float32 positions
+            u = self.universe(dumps["plain"], "LAMMPSDUMP")
+            plain = self.path("plain.xyz")
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                with MDAnalysis.Writer(plain, n_atoms=u.atoms.n_atoms) as w:
+                    for _ in u.trajectory:
+                        w.write(u.atoms)
+            out = self.path("p.h5")
+            self.run_ok(hist_args(plain, out, "--frame", 1))
+            counts, rdf, attrs, _ = self.counts(out)
+            self.assertIsNone(rdf)
+            self.assertNotIn("box", attrs)
+            from scipy.spatial.distance import pdist
+            u.trajectory[1]
+            d = pdist(np.round(u.atoms.positions.astype(np.float64), 5))
+            np.testing.assert_array_equal(counts, np.histogram(d, 24, (0, 3.5))[0])
+
+    def test_box_none_and_notes(self):
+        """--box none bins without the cell; a command that does not take
+        the cell says so; a dump whose cell is not periodic everywhere is
+        binned without a box, with a note."""
+        dumps = self.dumps["ortho"]
+        out = self.path("nobox.h5")
+        self.run_ok(hist_args(dumps["plain"], out, "--frame", 0, "--box", "none"))
+        self.assertIsNone(self.counts(out)[1])
+        r = tdsolve("knn", "--input", dumps["plain"], "--frame", 0, "--k", 3, "--output", self.path("k.h5"),
+                    "--progress", "none")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("has a periodic cell; tdsolve knn does not apply it", r.stderr)
+        with open(dumps["plain"]) as f:
+            text = f.read().replace("BOX BOUNDS pp pp pp", "BOX BOUNDS pp ff pp")
+        ff = self.path("ff.dump")
+        with open(ff, "w") as f:
+            f.write(text)
+        out = self.path("ff.h5")
+        r = tdsolve(*[a for a in hist_args(ff, out, "--frame", 0) if a != "--quiet"])  # the note
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("not periodic on every axis (boundaries pp ff pp)", r.stderr)
+        self.assertIsNone(self.counts(out)[1])
+
+    def test_bad_input(self):
+        dumps = self.dumps["ortho"]
+        with open(dumps["plain"]) as f:
+            text = f.read()
+        first = text.index("ITEM: TIMESTEP", 1)
+
+        def write(name, content):
+            p = self.path(name)
+            with open(p, "w") as f:
+                f.write(content)
+            return p
+
+        no_xyz = write("nocoords.dump", text.replace("ITEM: ATOMS id type x y z", "ITEM: ATOMS id type vx vy vz"))
+        # frame 1 loses its last atom: "changing atom counts"
+        frame1 = text[first:text.index("ITEM: TIMESTEP", first + 1)]
+        lines = frame1.splitlines()
+        lines[3] = str(int(lines[3]) - 1)
+        fewer = write("fewer.dump", text[:first] + "\n".join(lines[:-1]) + "\n" + text[first + len(frame1):])
+        short = write("short.dump", text[:first] + "\n".join(frame1.splitlines()[:40]) + "\n")
+        h5 = self.path("two.h5")
+        with h5py.File(h5, "w") as f:
+            f.create_group("h5md")
+            for g in ("a", "b"):
+                f[f"particles/{g}/position/value"] = np.zeros((2, 5, 3))
+        skew = write("skew.extxyz", '2\nLattice="5 1 0 0 5 0 0 0 5" pbc="T T T"\nAr 0 0 0\nAr 1 1 1\n')
+        cases = [
+            (["--input", no_xyz, "--frame", 0], ["nocoords.dump", "no coordinates"]),
+            (["--input", fewer, "--frame", 1], ["fewer.dump", "frame 1 has", "atoms where frame 0 has"]),
+            (["--input", short, "--frame", 1], ["short.dump", "ends after"]),
+            (["--input", dumps["plain"], "--frame", FRAMES], ["out of range", f"holds {FRAMES} frames"]),
+            (["--input", dumps["plain"], "--frame", -FRAMES - 1], ["out of range"]),
+            (["--input", dumps["plain"]], [f"holds {FRAMES} frames", "--frame K"]),
+            (["--input", h5, "--frame", 0], ["2 particle groups", "/particles/a", "/particles/b"]),
+            (["--input", skew], ["Lattice", "b in the xy plane"]),
+            (["--input", dumps["plain"], "--frame", 0, "--metric", "cosine"], ["periodic cell", "--box none"]),
+            (["--input", dumps["plain"], "--frame", 0, "--range", "0:3"], []),  # not an error: see below
+        ]
+        for args, expect in cases[:-1]:
+            with self.subTest(args=args):
+                base = ["--bins", 10] + (["--range", "0:2"] if "--range" not in args else [])
+                self.run_bad_command("hist", [*args, *base], expect=expect)
+        # --frame on a file of one point set, and with --generate
+        pts = self.save_npy("p.npy", np.random.default_rng(1).random((20, 3)))
+        self.run_bad_command("edm", ["--input", pts, "--frame", 0], expect=["--frame applies to a trajectory"])
+        self.run_bad_command("edm", ["--generate", "uniform:20:3", "--frame", 0], expect=["--frame", "--generate"])
+        # a triclinic frame's cell and a range past half its width
+        self.run_bad_command("hist", ["--input", self.dumps["tri"]["plain"], "--frame", 0, "--bins", 10, "--range",
+                                      "0:8"], expect=["triclinic cell", "half the shortest width"])
+
+
+if __name__ == "__main__":
+    unittest.main()
