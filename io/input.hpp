@@ -25,6 +25,9 @@ struct PointSet {
   std::vector<double> values;  // n × d, row-major
   std::string source;          // what to record in the file's `input` attribute
   Cell cell;                   // a trajectory frame's cell (else none)
+  // A run over a trajectory's frames (hist --frames): the frames it takes,
+  // in order; these points are the first's.
+  std::vector<index_t> frames;
 };
 
 // Reads FILE.h5:/dataset, FILE.npy or FILE.csv (or .txt/.tsv). Throws

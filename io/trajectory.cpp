@@ -1,6 +1,7 @@
 #include "io/trajectory.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -119,11 +120,18 @@ class DumpTrajectory final : public TextTrajectory {
     std::string s;
     std::uint64_t at = 0;
     index_t no = 0;
+    int box_lines = 0;  // the box's own lines still to keep (cell())
     while (std::getline(in_, s)) {
       ++no;
-      if (s.rfind("ITEM: TIMESTEP", 0) == 0) {
+      if (box_lines > 0) {
+        boxes_.back()[4 - box_lines--] = s;
+      } else if (s.rfind("ITEM: TIMESTEP", 0) == 0) {
         offsets_.push_back(at);
         line_numbers_.push_back(no);
+        boxes_.emplace_back();
+      } else if (s.rfind("ITEM: BOX BOUNDS", 0) == 0 && !boxes_.empty()) {
+        boxes_.back()[0] = s;
+        box_lines = 3;
       }
       at += s.size() + 1;
     }
@@ -148,41 +156,14 @@ class DumpTrajectory final : public TextTrajectory {
       fail("expected 'ITEM: NUMBER OF ATOMS'");
     if (!line(&s) || !integer(words(s).empty() ? "" : words(s)[0], &atoms) || atoms < 1)
       fail("no positive number of atoms");
-    if (!line(&s) || s.rfind("ITEM: BOX BOUNDS", 0) != 0) fail("expected 'ITEM: BOX BOUNDS'");
-    std::vector<std::string> head = words(s.substr(16));
-    const bool tilted = head.size() >= 3 && head[0] == "xy" && head[1] == "xz" && head[2] == "yz";
-    if (tilted) head.erase(head.begin(), head.begin() + 3);
-    double lo[3], hi[3], tilt[3] = {0, 0, 0};
-    for (int a = 0; a < 3; ++a) {
-      if (!line(&s)) fail("the box bounds end early");
-      const std::vector<std::string> w = words(s);
-      if (w.size() < (tilted ? 3u : 2u) || !number(w[0], &lo[a]) || !number(w[1], &hi[a]) ||
-          (tilted && !number(w[2], &tilt[a])))
-        fail("a box bounds line is not " + std::string(tilted ? "'lo hi tilt'" : "'lo hi'") +
-             ": '" + s.substr(0, 60) + "'");
-    }
-    // A triclinic dump gives the bounding box of the tilted cell and the
-    // tilt factors (LAMMPS's Howto triclinic).
-    if (tilted) {
-      const double xy = tilt[0], xz = tilt[1], yz = tilt[2];
-      lo[0] -= std::min({0.0, xy, xz, xy + xz});
-      hi[0] -= std::max({0.0, xy, xz, xy + xz});
-      lo[1] -= std::min(0.0, yz);
-      hi[1] -= std::max(0.0, yz);
-    }
+    std::array<std::string, 4> box;
+    if (!line(&box[0]) || box[0].rfind("ITEM: BOX BOUNDS", 0) != 0)
+      fail("expected 'ITEM: BOX BOUNDS'");
+    for (int a = 1; a < 4; ++a)
+      if (!line(&box[a])) fail("the box bounds end early");
+    double lo[3];
     Cell& c = f.cell;
-    c.present = true;
-    c.periodic = head.size() == 3 && head[0] == "pp" && head[1] == "pp" && head[2] == "pp";
-    c.boundary = head.empty() ? "unknown"
-                              : head[0] + (head.size() > 1 ? " " + head[1] : "") +
-                                    (head.size() > 2 ? " " + head[2] : "");
-    for (int a = 0; a < 3; ++a) {
-      c.lengths[a] = hi[a] - lo[a];
-      if (!(c.lengths[a] > 0)) fail("the box has a length <= 0 along axis " + std::to_string(a));
-    }
-    c.tilt[0] = tilt[0];
-    c.tilt[1] = tilt[1];
-    c.tilt[2] = tilt[2];
+    c = parse_box(box, lo);
 
     if (!line(&s) || s.rfind("ITEM: ATOMS", 0) != 0) fail("expected 'ITEM: ATOMS'");
     const std::vector<std::string> cols = words(s.substr(11));
@@ -242,7 +223,53 @@ class DumpTrajectory final : public TextTrajectory {
     return f;
   }
 
+  Cell cell(index_t k) override {
+    if (boxes_[k][0].empty()) return read(k).cell;  // a frame the index could not follow
+    line_no_ = line_numbers_[k] + 4;
+    double lo[3];
+    return parse_box(boxes_[k], lo);
+  }
+
  private:
+  // ITEM: BOX BOUNDS [xy xz yz] B B B and its three lines: the cell, and
+  // the origin (lo) of the scaled coordinates.
+  Cell parse_box(const std::array<std::string, 4>& box, double lo[3]) const {
+    std::vector<std::string> head = words(box[0].substr(16));
+    const bool tilted = head.size() >= 3 && head[0] == "xy" && head[1] == "xz" && head[2] == "yz";
+    if (tilted) head.erase(head.begin(), head.begin() + 3);
+    double hi[3], tilt[3] = {0, 0, 0};
+    for (int a = 0; a < 3; ++a) {
+      const std::vector<std::string> w = words(box[a + 1]);
+      if (w.size() < (tilted ? 3u : 2u) || !number(w[0], &lo[a]) || !number(w[1], &hi[a]) ||
+          (tilted && !number(w[2], &tilt[a])))
+        fail("a box bounds line is not " + std::string(tilted ? "'lo hi tilt'" : "'lo hi'") +
+             ": '" + box[a + 1].substr(0, 60) + "'");
+    }
+    // A triclinic dump gives the bounding box of the tilted cell and the
+    // tilt factors (LAMMPS's Howto triclinic).
+    if (tilted) {
+      const double xy = tilt[0], xz = tilt[1], yz = tilt[2];
+      lo[0] -= std::min({0.0, xy, xz, xy + xz});
+      hi[0] -= std::max({0.0, xy, xz, xy + xz});
+      lo[1] -= std::min(0.0, yz);
+      hi[1] -= std::max(0.0, yz);
+    }
+    Cell c;
+    c.present = true;
+    c.periodic = head.size() == 3 && head[0] == "pp" && head[1] == "pp" && head[2] == "pp";
+    c.boundary = head.empty() ? "unknown"
+                              : head[0] + (head.size() > 1 ? " " + head[1] : "") +
+                                    (head.size() > 2 ? " " + head[2] : "");
+    for (int a = 0; a < 3; ++a) {
+      c.lengths[a] = hi[a] - lo[a];
+      if (!(c.lengths[a] > 0)) fail("the box has a length <= 0 along axis " + std::to_string(a));
+      c.tilt[a] = tilt[a];
+    }
+    return c;
+  }
+
+  std::vector<std::array<std::string, 4>> boxes_;  // each frame's box lines, as indexed
+
   void sort_by_id(PointSet* p, const std::vector<long long>& ids, index_t k) const {
     std::vector<index_t> order(p->n);
     std::iota(order.begin(), order.end(), index_t(0));
@@ -323,11 +350,52 @@ class XyzTrajectory final : public TextTrajectory {
                            " atoms");
         ++no;
         at += s.size() + 1;
+        if (i == 0) comments_.push_back(s);
       }
     }
     if (offsets_.empty()) throw InputError("input '" + path + "' holds no XYZ frame");
     first_n_ = read(0).points.n;
   }
+
+  Cell cell(index_t k) override {
+    line_no_ = line_numbers_[k] + 1;
+    return cell_of(xyz_keys(comments_[k]));
+  }
+  Cell cell_of(const std::map<std::string, std::string>& kv) const {
+    Cell c;
+    if (const auto it = kv.find("lattice"); it != kv.end()) {
+      std::vector<double> v;
+      for (const std::string& w : words(it->second)) {
+        double x;
+        if (!number(w, &x)) fail("Lattice=\"" + it->second + "\" is not 9 numbers");
+        v.push_back(x);
+      }
+      if (v.size() != 9) fail("Lattice=\"" + it->second + "\" is not 9 numbers");
+      if (v[1] != 0 || v[2] != 0 || v[5] != 0)
+        fail("Lattice=\"" + it->second +
+             "\": tdsolve takes a cell with a along x and b in the xy plane (ay = az = bz = 0), "
+             "as LAMMPS lays one out");
+      c.present = true;
+      c.lengths[0] = v[0];
+      c.lengths[1] = v[4];
+      c.lengths[2] = v[8];
+      c.tilt[0] = v[3];
+      c.tilt[1] = v[6];
+      c.tilt[2] = v[7];
+      if (!(v[0] > 0 && v[4] > 0 && v[8] > 0))
+        fail("Lattice=\"" + it->second + "\" is a degenerate cell (ax, by, cz must be > 0)");
+      const auto pbc = kv.find("pbc");
+      c.boundary = pbc == kv.end() ? "T T T" : pbc->second;
+      const std::vector<std::string> b = words(c.boundary);
+      c.periodic = b.size() == 3 && std::all_of(b.begin(), b.end(), [](const std::string& x) {
+                     const std::string l = lower(x);
+                     return l == "t" || l == "true" || l == "1";
+                   });
+    }
+    return c;
+  }
+
+  std::vector<std::string> comments_;  // each frame's comment line, as indexed
 
   Frame read(index_t k) override {
     seek(k);
@@ -363,36 +431,7 @@ class XyzTrajectory final : public TextTrajectory {
       }
       if (!found) fail("Properties='" + it->second + "' has no pos:R:3");
     }
-    if (const auto it = kv.find("lattice"); it != kv.end()) {
-      std::vector<double> v;
-      for (const std::string& w : words(it->second)) {
-        double x;
-        if (!number(w, &x)) fail("Lattice=\"" + it->second + "\" is not 9 numbers");
-        v.push_back(x);
-      }
-      if (v.size() != 9) fail("Lattice=\"" + it->second + "\" is not 9 numbers");
-      if (v[1] != 0 || v[2] != 0 || v[5] != 0)
-        fail("Lattice=\"" + it->second +
-             "\": tdsolve takes a cell with a along x and b in the xy plane (ay = az = bz = 0), "
-             "as LAMMPS lays one out");
-      Cell& c = f.cell;
-      c.present = true;
-      c.lengths[0] = v[0];
-      c.lengths[1] = v[4];
-      c.lengths[2] = v[8];
-      c.tilt[0] = v[3];
-      c.tilt[1] = v[6];
-      c.tilt[2] = v[7];
-      if (!(v[0] > 0 && v[4] > 0 && v[8] > 0))
-        fail("Lattice=\"" + it->second + "\" is a degenerate cell (ax, by, cz must be > 0)");
-      const auto pbc = kv.find("pbc");
-      c.boundary = pbc == kv.end() ? "T T T" : pbc->second;
-      const std::vector<std::string> b = words(c.boundary);
-      c.periodic = b.size() == 3 && std::all_of(b.begin(), b.end(), [](const std::string& x) {
-                     const std::string l = lower(x);
-                     return l == "t" || l == "true" || l == "1";
-                   });
-    }
+    f.cell = cell_of(kv);
     if (const auto it = kv.find("time"); it != kv.end()) number(it->second, &f.time);
     if (const auto it = kv.find("step"); it != kv.end()) {
       long long st;
@@ -521,6 +560,7 @@ class Hdf5Trajectory final : public Trajectory {
   }
 
   index_t frames() const override { return shape_[0]; }
+  Cell cell(index_t k) override { return box_ ? cell_of(k) : Cell{}; }
 
   Frame read(index_t k) override {
     Frame f;
@@ -744,6 +784,69 @@ index_t frame_index(std::int64_t k, index_t frames, const std::string& source) {
                      std::to_string(frames) + " frame" + (frames == 1 ? "" : "s") + " (0 to " +
                      std::to_string(f - 1) + ", or -" + std::to_string(f) + " to -1 from the end)");
   return static_cast<index_t>(k < 0 ? k + f : k);
+}
+
+namespace {
+
+struct FrameRange {
+  bool start_given = false, stop_given = false;
+  long long start = 0, stop = 0, step = 1;
+};
+
+FrameRange parse_frame_range(const std::string& text) {
+  std::vector<std::string> parts;
+  size_t from = 0;
+  for (;;) {
+    const size_t colon = text.find(':', from);
+    parts.push_back(
+        text.substr(from, colon == std::string::npos ? std::string::npos : colon - from));
+    if (colon == std::string::npos) break;
+    from = colon + 1;
+  }
+  if (parts.size() < 2 || parts.size() > 3)
+    throw UsageError(
+        "--frames wants START:STOP[:STEP] (Python's slice, e.g. 0:100 or ::10), "
+        "not '" +
+        text + "'");
+  FrameRange r;
+  const auto part = [&](size_t i, long long* v, bool* given) {
+    if (i >= parts.size() || parts[i].empty()) return;
+    if (!integer(parts[i], v))
+      throw UsageError("--frames '" + text + "': '" + parts[i] + "' is not an integer");
+    if (given) *given = true;
+  };
+  part(0, &r.start, &r.start_given);
+  part(1, &r.stop, &r.stop_given);
+  part(2, &r.step, nullptr);
+  if (r.step == 0) throw UsageError("--frames '" + text + "': STEP must not be 0");
+  return r;
+}
+
+}  // namespace
+
+void check_frame_range(const std::string& range) {
+  parse_frame_range(range);
+}
+
+std::vector<index_t> select_frames(const std::string& range, index_t frames,
+                                   const std::string& source) {
+  const FrameRange r = parse_frame_range(range);
+  // Python's slice.indices.
+  const long long f = static_cast<long long>(frames), step = r.step;
+  const auto clamp = [&](long long v, bool given, long long dflt) {
+    if (!given) return dflt;
+    if (v < 0) v += f;
+    return step > 0 ? std::clamp(v, 0LL, f) : std::clamp(v, -1LL, f - 1);
+  };
+  const long long start = clamp(r.start, r.start_given, step > 0 ? 0 : f - 1);
+  const long long stop = clamp(r.stop, r.stop_given, step > 0 ? f : -1);
+  std::vector<index_t> out;
+  for (long long k = start; step > 0 ? k < stop : k > stop; k += step)
+    out.push_back(static_cast<index_t>(k));
+  if (out.empty())
+    throw InputError("--frames " + range + " selects none of the " + std::to_string(frames) +
+                     " frames of '" + source + "'");
+  return out;
 }
 
 }  // namespace tdsolve::io

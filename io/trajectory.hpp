@@ -36,6 +36,8 @@ class Trajectory {
   // Frame k (0 <= k < frames()); InputError for one that is damaged or
   // differs from the first in its number of points or features.
   virtual Frame read(index_t k) = 0;
+  // Frame k's cell alone (a dump's or XYZ file's as indexed: no atom read).
+  virtual Cell cell(index_t k) { return read(k).cell; }
   const std::string& source() const { return source_; }
   // What the file is, for messages: "a LAMMPS dump", "a 3-D dataset (frames
   // × n × d)", ...
@@ -56,5 +58,13 @@ std::unique_ptr<Trajectory> open_trajectory(const std::string& spec);
 // --frame K of F frames: 0 <= K < F, or -F <= K < 0 counted from the end (as
 // Python); InputError otherwise.
 index_t frame_index(std::int64_t k, index_t frames, const std::string& source);
+
+// --frames START:STOP[:STEP], Python's slice (each part may be empty; STEP
+// not 0): the frames it selects of `frames`, in order. UsageError for bad
+// syntax, InputError when it selects none.
+std::vector<index_t> select_frames(const std::string& range, index_t frames,
+                                   const std::string& source);
+// Checks the syntax alone (before any file is read).
+void check_frame_range(const std::string& range);
 
 }  // namespace tdsolve::io

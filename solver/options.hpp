@@ -25,6 +25,7 @@ struct InputOptions {
   // --frame K of a trajectory (io/trajectory.hpp); negative: from the end.
   std::int64_t frame = 0;
   bool frame_given = false;
+  std::string frames;  // --frames START:STOP[:STEP] (hist): "" none
   const std::string& spec() const { return input.empty() ? generate : input; }
 };
 
@@ -109,6 +110,7 @@ struct HistOptions {
   // Without --box: a trajectory frame's periodic cell is the box (--box
   // none: no box whatever the input says).
   bool input_box = true;
+  std::string frames;  // --frames: a run over a trajectory's frames ("" none)
 };
 
 // triplet: the three-body potential and what to store.

@@ -18,6 +18,7 @@
 #include "core/suggest.hpp"
 #include "io/input.hpp"
 #include "io/spheres.hpp"
+#include "io/trajectory.hpp"
 
 namespace tdsolve::cli {
 
@@ -239,7 +240,12 @@ po::options_description hist_group(HistOptions& h, Choices& c) {
       "triclinic (3-D, euclidean or sqeuclidean): with --tilt, or the 9 numbers of the cell's "
       "vectors a, b, c (rows, a along x, b in the xy plane), and RANGE's HI at most half the "
       "cell's shortest width. Without --box, a trajectory frame's periodic cell is the box; "
-      "--box none: no box")("tilt", po::value(&c.tilt)->value_name("XY,XZ,YZ"), kTiltHelp);
+      "--box none: no box")(
+      "frames", po::value(&h.frames)->value_name("START:STOP[:STEP]"),
+      "of a trajectory --input: bin these frames (Python's slice: 0:100, ::10, -50:) into one "
+      "histogram in one run, each frame's pairs once; /rdf is their average (InterRDF over "
+      "those frames); the frames share one cell (or --box). Resumes frame by frame")(
+      "tilt", po::value(&c.tilt)->value_name("XY,XZ,YZ"), kTiltHelp);
   return g;
 }
 
@@ -633,6 +639,7 @@ void finish_hist(HistOptions& h, const Choices& c, const po::variables_map& vm, 
   h.lo = parse_finite(c.range.substr(0, colon), "--range LO");
   h.hi = parse_finite(c.range.substr(colon + 1), "--range HI");
   if (!(h.lo < h.hi)) throw UsageError("--range wants LO < HI, got '" + c.range + "'");
+  if (!h.frames.empty()) io::check_frame_range(h.frames);
   if (c.box.empty() && c.tilt.empty()) return;
   if (c.box == "none") {
     if (!c.tilt.empty()) throw UsageError("--tilt goes with --box lx,ly,lz, not with --box none");

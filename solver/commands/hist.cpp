@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "io/trajectory.hpp"
 #include "solver/commands/pairs.hpp"
 #include "solver/commands/sinks.hpp"
 #include "solver/progress.hpp"
@@ -25,6 +26,10 @@ const char* kUsage =
 const char* kRdfFormula =
     "rdf[b] = counts[b] / ((4/3) pi (edges[b+1]^3 - edges[b]^3) n (n-1) / (2 volume)), "
     "as MDAnalysis InterRDF(g, g, exclusion_block=(1, 1)) for one frame";
+const char* kRdfFramesFormula =
+    "rdf[b] = counts[b] / (F (4/3) pi (edges[b+1]^3 - edges[b]^3) n (n-1) / (2 volume)), F the "
+    "frames (/frames), as MDAnalysis InterRDF(g, g, exclusion_block=(1, 1)) over those frames "
+    "(one fixed cell)";
 const char* kBinning =
     "numpy.histogram: edges = numpy.linspace(range_lo, range_hi, bins + 1); bins half-open "
     "[edges[b], edges[b+1]), the last closed; distances below range_lo in /underflow, above "
@@ -51,6 +56,16 @@ class Hist final : public PairCommand<T> {
   bool takes_cell() const override { return true; }
   void take_input(io::PointSet& a) override {
     const io::Cell& c = a.cell;
+    if (!a.frames.empty()) {  // load_problem's: the first frame of a run over frames
+      frames_ = a.frames;
+      if (h_.box.dims == 0 && h_.input_box && !(c.present && c.periodic)) same_cells();
+      const index_t pairs = mapping::pair_count(a.n);
+      if (pairs > 0 && frames_.size() > (index_t(1) << 62) / pairs)
+        throw InputError(std::to_string(frames_.size()) + " frames of C(" + std::to_string(a.n) +
+                         ",2) pairs are more than tdsolve indexes (2^62)");
+    } else if (!frames_.empty()) {  // a later frame: checked before the run (same_cell)
+      return;
+    }
     if (h_.box.dims > 0 || !h_.input_box || !c.present) return;
     if (!c.periodic) {
       if (!this->options().run.quiet)
@@ -76,13 +91,29 @@ class Hist final : public PairCommand<T> {
       b.tilt[k] = c.tilt[k];
     }
     b.triclinic = triclinic;
+    from_cell_ = true;
+    cell_ = c;
     if (triclinic && cull_cutoff(m, h_.hi) > b.half_width())
       throw InputError("--range HI " + number_text(h_.hi) +
                        " reaches past half the shortest width (" + number_text(b.half_width()) +
                        ") of the triclinic cell of '" + a.source +
                        "': a pair's minimum image is not certain there");
+    same_cells();
   }
-  void broadcast(MPI_Comm comm) override { bcast_bytes(comm, &h_.box, sizeof h_.box); }
+  void broadcast(MPI_Comm comm) override {
+    bcast_bytes(comm, &h_.box, sizeof h_.box);
+    bcast_vector(comm, &frames_);
+  }
+  index_t frame_count() const override { return frames_.size(); }
+  io::PointSet read_frame(index_t q) override {
+    const InputOptions& in = this->options().in;
+    if (!trajectory_) trajectory_ = io::open_trajectory(in.input);
+    io::Frame f = trajectory_->read(frames_[q]);
+    f.points.source = in.input + ", frame " + std::to_string(frames_[q]);
+    io::arrange_points(f.points, in.transpose, in.columns);
+    io::check_finite(f.points);
+    return std::move(f.points);
+  }
   void check_output(const Problem<T>& p, const io::PointSet& a, bool) const override {
     const HistOptions& h = h_;
     checked_total(p.rows, p.cols, sizeof(T), a.source);
@@ -102,6 +133,7 @@ class Hist final : public PairCommand<T> {
     add("range", num);
     add("box", h.box.dims > 0 ? box_text(h.box) : "none");
     if (h.box.triclinic) add("tilt", tilt_text(h.box));
+    if (!frames_.empty()) add("frames", frames_text());
   }
 
   void layout(io::ResultLayout& L, const Problem<T>& p,
@@ -117,12 +149,20 @@ class Hist final : public PairCommand<T> {
                            Attr{"bins", std::uint64_t(p.hist.bins)},
                            Attr{"range_lo", p.hist.lo},
                            Attr{"range_hi", p.hist.hi},
-                           Attr{"pairs", std::uint64_t(mapping::pair_count(p.rows))},
+                           Attr{"pairs", std::uint64_t(mapping::pair_count(p.rows) *
+                                                       std::max<index_t>(1, frames_.size()))},
                            Attr{"binning", std::string(kBinning)}};
     if (h.box.dims > 0) a.push_back(Attr{"box", box_text(h.box)});
     if (h.box.triclinic) a.push_back(Attr{"tilt", tilt_text(h.box)});
+    if (!frames_.empty()) a.push_back(Attr{"frames", std::uint64_t(frames_.size())});
     L.result = {"counts", io::ValueType::i64, {p.hist.bins}, a, {}};
     L.extras.push_back({"edges", io::ValueType::f64, {p.hist.bins + 1}, {}, p.hist.edges});
+    if (!frames_.empty())
+      L.extras.push_back({"frames",
+                          io::ValueType::i64,
+                          {frames_.size()},
+                          {},
+                          std::vector<double>(frames_.begin(), frames_.end())});
     L.extras.push_back({"underflow", io::ValueType::i64, {}, {}, {}});
     L.extras.push_back({"overflow", io::ValueType::i64, {}, {}, {}});
     if (h.box.dims > 0)
@@ -130,7 +170,8 @@ class Hist final : public PairCommand<T> {
           {"rdf",
            io::ValueType::f64,
            {p.hist.bins},
-           {Attr{"volume", h.box.volume()}, Attr{"formula", std::string(kRdfFormula)},
+           {Attr{"volume", h.box.volume()},
+            Attr{"formula", std::string(frames_.empty() ? kRdfFormula : kRdfFramesFormula)},
             Attr{"n", std::uint64_t(p.rows)}},
            {}});
     add_metric_attrs(this->options(), p, &L);
@@ -149,11 +190,17 @@ class Hist final : public PairCommand<T> {
                                      const Existing& ex) override {
     const bool complete = !ex.done.empty() && std::all_of(ex.done.begin(), ex.done.end(),
                                                           [](unsigned char d) { return d != 0; });
-    return std::make_unique<HistogramSink<T>>(w, comm, p, h_, ex.slots, complete);
+    return std::make_unique<HistogramSink<T>>(w, comm, p, h_, ex.slots, complete, frames_.size());
   }
   bool checkpoints() const override { return true; }
   void print_after(const Problem<T>& p, index_t now, double total) const override {
     const char* what = element_name(p);
+    if (!frames_.empty()) {
+      std::printf("tdsolve %s: binned %llu %s of %zu frames in %s (%.3g %s/s", this->name(),
+                  (unsigned long long)now, what, frames_.size(), human_seconds(total).c_str(),
+                  double(now) / total, what);
+      return;
+    }
     if (p.culled) {
       // The rest were never visited: they are beyond the range (overflow).
       std::printf(
@@ -169,7 +216,54 @@ class Hist final : public PairCommand<T> {
   }
 
  private:
-  HistOptions h_;  // the options' (its box: a trajectory's cell where none is given)
+  // "F frames of the input: K0, K1, K2, ..., the last three": what the
+  // identity records (a slice's frames are its first, its step and its count).
+  std::string frames_text() const {
+    std::string t = std::to_string(frames_.size()) + " frames of the input: ";
+    for (size_t i = 0; i < frames_.size(); ++i) {
+      if (i == 3 && frames_.size() > 6) {
+        t += "..., ";
+        i = frames_.size() - 3;
+      }
+      t += std::to_string(frames_[i]) + (i + 1 < frames_.size() ? ", " : "");
+    }
+    return t;
+  }
+  // Rank 0, a run over frames whose box is the first frame's cell (or that
+  // has none): every frame's must be that one (an InputError before the
+  // file exists, naming the first that differs).
+  void same_cells() {
+    if (frames_.size() < 2) return;
+    const InputOptions& in = this->options().in;
+    if (!trajectory_) trajectory_ = io::open_trajectory(in.input);
+    for (size_t q = 1; q < frames_.size(); ++q) {
+      const io::Cell c = trajectory_->cell(frames_[q]);
+      const bool periodic = c.present && c.periodic;
+      if (from_cell_ == periodic &&
+          (!periodic || (std::equal(c.lengths, c.lengths + 3, cell_.lengths) &&
+                         std::equal(c.tilt, c.tilt + 3, cell_.tilt))))
+        continue;
+      throw InputError("frame " + std::to_string(frames_[q]) + " of '" + in.input + "' has " +
+                       (periodic ? "the cell " + cell_text(c) : std::string("no periodic cell")) +
+                       " where its frame " + std::to_string(frames_[0]) + " has " +
+                       (from_cell_ ? cell_text(cell_) : std::string("none")) +
+                       ": hist --frames bins frames of one fixed cell (give --box to bin them "
+                       "all in one box, or --box none)");
+    }
+  }
+  static std::string cell_text(const io::Cell& c) {
+    BoxOptions b;
+    b.dims = 3;
+    std::copy(c.lengths, c.lengths + 3, b.lengths);
+    std::copy(c.tilt, c.tilt + 3, b.tilt);
+    return "(" + box_text(b) + "; tilt " + tilt_text(b) + ")";
+  }
+
+  HistOptions h_;                // the options' (its box: a trajectory's cell where none is given)
+  std::vector<index_t> frames_;  // hist --frames: the input's frames it takes, in order
+  std::unique_ptr<io::Trajectory> trajectory_;  // rank 0, a run over frames
+  bool from_cell_ = false;                      // the box is the first frame's cell
+  io::Cell cell_;                               // ... that cell
 };
 
 class HistCommand final : public PairCommandOf<Hist> {
@@ -187,6 +281,13 @@ class HistCommand final : public PairCommandOf<Hist> {
   }
   void check_groups(const cli::po::variables_map& vm) override {
     cli::finish_hist(o_.hist, c_, vm, o_.compute.metric, o_.compute.weights);
+    if (!o_.hist.frames.empty()) {
+      if (!o_.in.generate.empty())
+        throw UsageError("--frames applies to a trajectory --input, not to --generate");
+      if (o_.in.frame_given)
+        throw UsageError("--frame K takes one frame, --frames START:STOP[:STEP] several: give one");
+      o_.in.frames = o_.hist.frames;
+    }
   }
 };
 

@@ -54,6 +54,11 @@ void check_points_fit(index_t n, index_t d, const std::string& source, double ho
 // required where it holds several).
 io::PointSet read_input(const InputOptions& in) {
   if (!io::is_trajectory(in.input)) {
+    if (!in.frames.empty())
+      throw InputError(
+          "--frames applies to a trajectory (LAMMPS dump, extended XYZ, H5MD, or an "
+          "HDF5 dataset frames × n × d); '" +
+          in.input + "' holds one point set");
     if (in.frame_given)
       throw InputError(
           "--frame applies to a trajectory (LAMMPS dump, extended XYZ, H5MD, or an "
@@ -63,6 +68,13 @@ io::PointSet read_input(const InputOptions& in) {
   }
   std::unique_ptr<io::Trajectory> t = io::open_trajectory(in.input);
   const index_t frames = t->frames();
+  if (!in.frames.empty()) {
+    const std::vector<index_t> take = io::select_frames(in.frames, frames, in.input);
+    io::Frame f = t->read(take[0]);
+    f.points.source = in.input + ", frames " + in.frames;
+    f.points.frames = take;
+    return std::move(f.points);
+  }
   if (frames > 1 && !in.frame_given)
     throw InputError("'" + in.input + "', " + t->format() + ", holds " + std::to_string(frames) +
                      " frames: choose one with --frame K");
@@ -333,7 +345,8 @@ io::ResultLayout make_layout(const PairCommand<T>& cmd, const Problem<T>& p,
   L.root_attrs.push_back(Attr{"options", o.run.effective});
   if (cmd.second_set()) L.root_attrs.push_back(Attr{"with", src.b});
   cmd.layout(L, p, plan);
-  if (!p.cull_note.empty()) {
+  // A run over frames culls each frame: its file's chunks are the frames.
+  if (!p.cull_note.empty() && cmd.frame_count() == 0) {
     L.progress_attrs.push_back(Attr{"culled", std::uint64_t(p.culled ? 1 : 0)});
     L.progress_attrs.push_back(Attr{"cull", p.cull_note});
   }
@@ -375,6 +388,28 @@ mapping::ChunkPlan plan_of_file(const Problem<T>& p, std::vector<index_t> offset
   return plan_from_offsets(p, offsets);
 }
 
+// A run over frames (hist --frames): its file's block row r is frame r,
+// each C(n,2) pairs, so that its chunks are the frames.
+struct FrameDomain {
+  index_t frames = 0, per_frame = 0;
+  index_t block_rows() const { return frames; }
+  index_t total() const { return frames * per_frame; }
+  index_t largest_block_row() const { return per_frame; }
+  index_t elements_before(index_t r) const { return r * per_frame; }
+};
+
+// The plan of a file's /progress/offsets for cmd's run (plan_of_file; a
+// run over frames: a chunk a frame). std::invalid_argument when they do not
+// fit it.
+template <typename T>
+mapping::ChunkPlan file_plan(const PairCommand<T>& cmd, const Problem<T>& p,
+                             const std::vector<index_t>& offsets) {
+  if (const index_t frames = cmd.frame_count())
+    return mapping::ChunkPlan::from_offsets(FrameDomain{frames, mapping::pair_count(p.rows)},
+                                            offsets);
+  return plan_of_file(p, offsets);
+}
+
 // Rank 0, holding the lock: start fresh, continue the .partial, or report
 // the output complete; refuses what would lose or mix up work.
 template <typename T>
@@ -399,7 +434,7 @@ Existing inspect_output(const PairCommand<T>& cmd, const Problem<T>& p, const So
   const auto check_file = [&](const io::ExistingResult& r, const std::string& path) {
     mapping::ChunkPlan plan;
     try {
-      plan = plan_of_file(p, r.offsets);
+      plan = file_plan(cmd, p, r.offsets);
     } catch (const std::invalid_argument& x) {
       throw InputError("cannot resume '" + path + "': its chunk plan does not fit: " + x.what());
     }
@@ -521,7 +556,12 @@ class PairRun final : public OutputRun {
     backend_ = make_backend<T>(o_.compute, p_, comm_, o_.run.quiet, &kind_);
     setup_mark("backend");
     const std::string partial = io::partial_path(o_.out.output);
-    if (resuming) {
+    if (const index_t frames = cmd_.frame_count()) {  // rank 0 checked a resumed file's
+      const FrameDomain fd{frames, mapping::pair_count(p_.rows)};
+      all_agree(comm_, [&] {
+        plan_ = resuming ? file_plan(cmd_, p_, ex_.offsets) : mapping::ChunkPlan(fd, fd.per_frame);
+      });
+    } else if (resuming) {
       all_agree(comm_, [&] {
         try {
           plan_ = plan_of_file(p_, ex_.offsets);  // rank 0 checked it (inspect_output)
@@ -601,7 +641,9 @@ class PairRun final : public OutputRun {
       if (cmd_.checkpoints()) stop.checkpoint_every = checkpoint_seconds();
       if (rank_ == 0) stop.beat = [&] { context.heartbeat(); };
       setup_mark("file");
-      res_ = run_chunks(plan_, ex_.done, *backend_, *sink_, comm_, &progress, &stop);
+      res_ = cmd_.frame_count()
+                 ? run_frames(&progress, stop)
+                 : run_chunks(plan_, ex_.done, *backend_, *sink_, comm_, &progress, &stop);
       const double w0 = MPI_Wtime();
       sink_->close(res_.done);
       res_.time.sink += MPI_Wtime() - w0;
@@ -620,6 +662,63 @@ class PairRun final : public OutputRun {
         elements_done_ += plan_.elements(c);
       }
     return chunks_done_ == plan_.chunks();
+  }
+
+  // A run over frames: each frame not done, in order, a whole run of the
+  // driver loop (its own culled domain, plan and backend) into the one sink,
+  // which takes the frame at its end. A stop (a signal, the deadline) is
+  // agreed between frames as between rounds; one inside a frame drops that
+  // frame. The sink saves the frames done every checkpoint interval.
+  LoopResult run_frames(Progress* progress, const StopPolicy& outer) {
+    LoopResult out;
+    out.done = ex_.done;
+    out.done.resize(plan_.chunks(), 0);
+    StopPolicy inner = outer;
+    inner.checkpoint_every = 0;
+    const double every = checkpoint_seconds();
+    double last_save = MPI_Wtime();
+    index_t elements = already_;
+    for (index_t q = 0; q < plan_.chunks(); ++q) {
+      if (out.done[q]) continue;
+      if (q != 0) {  // frame 0 is load_problem's
+        load_frame(cmd_, p_, q, comm_, src_);
+        backend_ = make_backend<T>(o_.compute, p_, comm_, true, &kind_);
+      }
+      const mapping::ChunkPlan frame_plan = agree_plan(p_, *backend_, cmd_.chunk_bound(p_), comm_);
+      const LoopResult r = run_chunks(frame_plan, {}, *backend_, *sink_, comm_,
+                                      static_cast<Progress*>(nullptr), &inner);
+      out.time.compute += r.time.compute;
+      out.time.transfer += r.time.transfer;
+      out.time.sink += r.time.sink;
+      sink_->end_frame(!r.stopped);
+      if (r.stopped) {
+        out.stopped = true;
+        out.signal = r.signal;
+        break;
+      }
+      out.done[q] = 1;
+      elements += plan_.elements(q);
+      if (rank_ == 0) progress->update(elements);
+      if (q + 1 == plan_.chunks()) break;
+      const double now = MPI_Wtime();
+      int want[3] = {stop_signal(), outer.deadline > 0 && now + 1.0 >= outer.deadline,
+                     rank_ == 0 && every > 0 && now - last_save >= every},
+          agreed[3] = {0, 0, 0};
+      check_mpi(MPI_Allreduce(want, agreed, 3, MPI_INT, MPI_MAX, comm_), "MPI_Allreduce (stop)");
+      if (agreed[2]) {
+        const double w0 = MPI_Wtime();
+        sink_->checkpoint(out.done);
+        out.time.sink += MPI_Wtime() - w0;
+        last_save = MPI_Wtime();
+      }
+      if (agreed[0] || agreed[1]) {
+        out.stopped = true;
+        out.signal = agreed[0];
+        break;
+      }
+    }
+    if (rank_ == 0) progress->finish();
+    return out;
   }
 
   void finish(bool complete) override {
@@ -769,6 +868,10 @@ void add_metric_attrs(const CommandOptions& o, const Problem<T>& p, io::ResultLa
 // ---- the problem -----------------------------------------------------------------
 
 template <typename T>
+void settle_problem(PairCommand<T>& cmd, Problem<T>& p, MPI_Comm comm, const Sources& src,
+                    const std::vector<std::string>& notes);
+
+template <typename T>
 Problem<T> load_problem(PairCommand<T>& cmd, MPI_Comm comm, Sources* src) {
   const CommandOptions& o = cmd.options();
   Problem<T> p;
@@ -843,8 +946,22 @@ Problem<T> load_problem(PairCommand<T>& cmd, MPI_Comm comm, Sources* src) {
   cmd.broadcast(comm);
   setup_mark("share");
   all_agree(comm, [&] { fault_point(Stage::read, 0); });
+  settle_problem(cmd, p, comm, *src, notes);
+  if (a_hash.valid()) src->a_hash = a_hash.get();
+  bcast_string(comm, &src->a_hash);
+  setup_mark("hash_wait");
+  return p;
+}
+
+// Every rank, the points shared: the norms, the command's last parts, the
+// culled domain (a run over frames: for each frame).
+template <typename T>
+void settle_problem(PairCommand<T>& cmd, Problem<T>& p, MPI_Comm comm, const Sources& src,
+                    const std::vector<std::string>& notes) {
+  const CommandOptions& o = cmd.options();
+  const NodeInfo node = node_info(comm);
   complete_problem(&p);
-  on_root(comm, [&] { check_norms(p, src->a, src->b); });
+  on_root(comm, [&] { check_norms(p, src.a, src.b); });
   if (!o.run.quiet)
     for (const std::string& note : notes)
       std::fprintf(stderr, "tdsolve: note: %s\n", note.c_str());
@@ -872,10 +989,28 @@ Problem<T> load_problem(PairCommand<T>& cmd, MPI_Comm comm, Sources* src) {
               "MPI_Allreduce");
     all_agree(comm, [&] { apply_cull(&p, o.compute.cull, g, on_device, least); });
   }
-  if (a_hash.valid()) src->a_hash = a_hash.get();
-  bcast_string(comm, &src->a_hash);
-  setup_mark("hash_wait");
-  return p;
+}
+
+template <typename T>
+void load_frame(PairCommand<T>& cmd, Problem<T>& p, index_t q, MPI_Comm comm, const Sources& src) {
+  on_root(comm, [&] {
+    io::PointSet a = cmd.read_frame(q);
+    if (a.n != p.rows || a.d != p.d)
+      throw InputError("frame " + std::to_string(q) + " of the run ('" + a.source + "') has " +
+                       std::to_string(a.n) + " × " + std::to_string(a.d) +
+                       " values where its first has " + std::to_string(p.rows) + " × " +
+                       std::to_string(p.d));
+    cmd.take_input(a);
+    cmd.prepare(p, a, nullptr);
+    if (!is_boolean(p.metric)) p.a = convert_points<T>(a);
+    cmd.check_points(p, a);
+  });
+  bcast_vector(comm, &p.weights);
+  bcast_vector(comm, &p.variance);
+  bcast_vector(comm, &p.kernel_weights);
+  bcast_vector(comm, &p.a);
+  cmd.broadcast(comm);
+  settle_problem(cmd, p, comm, src, {});
 }
 
 // ---- the defaults of a typed piece (edm's) ---------------------------------------

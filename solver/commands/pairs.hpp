@@ -109,6 +109,15 @@ class PairCommand {
   // when the run has none.
   virtual bool cull_geometry(const Problem<T>& p, CullGeometry* g) const { return false; }
 
+  // ---- a run over the frames of a trajectory (hist --frames) ----
+  // How many frames the run takes, one after the other into one result (0:
+  // one point set). Every rank, after broadcast().
+  virtual index_t frame_count() const { return 0; }
+  // Rank 0: the points of the run's frame q (0 <= q < frame_count()), as
+  // read; load_problem's are frame 0's. take_input, prepare and the checks
+  // then see them as they saw the first.
+  virtual io::PointSet read_frame(index_t q) { return {}; }
+
   // ---- the job and its file ----
   // The identity's keys of this command, after the common ones.
   virtual void identity(const Problem<T>& p, const AddKey& add) const {}
@@ -240,6 +249,12 @@ void bcast_vector(MPI_Comm comm, std::vector<T>* v) {
 // same problem. bench: no output (no content hash, no space check).
 template <typename T>
 Problem<T> load_problem(PairCommand<T>& cmd, MPI_Comm comm, Sources* src);
+
+// Collective, a run over frames: p takes the run's frame q (rank 0 reads it
+// through cmd.read_frame), shared and settled as load_problem settles the
+// first (norms, the command's parts, the culled domain).
+template <typename T>
+void load_frame(PairCommand<T>& cmd, Problem<T>& p, index_t q, MPI_Comm comm, const Sources& src);
 
 // Collective: the whole run of a command that writes its file: the output
 // lifecycle around the driver loop. 0, or kStoppedExitCode.

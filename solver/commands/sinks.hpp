@@ -439,12 +439,21 @@ template <typename T>
 class HistogramSink final : public Sink<T> {
  public:
   // initial_complete: `initial` is a complete run's (every flag was set), so
-  // it already holds a culled run's skipped pairs.
+  // it already holds a culled run's skipped pairs. frames: a run over that
+  // many frames of a trajectory (0: one point set), whose counts are taken
+  // a frame at a time (end_frame) and whose /rdf divides by the frames too.
   HistogramSink(io::ResultWriter& w, MPI_Comm comm, const Problem<T>& p, const HistOptions& h,
-                const std::vector<std::uint64_t>& initial, bool initial_complete)
-      : w_(w), comm_(comm), p_(p), h_(h), sum_(p.hist.slots(), 0) {
+                const std::vector<std::uint64_t>& initial, bool initial_complete,
+                index_t frames = 0)
+      : w_(w),
+        comm_(comm),
+        p_(p),
+        h_(h),
+        frames_(frames),
+        sum_(p.hist.slots(), 0),
+        taken_(p.hist.slots(), 0) {
     if (comm_rank(comm) == 0 && initial.size() == sum_.size()) {
-      sum_ = initial;
+      (frames_ ? taken_ : sum_) = initial;
       skipped_added_ = initial_complete;
     }
   }
@@ -459,14 +468,30 @@ class HistogramSink final : public Sink<T> {
     write_partial(done);
     step_together(comm_, [&] { w_.close(); });
   }
+  void end_frame(bool complete) override {
+    std::vector<std::uint64_t> frame(sum_.size(), 0);
+    if (complete)
+      check_mpi(MPI_Reduce(sum_.data(), frame.data(), static_cast<int>(sum_.size()), MPI_UINT64_T,
+                           MPI_SUM, 0, comm_),
+                "MPI_Reduce (histogram frame)");
+    std::fill(sum_.begin(), sum_.end(), 0);
+    if (!complete || comm_rank(comm_) != 0) return;
+    // The frame's pairs its culled domain never visited are beyond the range.
+    if (p_.culled) frame.back() += mapping::pair_count(p_.rows) - p_.cull.tested();
+    for (index_t s = 0; s < taken_.size(); ++s)
+      taken_[s] += frame[s];
+  }
 
  private:
-  // The counts of the chunks `done` so far (all of them at the end).
+  // The counts of the chunks (frames) `done` so far (all of them at the end).
   void write_partial(const std::vector<unsigned char>& done) {
     std::vector<std::uint64_t> total(sum_.size(), 0);
-    check_mpi(MPI_Reduce(sum_.data(), total.data(), static_cast<int>(sum_.size()), MPI_UINT64_T,
-                         MPI_SUM, 0, comm_),
-              "MPI_Reduce (histogram)");
+    if (frames_)
+      total = taken_;  // rank 0's; the frames' counts were reduced as each ended
+    else
+      check_mpi(MPI_Reduce(sum_.data(), total.data(), static_cast<int>(sum_.size()), MPI_UINT64_T,
+                           MPI_SUM, 0, comm_),
+                "MPI_Reduce (histogram)");
     const bool root = comm_rank(comm_) == 0;
     const bool complete = std::all_of(done.begin(), done.end(), [](unsigned char d) { return d; });
     const index_t bins = p_.hist.bins;
@@ -478,13 +503,13 @@ class HistogramSink final : public Sink<T> {
       over = static_cast<std::int64_t>(total[bins + 1]);
       // A culled run never visits the pairs beyond the range (solver/cull.hpp):
       // once every chunk is done they are the overflow they would have been.
-      if (complete && p_.culled && !skipped_added_)
+      if (complete && p_.culled && !skipped_added_ && !frames_)
         over += static_cast<std::int64_t>(mapping::pair_count(p_.rows) - p_.cull.tested());
       for (index_t b = 0; b < bins; ++b)
         counts[b] = static_cast<std::int64_t>(total[b + 1]);
       if (h_.box.dims > 0 && complete) {
         const double n = static_cast<double>(p_.rows), volume = h_.box.volume();
-        const double density = n * (n - 1) / (2 * volume);
+        const double density = n * (n - 1) / (2 * volume) * double(std::max<index_t>(frames_, 1));
         const std::vector<double>& e = p_.hist.edges;
         rdf.resize(bins);
         for (index_t b = 0; b < bins; ++b) {
@@ -511,7 +536,9 @@ class HistogramSink final : public Sink<T> {
   MPI_Comm comm_;
   const Problem<T>& p_;
   const HistOptions& h_;
-  std::vector<std::uint64_t> sum_;
+  index_t frames_;
+  std::vector<std::uint64_t> sum_;    // this rank's counts since the last reduction
+  std::vector<std::uint64_t> taken_;  // frames: rank 0's counts of the frames done
   bool skipped_added_ = false;
 };
 
