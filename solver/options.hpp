@@ -25,7 +25,8 @@ struct InputOptions {
   // --frame K of a trajectory (io/trajectory.hpp); negative: from the end.
   std::int64_t frame = 0;
   bool frame_given = false;
-  std::string frames;  // --frames START:STOP[:STEP] (hist): "" none
+  bool frame_if_trajectory = false;  // --with: --frame applies when it is a trajectory
+  std::string frames;                // --frames START:STOP[:STEP] (hist): "" none
   const std::string& spec() const { return input.empty() ? generate : input; }
 };
 

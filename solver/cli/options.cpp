@@ -100,7 +100,7 @@ po::options_description input_group(InputOptions& in, InputOptions* with, bool s
       "frame", po::value<std::int64_t>(&in.frame)->value_name("K"),
       "of a trajectory input (LAMMPS dump, extended XYZ, H5MD, or an HDF5 dataset frames × n × "
       "d): use frame K (0-based; negative counts from the end); required when it holds several "
-      "frames");
+      "frames (cross: also of --with when that is a trajectory)");
   if (with) {
     g.add_options()("with", po::value(&with->input)->value_name("SRC"),
                     "the second set, K rows × d features, in any --input format")(
@@ -452,6 +452,7 @@ void finish_input(InputOptions& in, const char* a, const char* b, bool pairs,
   if (vm.count("frame") && !vm["frame"].defaulted()) {
     in.frame_given = true;
     in.frame = vm["frame"].as<std::int64_t>();  // --with's frame is --input's
+    in.frame_if_trajectory = !prefix.empty();
     if (prefix.empty() && !in.generate.empty())
       throw UsageError("--frame applies to a trajectory --input, not to --generate");
   }

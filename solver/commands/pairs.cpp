@@ -59,7 +59,7 @@ io::PointSet read_input(const InputOptions& in) {
           "--frames applies to a trajectory (LAMMPS dump, extended XYZ, H5MD, or an "
           "HDF5 dataset frames × n × d); '" +
           in.input + "' holds one point set");
-    if (in.frame_given)
+    if (in.frame_given && !in.frame_if_trajectory)
       throw InputError(
           "--frame applies to a trajectory (LAMMPS dump, extended XYZ, H5MD, or an "
           "HDF5 dataset frames × n × d); '" +

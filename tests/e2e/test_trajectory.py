@@ -22,7 +22,7 @@ import warnings
 import h5py
 import numpy as np
 
-from common import TempDirTest, tdsolve
+from common import TempDirTest, require_gpu, tdsolve
 from test_periodic import nearest_image_pairs
 
 LMP = shutil.which("lmp") or shutil.which("lmp_serial") or shutil.which("lmp_mpi")
@@ -191,6 +191,20 @@ class TrajectoryTest(TempDirTest):
             self.assertNotEqual(ids, sorted(ids), "LAMMPS wrote this dump in id order: the test shows nothing")
             np.testing.assert_array_equal(outs[0][0], outs[1][0])
             np.testing.assert_array_equal(outs[0][1], outs[1][1])
+
+    def test_cross_with_a_frame(self):
+        """cross: --frame picks --input's frame, and --with's when that is a
+        trajectory too; a --with of one point set is read as it is."""
+        from scipy.spatial.distance import cdist
+        dump = self.dumps["ortho"]["plain"]
+        x = dump_frames(dump)[2][1]
+        ref = self.save_npy("ref.npy", np.random.default_rng(5).random((7, 3)) * 8)
+        for with_, other in ((ref, np.load(ref)), (dump, x)):
+            out = self.path("c.h5")
+            self.run_ok(["cross", "--input", dump, "--frame", 2, "--with", with_, "--precision", "float64",
+                         "--output", out, "--overwrite", "--quiet"])
+            with h5py.File(out, "r") as f:
+                np.testing.assert_array_equal(f["distances"][()], cdist(x, other))
 
     def test_scaled_coordinates(self):
         """xs ys zs are the cell's fractions: the points are the plain dump's
@@ -514,6 +528,45 @@ class FramesTest(TempDirTest):
         out = self.path("boxed.h5")
         r = tdsolve(*hist_args(npt, out, "--frames", "0:5", "--box", "5,5,5"))
         self.assertEqual(r.returncode, 0, r.stderr)
+
+
+class FramesGpuTest(TempDirTest):
+    """hist --frames on the CUDA backend (skips without a GPU; fails instead
+    under TDSOLVE_REQUIRE_GPU=1): the CPU's bytes, float32 and float64,
+    culled and dense, on an H5MD file with a fixed triclinic cell written
+    here with h5py (the GPU machine has no LAMMPS)."""
+
+    @classmethod
+    def setUpClass(cls):
+        require_gpu()
+
+    def test_gpu_frames_are_the_cpus_bytes(self):
+        rng = np.random.default_rng(11)
+        H = np.array([[12.0, 0, 0], [1.5, 11.0, 0], [-1.0, 0.8, 12.5]])
+        frames, n = 12, 6000
+        x = (rng.random((frames, n, 3)) @ H)
+        path = self.path("t.h5")
+        with h5py.File(path, "w") as f:
+            f.create_group("h5md").attrs["version"] = [1, 1]
+            g = f.create_group("particles/all")
+            g["position/value"] = x
+            g["box/edges"] = H
+            g["box"].attrs["dimension"] = 3
+            g["box"].attrs["boundary"] = np.array([b"periodic"] * 3)
+        for precision in ("float32", "float64"):
+            for cull in ("on", "off"):
+                outs = []
+                for backend in ("cpu", "cuda"):
+                    out = self.path(f"{precision}-{cull}-{backend}.h5")
+                    r = tdsolve("hist", "--input", path, "--frames", "1::2", "--bins", 40, "--range", "0:5",
+                                "--precision", precision, "--cull", cull, "--backend", backend, "--output", out,
+                                "--quiet")
+                    self.assertEqual(r.returncode, 0, r.stderr)
+                    with h5py.File(out, "r") as f:
+                        outs.append({k: f[k][()].tobytes() for k in ("counts", "rdf", "underflow", "overflow")})
+                        self.assertEqual(f["frames"][()].tolist(), list(range(1, frames, 2)))
+                with self.subTest(precision=precision, cull=cull):
+                    self.assertEqual(outs[0], outs[1])
 
 
 if __name__ == "__main__":
