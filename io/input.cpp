@@ -18,8 +18,6 @@
 
 namespace tdsolve::io {
 
-namespace {
-
 std::string lower(std::string s) {
   for (char& c : s)
     c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -30,6 +28,8 @@ bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() &&
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
+
+namespace {
 
 std::string shape_text(const std::vector<std::uint64_t>& dims) {
   std::string s = "(";

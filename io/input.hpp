@@ -71,6 +71,11 @@ std::vector<index_t> parse_columns(const std::string& text);
 // then --columns (empty: all). InputError for a column past the input's d.
 void arrange_points(PointSet& p, bool transpose, const std::vector<index_t>& columns);
 
+// A file name's lower case, and whether it ends with a suffix (the readers
+// tell formats by their names).
+std::string lower(std::string s);
+bool ends_with(const std::string& s, const std::string& suffix);
+
 // Shape checks shared by every source: n >= 1, d >= 1.
 void check_shape(index_t n, index_t d, const std::string& source);
 // Pairs of one set need n >= 2.

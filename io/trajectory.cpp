@@ -20,17 +20,6 @@ namespace tdsolve::io {
 
 namespace {
 
-std::string lower(std::string s) {
-  for (char& c : s)
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() &&
-         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 bool dump_name(const std::string& l) {
   return ends_with(l, ".dump") || ends_with(l, ".lammpstrj") || ends_with(l, ".lammpsdump");
 }

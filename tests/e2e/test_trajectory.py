@@ -23,17 +23,11 @@ import h5py
 import numpy as np
 
 from common import TempDirTest, require_gpu, tdsolve
-from test_periodic import nearest_image_pairs
+from test_periodic import HAVE_MDA, LMP, nearest_image_pairs
 
-LMP = shutil.which("lmp") or shutil.which("lmp_serial") or shutil.which("lmp_mpi")
-try:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        import MDAnalysis
-        from MDAnalysis.analysis.rdf import InterRDF
-    HAVE_MDA = True
-except ImportError:  # the test packages install python3-mdanalysis
-    HAVE_MDA = False
+if HAVE_MDA:  # test_periodic imported them (the test packages install python3-mdanalysis)
+    import MDAnalysis
+    from MDAnalysis.analysis.rdf import InterRDF
 
 FRAMES = 8  # dumped every 10 steps from step 0
 
