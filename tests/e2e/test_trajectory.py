@@ -48,6 +48,9 @@ dump plain all custom 10 plain.dump id type x y z
 dump_modify plain sort id format float %.17g
 dump scaled all custom 10 scaled.dump id type xs ys zs
 dump_modify scaled sort id format float %.17g
+dump atom all atom 10 atom.dump
+dump xyz all xyz 10 lammps.xyz
+dump_modify xyz sort id
 run {steps}
 """
 BOXES = {"ortho": "block 0 5 0 5 0 5", "tri": "prism 0 5 0 5 0 5 0.6 0.3 -0.4"}
@@ -97,7 +100,8 @@ class TrajectoryTest(TempDirTest):
             r = subprocess.run([LMP, "-in", "in.lj", "-log", "none", "-nocite", "-screen", "none"], cwd=d,
                                capture_output=True, text=True, timeout=300)
             assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
-            cls.dumps[name] = {k: os.path.join(d, f"{k}.dump") for k in ("plain", "scaled")}
+            cls.dumps[name] = {k: os.path.join(d, f"{k}.dump") for k in ("plain", "scaled", "atom")}
+            cls.dumps[name]["xyz"] = os.path.join(d, "lammps.xyz")
             # The atoms of each frame in another order (LAMMPS on one
             # process writes them in id order, unsorted or not).
             with open(cls.dumps[name]["plain"]) as f:
@@ -199,6 +203,26 @@ class TrajectoryTest(TempDirTest):
                          "--output", out, "--overwrite", "--quiet"])
             with h5py.File(out, "r") as f:
                 np.testing.assert_array_equal(f["distances"][()], cdist(x, other))
+
+    def test_lammps_dump_atom_and_xyz(self):
+        """LAMMPS's own `dump atom` (scaled coordinates, 6 significant
+        digits) and `dump xyz` (no cell, in the box's frame of reference):
+        the plain dump's points to their printed precision, and the XYZ file
+        has no cell (hist without a box)."""
+        for box, dumps in self.dumps.items():
+            pts = {}
+            for kind in ("plain", "atom", "xyz"):
+                out = self.path(f"{box}-{kind}.h5")
+                self.run_ok(["edm", "--input", dumps[kind], "--frame", 4, "--output", out, "--precision",
+                             "float64", "--quiet", "--store-points"])
+                with h5py.File(out, "r") as f:
+                    pts[kind] = f["points"][()]
+            with self.subTest(box=box):
+                np.testing.assert_allclose(pts["atom"], pts["plain"], atol=1e-4)
+                np.testing.assert_allclose(pts["xyz"], pts["plain"], atol=1e-4)
+                out = self.path(f"{box}-xyz-hist.h5")
+                self.run_ok(hist_args(dumps["xyz"], out, "--frame", 4))
+                self.assertIsNone(self.counts(out)[1])
 
     def test_scaled_coordinates(self):
         """xs ys zs are the cell's fractions: the points are the plain dump's
