@@ -674,7 +674,8 @@ class HistResult(Result):
     n: the number of points; counts, edges (as numpy.histogram), underflow,
     overflow, rdf (with --box, else None), volume, bins, range, pairs,
     binning, box (its lengths), tilt (a triclinic cell's xy, xz, yz, else
-    None); shape == (bins,), r[...] indexes the counts.
+    None), frames (a `hist --frames` run's frames, else None; pairs is then
+    F·C(n,2)); shape == (bins,), r[...] indexes the counts.
 
     A stopped run's counts cover only the chunks it flags done: in an
     incomplete file counts, underflow, overflow, rdf and r[...] raise
@@ -698,6 +699,13 @@ class HistResult(Result):
         self.binning = _text(a["binning"]) if "binning" in a else None
         self.box = tuple(float(s) for s in _text(a["box"]).split(",")) if "box" in a else None
         self.tilt = tuple(float(s) for s in _text(a["tilt"]).split(",")) if "tilt" in a else None
+
+    @property
+    def frames(self):
+        """int64[F]: the trajectory frames a `hist --frames` run binned, in
+        order (its counts are their sum, its rdf their average); None for a
+        run of one point set."""
+        return self._f["frames"][()] if "frames" in self._f else None
 
     def _find_unwritten(self):
         return None  # the offsets count pairs, not bins: what is not written yet is the whole count

@@ -25,6 +25,11 @@ import numpy as np
 from common import TempDirTest, require_gpu, tdsolve
 from test_periodic import HAVE_MDA, LMP, nearest_image_pairs
 
+PACKAGE_SRC = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../python"))
+if PACKAGE_SRC not in sys.path:
+    sys.path.insert(0, PACKAGE_SRC)
+import tdsolve as tdsolve_package  # noqa: E402  the reader (python/)
+
 if HAVE_MDA:  # test_periodic imported them (the test packages install python3-mdanalysis)
     import MDAnalysis
     from MDAnalysis.analysis.rdf import InterRDF
@@ -442,6 +447,10 @@ class FramesTest(TempDirTest):
                     np.testing.assert_allclose(rdf, counts / shell_density(edges, 500, volume, len(taken)),
                                                rtol=1e-12)
                     self.assertEqual(tdsolve("info", out).returncode, 0)
+                    with tdsolve_package.open(out) as res:  # the Python reader
+                        self.assertEqual(res.frames.tolist(), taken)
+                        self.assertEqual(res.pairs, len(taken) * 500 * 499 // 2)
+                        np.testing.assert_array_equal(res.counts, counts)
                     if u is not None and sl.step != -2:
                         with warnings.catch_warnings():
                             warnings.simplefilter("ignore")
