@@ -674,6 +674,17 @@ ExistingResult read_existing(const std::string& path) {
                              &r.counts[bins[0] + (extra[0] == 'u' ? 0 : 1)]),
                      std::string("reading /") + extra);
       }
+      if (H5Lexists(file, "frame_counts", H5P_DEFAULT) > 0) {
+        Hid x =
+            dataset_handle(H5Dopen2(file, "frame_counts", H5P_DEFAULT), "H5Dopen /frame_counts");
+        const auto shape = dataset_shape(x);
+        if (shape.size() != 2) throw InputError("/frame_counts is not 2-D");
+        r.frame_counts.resize(shape[0] * shape[1]);
+        if (!r.frame_counts.empty())
+          check_status(
+              H5Dread(x, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, r.frame_counts.data()),
+              "reading /frame_counts");
+      }
     }
   } catch (const std::exception& e) {
     H5Eclear2(H5E_DEFAULT);

@@ -116,10 +116,11 @@ struct ExistingResult {
   std::vector<index_t> offsets;     // K+1
   std::vector<unsigned char> done;  // K flags
   bool has_points = false;
-  std::vector<std::int64_t> counts;  // hist: /counts, then /underflow, /overflow
-  std::vector<std::int64_t> sums;    // triplets: /progress/sums, row-major
-  std::vector<index_t> sums_shape;   // its shape (slots, limbs kept)
-  std::int64_t sums_first = 0;       // its `first_limb` attribute (0 when absent)
+  std::vector<std::int64_t> counts;        // hist: /counts, then /underflow, /overflow
+  std::vector<std::int64_t> frame_counts;  // hist --frames --per-frame: /frame_counts
+  std::vector<std::int64_t> sums;          // triplets: /progress/sums, row-major
+  std::vector<index_t> sums_shape;         // its shape (slots, limbs kept)
+  std::int64_t sums_first = 0;             // its `first_limb` attribute (0 when absent)
   index_t chunks_done() const;
   bool complete() const { return chunks_done() == done.size(); }
 };

@@ -111,7 +111,8 @@ struct HistOptions {
   // Without --box: a trajectory frame's periodic cell is the box (--box
   // none: no box whatever the input says).
   bool input_box = true;
-  std::string frames;  // --frames: a run over a trajectory's frames ("" none)
+  std::string frames;      // --frames: a run over a trajectory's frames ("" none)
+  bool per_frame = false;  // --per-frame: each frame's counts too (/frame_counts)
 };
 
 // triplet: the three-body potential and what to store.

@@ -31,10 +31,10 @@ class Sink {
   // closes. done[c]: chunk c is complete, now or in an earlier run.
   virtual void close(const std::vector<unsigned char>& done) = 0;
   // Collective, a run over the frames of a trajectory (hist --frames): the
-  // chunks since the last call were one whole frame (complete: take it) or
-  // part of one a stop cut short (drop it). checkpoint and close then take
-  // `done` per frame.
-  virtual void end_frame(bool /*complete*/) {}
+  // chunks since the last call were one whole frame, the run's frame q
+  // (complete: take it), or part of one a stop cut short (drop it).
+  // checkpoint and close then take `done` per frame.
+  virtual void end_frame(index_t /*q*/, bool /*complete*/) {}
 };
 
 // Drops everything: the driver loop alone, for `tdsolve bench`.

@@ -245,6 +245,8 @@ po::options_description hist_group(HistOptions& h, Choices& c) {
       "of a trajectory --input: bin these frames (Python's slice: 0:100, ::10, -50:) into one "
       "histogram in one run, each frame's pairs once; /rdf is their average (InterRDF over "
       "those frames); the frames share one cell (or --box). Resumes frame by frame")(
+      "per-frame", po::bool_switch(&h.per_frame),
+      "with --frames: also each frame's counts, /frame_counts (frames × bins)")(
       "tilt", po::value(&c.tilt)->value_name("XY,XZ,YZ"), kTiltHelp);
   return g;
 }
@@ -641,6 +643,7 @@ void finish_hist(HistOptions& h, const Choices& c, const po::variables_map& vm, 
   h.hi = parse_finite(c.range.substr(colon + 1), "--range HI");
   if (!(h.lo < h.hi)) throw UsageError("--range wants LO < HI, got '" + c.range + "'");
   if (!h.frames.empty()) io::check_frame_range(h.frames);
+  if (h.per_frame && h.frames.empty()) throw UsageError("--per-frame goes with --frames");
   if (c.box.empty() && c.tilt.empty()) return;
   if (c.box == "none") {
     if (!c.tilt.empty()) throw UsageError("--tilt goes with --box lx,ly,lz, not with --box none");

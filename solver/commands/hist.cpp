@@ -134,6 +134,7 @@ class Hist final : public PairCommand<T> {
     add("box", h.box.dims > 0 ? box_text(h.box) : "none");
     if (h.box.triclinic) add("tilt", tilt_text(h.box));
     if (!frames_.empty()) add("frames", frames_text());
+    if (h.per_frame) add("per_frame", "true");
   }
 
   void layout(io::ResultLayout& L, const Problem<T>& p,
@@ -163,6 +164,9 @@ class Hist final : public PairCommand<T> {
                           {frames_.size()},
                           {},
                           std::vector<double>(frames_.begin(), frames_.end())});
+    if (h.per_frame)
+      L.extras.push_back(
+          {"frame_counts", io::ValueType::i64, {frames_.size(), p.hist.bins}, {}, {}});
     L.extras.push_back({"underflow", io::ValueType::i64, {}, {}, {}});
     L.extras.push_back({"overflow", io::ValueType::i64, {}, {}, {}});
     if (h.box.dims > 0)
@@ -190,7 +194,8 @@ class Hist final : public PairCommand<T> {
                                      const Existing& ex) override {
     const bool complete = !ex.done.empty() && std::all_of(ex.done.begin(), ex.done.end(),
                                                           [](unsigned char d) { return d != 0; });
-    return std::make_unique<HistogramSink<T>>(w, comm, p, h_, ex.slots, complete, frames_.size());
+    return std::make_unique<HistogramSink<T>>(w, comm, p, h_, ex.slots, complete, frames_.size(),
+                                              &ex.frame_counts);
   }
   bool checkpoints() const override { return true; }
   void print_after(const Problem<T>& p, index_t now, double total) const override {

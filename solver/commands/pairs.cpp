@@ -482,6 +482,7 @@ Existing inspect_output(const PairCommand<T>& cmd, const Problem<T>& p, const So
       e.slots[bins + 1] = static_cast<std::uint64_t>(r.counts[bins + 1]);
       for (index_t b = 0; b < bins; ++b)
         e.slots[b + 1] = static_cast<std::uint64_t>(r.counts[b]);
+      e.frame_counts = r.frame_counts;
     }
     if (p.triplets()) {
       // The limb window the file keeps (an older tdsolve's: all 69, no
@@ -690,7 +691,7 @@ class PairRun final : public OutputRun {
       out.time.compute += r.time.compute;
       out.time.transfer += r.time.transfer;
       out.time.sink += r.time.sink;
-      sink_->end_frame(!r.stopped);
+      sink_->end_frame(q, !r.stopped);
       if (r.stopped) {
         out.stopped = true;
         out.signal = r.signal;

@@ -45,9 +45,10 @@ struct Existing {
   Start start = Start::fresh;
   std::vector<index_t> offsets;
   std::vector<unsigned char> done;
-  std::vector<std::uint64_t> slots;  // hist: counts a stopped run left, in slot order
-  std::vector<std::int64_t> sums;    // triplet: the exact sums a stopped run left
-  index_t sums_width = 0;            // triplet: the limbs a row of its /progress/sums keeps
+  std::vector<std::uint64_t> slots;        // hist: counts a stopped run left, in slot order
+  std::vector<std::int64_t> frame_counts;  // hist --per-frame: the frames' rows a stopped run left
+  std::vector<std::int64_t> sums;          // triplet: the exact sums a stopped run left
+  index_t sums_width = 0;                  // triplet: the limbs a row of its /progress/sums keeps
   // knn --radius, collide: the pairs a resumed file holds when every flag is
   // set (it is complete but for the rename); -1 none (every chunk is run).
   std::int64_t held_pairs = -1;

@@ -444,7 +444,7 @@ class HistogramSink final : public Sink<T> {
   // a frame at a time (end_frame) and whose /rdf divides by the frames too.
   HistogramSink(io::ResultWriter& w, MPI_Comm comm, const Problem<T>& p, const HistOptions& h,
                 const std::vector<std::uint64_t>& initial, bool initial_complete,
-                index_t frames = 0)
+                index_t frames = 0, const std::vector<std::int64_t>* frame_counts = nullptr)
       : w_(w),
         comm_(comm),
         p_(p),
@@ -455,6 +455,12 @@ class HistogramSink final : public Sink<T> {
     if (comm_rank(comm) == 0 && initial.size() == sum_.size()) {
       (frames_ ? taken_ : sum_) = initial;
       skipped_added_ = initial_complete;
+    }
+    // --per-frame: rank 0 holds every frame's row (a resumed run's rows of
+    // the frames done before as it left them).
+    if (comm_rank(comm) == 0 && h.per_frame) {
+      rows_.assign(frames_ * p.hist.bins, 0);
+      if (frame_counts && frame_counts->size() == rows_.size()) rows_ = *frame_counts;
     }
   }
   void write(bool has, index_t, index_t, index_t, const ChunkResult<T>& r) override {
@@ -468,7 +474,7 @@ class HistogramSink final : public Sink<T> {
     write_partial(done);
     step_together(comm_, [&] { w_.close(); });
   }
-  void end_frame(bool complete) override {
+  void end_frame(index_t q, bool complete) override {
     std::vector<std::uint64_t> frame(sum_.size(), 0);
     if (complete)
       check_mpi(MPI_Reduce(sum_.data(), frame.data(), static_cast<int>(sum_.size()), MPI_UINT64_T,
@@ -480,6 +486,9 @@ class HistogramSink final : public Sink<T> {
     if (p_.culled) frame.back() += mapping::pair_count(p_.rows) - p_.cull.tested();
     for (index_t s = 0; s < taken_.size(); ++s)
       taken_[s] += frame[s];
+    if (!rows_.empty())
+      for (index_t b = 0; b < p_.hist.bins; ++b)
+        rows_[q * p_.hist.bins + b] = static_cast<std::int64_t>(frame[b + 1]);
   }
 
  private:
@@ -527,6 +536,8 @@ class HistogramSink final : public Sink<T> {
     step_together(comm_, [&] { w_.write_extra("overflow", root ? &over : nullptr); });
     if (h_.box.dims > 0 && complete)
       step_together(comm_, [&] { w_.write_extra("rdf", root ? rdf.data() : nullptr); });
+    if (h_.per_frame)
+      step_together(comm_, [&] { w_.write_extra("frame_counts", root ? rows_.data() : nullptr); });
     step_together(comm_, [&] { w_.flush(); });
     step_together(comm_, [&] { w_.set_done(root ? done.data() : nullptr); });
     step_together(comm_, [&] { w_.flush(); });
@@ -539,6 +550,7 @@ class HistogramSink final : public Sink<T> {
   index_t frames_;
   std::vector<std::uint64_t> sum_;    // this rank's counts since the last reduction
   std::vector<std::uint64_t> taken_;  // frames: rank 0's counts of the frames done
+  std::vector<std::int64_t> rows_;    // --per-frame: rank 0's frames × bins (0: not yet done)
   bool skipped_added_ = false;
 };
 

@@ -432,13 +432,15 @@ class FramesTest(TempDirTest):
             for sel, sl in (("0:8", slice(0, 8)), ("::3", slice(None, None, 3)), ("-4:", slice(-4, None)),
                             ("5:1:-2", slice(5, 1, -2))):
                 out = self.path(f"{box}-{sel.replace(':', '_')}.h5")
-                r = tdsolve(*hist_args(dumps["plain"], out, "--frames", sel))
+                r = tdsolve(*hist_args(dumps["plain"], out, "--frames", sel, "--per-frame"))
                 self.assertEqual(r.returncode, 0, r.stderr)
                 taken = list(range(FRAMES))[sl]
                 counts, rdf, attrs, root = self.counts(out)
                 with h5py.File(out, "r") as f:
-                    edges, listed = f["edges"][()], f["frames"][()]
+                    edges, listed, rows = f["edges"][()], f["frames"][()], f["frame_counts"][()]
                 with self.subTest(box=box, frames=sel):
+                    # --per-frame: each frame's own histogram, in the run's order
+                    np.testing.assert_array_equal(rows, [reference_counts([frames[k]]) for k in taken])
                     self.assertEqual(listed.tolist(), taken)
                     self.assertEqual(attrs["frames"], len(taken))
                     self.assertEqual(root["input"], f"{dumps['plain']}, frames {sel}")
@@ -485,8 +487,9 @@ class FramesTest(TempDirTest):
         return path + ":/pos"
 
     def stack_args(self, spec, out):
-        return ["hist", "--input", spec, "--frames", "::", "--bins", 50, "--range", "0:4", "--box", "10,10,10",
-                "--cull", "off", "--precision", "float64", "--output", out, "--progress", "none", "--quiet"]
+        return ["hist", "--input", spec, "--frames", "::", "--per-frame", "--bins", 50, "--range", "0:4", "--box",
+                "10,10,10", "--cull", "off", "--precision", "float64", "--output", out, "--progress", "none",
+                "--quiet"]
 
     def test_stopped_and_killed_runs_resume_to_the_same_counts(self):
         import signal
@@ -517,6 +520,8 @@ class FramesTest(TempDirTest):
                 got = self.counts(out)
                 np.testing.assert_array_equal(got[0], expect[0])
                 self.assertEqual(got[1].tobytes(), expect[1].tobytes())
+                with h5py.File(out, "r") as f, h5py.File(whole, "r") as g:  # every frame's row, kept or new
+                    np.testing.assert_array_equal(f["frame_counts"][()], g["frame_counts"][()])
         # another selection is another job: its .partial is not resumed into
         out = self.path("cut15.h5")
         r = tdsolve(*[a if a != "::" else "0:60" for a in self.stack_args(spec, out)], "--resume")
@@ -551,6 +556,8 @@ class FramesTest(TempDirTest):
                              expect=["--frames applies to a trajectory"])
         self.run_bad_command("hist", ["--generate", "uniform:20:3", "--frames", "0:4", *base],
                              expect=["--frames", "--generate"])
+        self.run_bad_command("hist", ["--input", dumps["plain"], "--frame", 1, "--per-frame", *base],
+                             expect=["--per-frame goes with --frames"])
         # a fixed --box bins the changing cells in one box
         out = self.path("boxed.h5")
         r = tdsolve(*hist_args(npt, out, "--frames", "0:5", "--box", "5,5,5"))
