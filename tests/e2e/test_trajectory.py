@@ -1,15 +1,17 @@
-"""Trajectories as input (issue 30, first part): one frame of a LAMMPS dump,
-an extended XYZ file, an H5MD file or an HDF5 dataset frames × n × d, and
-hist taking the frame's periodic cell as its box.
+"""Trajectories as input (issue 30): one frame (--frame) of a LAMMPS dump,
+an extended XYZ file, an H5MD file or an HDF5 dataset frames × n × d; hist
+taking the frame's periodic cell as its box; hist --frames binning many
+frames in one run (--per-frame: each frame's counts too).
 
 The files come from the tools a user has them from: LAMMPS writes the dumps
-(a Lennard-Jones liquid of two types, orthorhombic and triclinic, plain,
-unsorted and scaled coordinates), MDAnalysis writes the H5MD file and the
-plain XYZ one; the extended XYZ file is written here from the dump's own
-numbers. Against MDAnalysis's InterRDF on the same frame of the same file:
-hist's float64 counts are its count / 2 (it counts ordered pairs) exactly,
-/rdf its rdf to its float32 rounding. Bad input: one error line each,
-nothing written.
+(a Lennard-Jones liquid of two types, 50 frames, orthorhombic and
+triclinic, plain, scaled and its own `dump atom` and `dump xyz`; a
+shuffled copy), MDAnalysis writes the H5MD file and a plain XYZ one; the
+extended XYZ file is written here from the dump's own numbers. The counts
+are checked exactly against a float64 NumPy nearest-image reference (over
+the 27 neighbouring images), and against MDAnalysis's InterRDF on the same
+frames to float32 agreement (MDAnalysis holds coordinates and the cell as
+float32). Bad input: one error line each, nothing written.
 """
 import os
 import shutil
@@ -34,7 +36,7 @@ if HAVE_MDA:  # test_periodic imported them (the test packages install python3-m
     import MDAnalysis
     from MDAnalysis.analysis.rdf import InterRDF
 
-FRAMES = 8  # dumped every 10 steps from step 0
+FRAMES = 50  # dumped every 10 steps from step 0
 
 LAMMPS = """units lj
 atom_style atomic
@@ -429,8 +431,8 @@ class FramesTest(TempDirTest):
         for box, dumps in self.dumps.items():
             frames = dump_frames(dumps["plain"])
             u = TrajectoryTest.universe(self, dumps["plain"], "LAMMPSDUMP") if HAVE_MDA else None
-            for sel, sl in (("0:8", slice(0, 8)), ("::3", slice(None, None, 3)), ("-4:", slice(-4, None)),
-                            ("5:1:-2", slice(5, 1, -2))):
+            for sel, sl in ((f"0:{FRAMES}", slice(0, FRAMES)), ("::3", slice(None, None, 3)),
+                            ("-4:", slice(-4, None)), ("5:1:-2", slice(5, 1, -2))):
                 out = self.path(f"{box}-{sel.replace(':', '_')}.h5")
                 r = tdsolve(*hist_args(dumps["plain"], out, "--frames", sel, "--per-frame"))
                 self.assertEqual(r.returncode, 0, r.stderr)
@@ -544,8 +546,8 @@ class FramesTest(TempDirTest):
         base = ["--bins", 10, "--range", "0:2"]
         self.run_bad_command("hist", ["--input", npt, "--frames", "0:5", *base],
                              expect=["frame 2", "one fixed cell", "--box"])
-        self.run_bad_command("hist", ["--input", dumps["plain"], "--frames", "10:20", *base],
-                             expect=["selects none", "8 frames"])
+        self.run_bad_command("hist", ["--input", dumps["plain"], "--frames", f"{FRAMES}:{FRAMES + 10}", *base],
+                             expect=["selects none", f"{FRAMES} frames"])
         self.run_bad_command("hist", ["--input", dumps["plain"], "--frames", "3", *base],
                              expect=["START:STOP"])
         self.run_bad_command("hist", ["--input", dumps["plain"], "--frames", "0:4:0", *base],
