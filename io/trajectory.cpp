@@ -110,14 +110,23 @@ class DumpTrajectory final : public TextTrajectory {
     std::uint64_t at = 0;
     index_t no = 0;
     int box_lines = 0;  // the box's own lines still to keep (cell())
+    bool count_next = false;
     while (std::getline(in_, s)) {
       ++no;
-      if (box_lines > 0) {
+      if (count_next) {
+        long long n = -1;
+        const std::vector<std::string> w = words(s);
+        atoms_.back() = !w.empty() && integer(w[0], &n) && n >= 0 ? index_t(n) : ~index_t(0);
+        count_next = false;
+      } else if (box_lines > 0) {
         boxes_.back()[4 - box_lines--] = s;
       } else if (s.rfind("ITEM: TIMESTEP", 0) == 0) {
         offsets_.push_back(at);
         line_numbers_.push_back(no);
         boxes_.emplace_back();
+        atoms_.push_back(~index_t(0));
+      } else if (s.rfind("ITEM: NUMBER OF ATOMS", 0) == 0 && !atoms_.empty()) {
+        count_next = true;
       } else if (s.rfind("ITEM: BOX BOUNDS", 0) == 0 && !boxes_.empty()) {
         boxes_.back()[0] = s;
         box_lines = 3;
@@ -212,6 +221,10 @@ class DumpTrajectory final : public TextTrajectory {
     return f;
   }
 
+  index_t atoms(index_t k) override {
+    return atoms_[k] == ~index_t(0) ? read(k).points.n : atoms_[k];  // unreadable: read says why
+  }
+
   Cell cell(index_t k) override {
     if (boxes_[k][0].empty()) return read(k).cell;  // a frame the index could not follow
     line_no_ = line_numbers_[k] + 4;
@@ -258,6 +271,7 @@ class DumpTrajectory final : public TextTrajectory {
   }
 
   std::vector<std::array<std::string, 4>> boxes_;  // each frame's box lines, as indexed
+  std::vector<index_t> atoms_;                     // each frame's number of atoms, as indexed
 
   void sort_by_id(PointSet* p, const std::vector<long long>& ids, index_t k) const {
     std::vector<index_t> order(p->n);
@@ -330,6 +344,7 @@ class XyzTrajectory final : public TextTrajectory {
                          ": expected a frame's number of atoms, got '" + s.substr(0, 60) + "'");
       offsets_.push_back(at);
       line_numbers_.push_back(no);
+      atoms_.push_back(static_cast<index_t>(n));
       at += s.size() + 1;
       for (long long i = 0; i < n + 1; ++i) {
         if (!std::getline(in_, s))
@@ -350,6 +365,7 @@ class XyzTrajectory final : public TextTrajectory {
     line_no_ = line_numbers_[k] + 1;
     return cell_of(xyz_keys(comments_[k]));
   }
+  index_t atoms(index_t k) override { return atoms_[k]; }
   Cell cell_of(const std::map<std::string, std::string>& kv) const {
     Cell c;
     if (const auto it = kv.find("lattice"); it != kv.end()) {
@@ -385,6 +401,7 @@ class XyzTrajectory final : public TextTrajectory {
   }
 
   std::vector<std::string> comments_;  // each frame's comment line, as indexed
+  std::vector<index_t> atoms_;         // each frame's number of atoms, as indexed
 
   Frame read(index_t k) override {
     seek(k);
@@ -550,6 +567,7 @@ class Hdf5Trajectory final : public Trajectory {
 
   index_t frames() const override { return shape_[0]; }
   Cell cell(index_t k) override { return box_ ? cell_of(k) : Cell{}; }
+  index_t atoms(index_t) override { return shape_[1]; }
 
   Frame read(index_t k) override {
     Frame f;

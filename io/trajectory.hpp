@@ -38,6 +38,8 @@ class Trajectory {
   virtual Frame read(index_t k) = 0;
   // Frame k's cell alone (a dump's or XYZ file's as indexed: no atom read).
   virtual Cell cell(index_t k) { return read(k).cell; }
+  // Frame k's number of points (as indexed; an HDF5 file's are all alike).
+  virtual index_t atoms(index_t k) { return read(k).points.n; }
   const std::string& source() const { return source_; }
   // What the file is, for messages: "a LAMMPS dump", "a 3-D dataset (frames
   // × n × d)", ...

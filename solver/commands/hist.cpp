@@ -58,6 +58,7 @@ class Hist final : public PairCommand<T> {
     const io::Cell& c = a.cell;
     if (!a.frames.empty()) {  // load_problem's: the first frame of a run over frames
       frames_ = a.frames;
+      same_atoms(a.n);
       if (h_.box.dims == 0 && h_.input_box && !(c.present && c.periodic)) same_cells();
       const index_t pairs = mapping::pair_count(a.n);
       if (pairs > 0 && frames_.size() > (index_t(1) << 62) / pairs)
@@ -255,6 +256,19 @@ class Hist final : public PairCommand<T> {
                        ": hist --frames bins frames of one fixed cell (give --box to bin them "
                        "all in one box, or --box none)");
     }
+  }
+  // Rank 0, a run over frames: every frame's number of atoms the first's
+  // (as the file indexes them: an InputError before the file exists).
+  void same_atoms(index_t n) {
+    if (frames_.size() < 2) return;
+    const InputOptions& in = this->options().in;
+    if (!trajectory_) trajectory_ = io::open_trajectory(in.input);
+    for (size_t q = 1; q < frames_.size(); ++q)
+      if (const index_t m = trajectory_->atoms(frames_[q]); m != n)
+        throw InputError("frame " + std::to_string(frames_[q]) + " of '" + in.input + "' has " +
+                         std::to_string(m) + " atoms where its frame " +
+                         std::to_string(frames_[0]) + " has " + std::to_string(n) +
+                         ": hist --frames bins frames of one set of atoms");
   }
   static std::string cell_text(const io::Cell& c) {
     BoxOptions b;

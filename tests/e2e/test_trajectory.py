@@ -546,6 +546,15 @@ class FramesTest(TempDirTest):
         base = ["--bins", 10, "--range", "0:2"]
         self.run_bad_command("hist", ["--input", npt, "--frames", "0:5", *base],
                              expect=["frame 2", "one fixed cell", "--box"])
+        # frame 3 loses its last atom: refused before the file exists
+        head = text[starts[3]:starts[4]].splitlines()
+        head[3] = str(int(head[3]) - 1)
+        fewer = self.path("fewer.dump")
+        with open(fewer, "w") as f:
+            f.write(text[:starts[3]] + "\n".join(head[:-1]) + "\n" + text[starts[4]:])
+        for sel in ("0:5", "::3"):  # ::3 takes frame 3 too (and the XYZ and HDF5 paths have one count)
+            self.run_bad_command("hist", ["--input", fewer, "--frames", sel, *base],
+                                 expect=["frame 3", "499 atoms where its frame 0 has 500", "one set of atoms"])
         self.run_bad_command("hist", ["--input", dumps["plain"], "--frames", f"{FRAMES}:{FRAMES + 10}", *base],
                              expect=["selects none", f"{FRAMES} frames"])
         self.run_bad_command("hist", ["--input", dumps["plain"], "--frames", "3", *base],
