@@ -61,8 +61,11 @@ std::string g17(double v) {
 class TextTrajectory : public Trajectory {
  public:
   index_t frames() const override { return offsets_.size(); }
+  // As indexed; a count the index could not read: reading the frame says why.
+  index_t atoms(index_t k) override { return atoms_[k] == kUnknown ? read(k).points.n : atoms_[k]; }
 
  protected:
+  static constexpr index_t kUnknown = ~index_t(0);
   void open_file(const std::string& path) {
     source_ = path;
     in_.open(path, std::ios::binary);
@@ -84,19 +87,19 @@ class TextTrajectory : public Trajectory {
     throw InputError("input '" + source_ + "' line " + std::to_string(line_no_) + ": " + what);
   }
   void check_same(const PointSet& p, index_t k) const {
-    if (k == 0 || first_n_ == 0) return;
-    if (p.n != first_n_)
+    if (k == 0 || atoms_[0] == kUnknown) return;
+    if (p.n != atoms_[0])
       throw InputError("input '" + source_ + "': frame " + std::to_string(k) + " has " +
                        std::to_string(p.n) + " atoms where frame 0 has " +
-                       std::to_string(first_n_) +
+                       std::to_string(atoms_[0]) +
                        " (tdsolve reads trajectories of a fixed number of atoms)");
   }
 
   std::ifstream in_;
   std::vector<std::uint64_t> offsets_;
   std::vector<index_t> line_numbers_;
+  std::vector<index_t> atoms_;  // each frame's number of atoms, as indexed (kUnknown)
   index_t line_no_ = 0;
-  index_t first_n_ = 0;
 };
 
 // ---- LAMMPS text dump ----------------------------------------------------------------
@@ -116,7 +119,7 @@ class DumpTrajectory final : public TextTrajectory {
       if (count_next) {
         long long n = -1;
         const std::vector<std::string> w = words(s);
-        atoms_.back() = !w.empty() && integer(w[0], &n) && n >= 0 ? index_t(n) : ~index_t(0);
+        atoms_.back() = !w.empty() && integer(w[0], &n) && n >= 0 ? index_t(n) : kUnknown;
         count_next = false;
       } else if (box_lines > 0) {
         boxes_.back()[4 - box_lines--] = s;
@@ -124,7 +127,7 @@ class DumpTrajectory final : public TextTrajectory {
         offsets_.push_back(at);
         line_numbers_.push_back(no);
         boxes_.emplace_back();
-        atoms_.push_back(~index_t(0));
+        atoms_.push_back(kUnknown);
       } else if (s.rfind("ITEM: NUMBER OF ATOMS", 0) == 0 && !atoms_.empty()) {
         count_next = true;
       } else if (s.rfind("ITEM: BOX BOUNDS", 0) == 0 && !boxes_.empty()) {
@@ -137,7 +140,7 @@ class DumpTrajectory final : public TextTrajectory {
       throw InputError("input '" + path +
                        "' is no LAMMPS dump: it has no 'ITEM: TIMESTEP' line (tdsolve reads "
                        "text dumps, not binary ones)");
-    first_n_ = read(0).points.n;
+    read(0);  // a file whose first frame does not read is refused when opened
   }
 
   Frame read(index_t k) override {
@@ -221,10 +224,6 @@ class DumpTrajectory final : public TextTrajectory {
     return f;
   }
 
-  index_t atoms(index_t k) override {
-    return atoms_[k] == ~index_t(0) ? read(k).points.n : atoms_[k];  // unreadable: read says why
-  }
-
   Cell cell(index_t k) override {
     if (boxes_[k][0].empty()) return read(k).cell;  // a frame the index could not follow
     line_no_ = line_numbers_[k] + 4;
@@ -271,7 +270,6 @@ class DumpTrajectory final : public TextTrajectory {
   }
 
   std::vector<std::array<std::string, 4>> boxes_;  // each frame's box lines, as indexed
-  std::vector<index_t> atoms_;                     // each frame's number of atoms, as indexed
 
   void sort_by_id(PointSet* p, const std::vector<long long>& ids, index_t k) const {
     std::vector<index_t> order(p->n);
@@ -358,14 +356,13 @@ class XyzTrajectory final : public TextTrajectory {
       }
     }
     if (offsets_.empty()) throw InputError("input '" + path + "' holds no XYZ frame");
-    first_n_ = read(0).points.n;
+    read(0);  // a file whose first frame does not read is refused when opened
   }
 
   Cell cell(index_t k) override {
     line_no_ = line_numbers_[k] + 1;
     return cell_of(xyz_keys(comments_[k]));
   }
-  index_t atoms(index_t k) override { return atoms_[k]; }
   Cell cell_of(const std::map<std::string, std::string>& kv) const {
     Cell c;
     if (const auto it = kv.find("lattice"); it != kv.end()) {
@@ -401,7 +398,6 @@ class XyzTrajectory final : public TextTrajectory {
   }
 
   std::vector<std::string> comments_;  // each frame's comment line, as indexed
-  std::vector<index_t> atoms_;         // each frame's number of atoms, as indexed
 
   Frame read(index_t k) override {
     seek(k);

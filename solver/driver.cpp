@@ -70,6 +70,18 @@ std::vector<index_t> split_todo(const mapping::ChunkPlan& plan, const std::vecto
 
 }  // namespace
 
+StopVerdict agree_stop(const StopPolicy& stop, double round_seconds, double last_checkpoint,
+                       MPI_Comm comm) {
+  const double now = MPI_Wtime();
+  int want[3] = {stop_signal(),
+                 stop.deadline > 0 && now + 1.5 * round_seconds + 1.0 >= stop.deadline,
+                 comm_rank(comm) == 0 && stop.checkpoint_every > 0 &&
+                     now - last_checkpoint >= stop.checkpoint_every},
+      agreed[3] = {0, 0, 0};
+  check_mpi(MPI_Allreduce(want, agreed, 3, MPI_INT, MPI_MAX, comm), "MPI_Allreduce (stop)");
+  return StopVerdict{agreed[0], agreed[1] != 0, agreed[2] != 0};
+}
+
 template <typename T>
 LoopResult run_chunks(const mapping::ChunkPlan& plan, const std::vector<unsigned char>& done,
                       Backend<T>& backend, Sink<T>& sink, MPI_Comm comm, Progress* progress,
@@ -142,21 +154,15 @@ LoopResult run_chunks(const mapping::ChunkPlan& plan, const std::vector<unsigned
     last_round = MPI_Wtime() - r0;
     // Stop when any rank saw a signal, or the next round might not end
     // before the deadline.
-    const double now = MPI_Wtime();
-    int want[3] = {stop_signal(),
-                   stop->deadline > 0 && now + 1.5 * last_round + 1.0 >= stop->deadline,
-                   rank == 0 && stop->checkpoint_every > 0 &&
-                       now - last_checkpoint >= stop->checkpoint_every},
-        agreed[3] = {0, 0, 0};
-    check_mpi(MPI_Allreduce(want, agreed, 3, MPI_INT, MPI_MAX, comm), "MPI_Allreduce (stop)");
-    if (agreed[2] && round + 1 < rounds) {
+    const StopVerdict v = agree_stop(*stop, last_round, last_checkpoint, comm);
+    if (v.checkpoint && round + 1 < rounds) {
       sink.checkpoint(all_done());
       last_checkpoint = MPI_Wtime();
     }
-    if ((agreed[0] || agreed[1]) && round + 1 < rounds) {
+    if ((v.signal || v.deadline) && round + 1 < rounds) {
       if (round + 1 < mine) backend.wait();  // drain the chunk in flight; it is not written
       out.stopped = true;
-      out.signal = agreed[0];
+      out.signal = v.signal;
       break;
     }
   }

@@ -59,6 +59,17 @@ struct StopPolicy {
   std::function<void()> beat;   // called on rank 0 after every round (heartbeat)
 };
 
+// Collective, between rounds (or a run's frames): what the ranks agree on
+// now. signal: one any rank saw (0 none); deadline: the next round, taking
+// `round_seconds`, might not end before stop.deadline; checkpoint: rank 0's
+// clock says checkpoint_every has passed since `last_checkpoint`.
+struct StopVerdict {
+  int signal = 0;
+  bool deadline = false, checkpoint = false;
+};
+StopVerdict agree_stop(const StopPolicy& stop, double round_seconds, double last_checkpoint,
+                       MPI_Comm comm);
+
 struct LoopResult {
   LoopTiming time;
   bool stopped = false;  // a signal or the deadline ended it before the last chunk

@@ -55,18 +55,22 @@ class Hist final : public PairCommand<T> {
   // A trajectory frame's periodic cell is the box when none is given.
   bool takes_cell() const override { return true; }
   void take_input(io::PointSet& a) override {
-    const io::Cell& c = a.cell;
     if (!a.frames.empty()) {  // load_problem's: the first frame of a run over frames
       frames_ = a.frames;
-      same_atoms(a.n);
-      if (h_.box.dims == 0 && h_.input_box && !(c.present && c.periodic)) same_cells();
       const index_t pairs = mapping::pair_count(a.n);
       if (pairs > 0 && frames_.size() > (index_t(1) << 62) / pairs)
         throw InputError(std::to_string(frames_.size()) + " frames of C(" + std::to_string(a.n) +
                          ",2) pairs are more than tdsolve indexes (2^62)");
-    } else if (!frames_.empty()) {  // a later frame: checked before the run (same_cell)
+    } else if (!frames_.empty()) {  // a later frame: checked before the run (check_frames)
       return;
     }
+    take_cell(a);
+    if (!frames_.empty()) check_frames(a.n);
+  }
+  // Rank 0, the first points: the box is their frame's periodic cell where
+  // no --box is given (and --box none does not turn it off).
+  void take_cell(const io::PointSet& a) {
+    const io::Cell& c = a.cell;
     if (h_.box.dims > 0 || !h_.input_box || !c.present) return;
     if (!c.periodic) {
       if (!this->options().run.quiet)
@@ -99,7 +103,6 @@ class Hist final : public PairCommand<T> {
                        " reaches past half the shortest width (" + number_text(b.half_width()) +
                        ") of the triclinic cell of '" + a.source +
                        "': a pair's minimum image is not certain there");
-    same_cells();
   }
   void broadcast(MPI_Comm comm) override {
     bcast_bytes(comm, &h_.box, sizeof h_.box);
@@ -235,40 +238,35 @@ class Hist final : public PairCommand<T> {
     }
     return t;
   }
-  // Rank 0, a run over frames whose box is the first frame's cell (or that
-  // has none): every frame's must be that one (an InputError before the
-  // file exists, naming the first that differs).
-  void same_cells() {
+  // Rank 0, a run over frames: every frame's number of atoms is the first
+  // frame's, and unless --box gives the box (or --box none drops it) so is
+  // its cell, or its lack of one (as the file indexes them: an InputError
+  // before the file exists, naming the first frame that differs).
+  void check_frames(index_t n) {
     if (frames_.size() < 2) return;
     const InputOptions& in = this->options().in;
+    const bool cells = h_.input_box && (from_cell_ || h_.box.dims == 0);
     if (!trajectory_) trajectory_ = io::open_trajectory(in.input);
+    const auto differs = [&](index_t q, const std::string& has, const std::string& first,
+                             const char* what) {
+      return InputError("frame " + std::to_string(frames_[q]) + " of '" + in.input + "' has " +
+                        has + " where its frame " + std::to_string(frames_[0]) + " has " + first +
+                        ": hist --frames bins frames of " + what);
+    };
     for (size_t q = 1; q < frames_.size(); ++q) {
+      if (const index_t m = trajectory_->atoms(frames_[q]); m != n)
+        throw differs(q, std::to_string(m) + " atoms", std::to_string(n), "one set of atoms");
+      if (!cells) continue;
       const io::Cell c = trajectory_->cell(frames_[q]);
       const bool periodic = c.present && c.periodic;
       if (from_cell_ == periodic &&
           (!periodic || (std::equal(c.lengths, c.lengths + 3, cell_.lengths) &&
                          std::equal(c.tilt, c.tilt + 3, cell_.tilt))))
         continue;
-      throw InputError("frame " + std::to_string(frames_[q]) + " of '" + in.input + "' has " +
-                       (periodic ? "the cell " + cell_text(c) : std::string("no periodic cell")) +
-                       " where its frame " + std::to_string(frames_[0]) + " has " +
-                       (from_cell_ ? cell_text(cell_) : std::string("none")) +
-                       ": hist --frames bins frames of one fixed cell (give --box to bin them "
-                       "all in one box, or --box none)");
+      throw differs(q, periodic ? "the cell " + cell_text(c) : std::string("no periodic cell"),
+                    from_cell_ ? cell_text(cell_) : std::string("none"),
+                    "one fixed cell (give --box to bin them all in one box, or --box none)");
     }
-  }
-  // Rank 0, a run over frames: every frame's number of atoms the first's
-  // (as the file indexes them: an InputError before the file exists).
-  void same_atoms(index_t n) {
-    if (frames_.size() < 2) return;
-    const InputOptions& in = this->options().in;
-    if (!trajectory_) trajectory_ = io::open_trajectory(in.input);
-    for (size_t q = 1; q < frames_.size(); ++q)
-      if (const index_t m = trajectory_->atoms(frames_[q]); m != n)
-        throw InputError("frame " + std::to_string(frames_[q]) + " of '" + in.input + "' has " +
-                         std::to_string(m) + " atoms where its frame " +
-                         std::to_string(frames_[0]) + " has " + std::to_string(n) +
-                         ": hist --frames bins frames of one set of atoms");
   }
   static std::string cell_text(const io::Cell& c) {
     BoxOptions b;

@@ -54,16 +54,11 @@ void check_points_fit(index_t n, index_t d, const std::string& source, double ho
 // required where it holds several).
 io::PointSet read_input(const InputOptions& in) {
   if (!io::is_trajectory(in.input)) {
-    if (!in.frames.empty())
-      throw InputError(
-          "--frames applies to a trajectory (LAMMPS dump, extended XYZ, H5MD, or an "
-          "HDF5 dataset frames × n × d); '" +
-          in.input + "' holds one point set");
-    if (in.frame_given && !in.frame_if_trajectory)
-      throw InputError(
-          "--frame applies to a trajectory (LAMMPS dump, extended XYZ, H5MD, or an "
-          "HDF5 dataset frames × n × d); '" +
-          in.input + "' holds one point set");
+    if (!in.frames.empty() || (in.frame_given && !in.frame_if_trajectory))
+      throw InputError(std::string(in.frames.empty() ? "--frame" : "--frames") +
+                       " applies to a trajectory (LAMMPS dump, extended XYZ, H5MD, or an HDF5 "
+                       "dataset frames × n × d); '" +
+                       in.input + "' holds one point set");
     return io::read_points(in.input);
   }
   std::unique_ptr<io::Trajectory> t = io::open_trajectory(in.input);
@@ -675,8 +670,7 @@ class PairRun final : public OutputRun {
     out.done = ex_.done;
     out.done.resize(plan_.chunks(), 0);
     StopPolicy inner = outer;
-    inner.checkpoint_every = 0;
-    const double every = checkpoint_seconds();
+    inner.checkpoint_every = 0;  // the frames are the file's chunks: saved between them
     double last_save = MPI_Wtime();
     index_t elements = already_;
     for (index_t q = 0; q < plan_.chunks(); ++q) {
@@ -701,20 +695,16 @@ class PairRun final : public OutputRun {
       elements += plan_.elements(q);
       if (rank_ == 0) progress->update(elements);
       if (q + 1 == plan_.chunks()) break;
-      const double now = MPI_Wtime();
-      int want[3] = {stop_signal(), outer.deadline > 0 && now + 1.0 >= outer.deadline,
-                     rank_ == 0 && every > 0 && now - last_save >= every},
-          agreed[3] = {0, 0, 0};
-      check_mpi(MPI_Allreduce(want, agreed, 3, MPI_INT, MPI_MAX, comm_), "MPI_Allreduce (stop)");
-      if (agreed[2]) {
+      const StopVerdict v = agree_stop(outer, 0, last_save, comm_);
+      if (v.checkpoint) {
         const double w0 = MPI_Wtime();
         sink_->checkpoint(out.done);
         out.time.sink += MPI_Wtime() - w0;
         last_save = MPI_Wtime();
       }
-      if (agreed[0] || agreed[1]) {
+      if (v.signal || v.deadline) {
         out.stopped = true;
-        out.signal = agreed[0];
+        out.signal = v.signal;
         break;
       }
     }
