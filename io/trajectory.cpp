@@ -57,6 +57,14 @@ std::string g17(double v) {
   return buf;
 }
 
+// Names for messages: "id type x y z".
+std::string joined(const std::vector<std::string>& names) {
+  std::string s;
+  for (const std::string& name : names)
+    s += (s.empty() ? "" : " ") + name;
+  return s;
+}
+
 // A text trajectory: the byte offset of each frame, found by one pass.
 class TextTrajectory : public Trajectory {
  public:
@@ -144,41 +152,20 @@ class DumpTrajectory final : public TextTrajectory {
   }
 
   Frame read(index_t k) override {
-    seek(k);
+    const Head h = head(k);
     Frame f;
-    std::string s;
-    long long step = 0, atoms = 0;
-    line(&s);  // ITEM: TIMESTEP
-    if (!line(&s) || !integer(words(s).empty() ? "" : words(s)[0], &step))
-      fail("no time step after ITEM: TIMESTEP");
-    f.step = step;
+    f.step = h.step;
     f.time = NAN;
-    if (!line(&s) || s.rfind("ITEM: NUMBER OF ATOMS", 0) != 0)
-      fail("expected 'ITEM: NUMBER OF ATOMS'");
-    if (!line(&s) || !integer(words(s).empty() ? "" : words(s)[0], &atoms) || atoms < 1)
-      fail("no positive number of atoms");
-    std::array<std::string, 4> box;
-    if (!line(&box[0]) || box[0].rfind("ITEM: BOX BOUNDS", 0) != 0)
-      fail("expected 'ITEM: BOX BOUNDS'");
-    for (int a = 1; a < 4; ++a)
-      if (!line(&box[a])) fail("the box bounds end early");
     double lo[3];
     Cell& c = f.cell;
-    c = parse_box(box, lo);
-
-    if (!line(&s) || s.rfind("ITEM: ATOMS", 0) != 0) fail("expected 'ITEM: ATOMS'");
-    const std::vector<std::string> cols = words(s.substr(11));
-    const auto col = [&](const char* name) {
-      const auto it = std::find(cols.begin(), cols.end(), name);
-      return it == cols.end() ? -1 : static_cast<int>(it - cols.begin());
-    };
+    c = parse_box(h.box, lo);
     int xyz[3] = {-1, -1, -1};
     bool scaled = false;
     for (const auto& names : {std::vector<const char*>{"x", "y", "z"},
                               {"xu", "yu", "zu"},
                               {"xs", "ys", "zs"},
                               {"xsu", "ysu", "zsu"}}) {
-      int found[3] = {col(names[0]), col(names[1]), col(names[2])};
+      int found[3] = {h.col(names[0]), h.col(names[1]), h.col(names[2])};
       if (found[0] >= 0 && found[1] >= 0 && found[2] >= 0) {
         std::copy(found, found + 3, xyz);
         scaled = names[0][1] == 's';
@@ -186,24 +173,18 @@ class DumpTrajectory final : public TextTrajectory {
       }
     }
     if (xyz[0] < 0)
-      fail("the dump's columns '" + s.substr(std::min<size_t>(s.size(), 12)) +
+      fail("the dump's columns '" + h.line.substr(std::min<size_t>(h.line.size(), 12)) +
            "' hold no coordinates (x y z, xu yu zu, xs ys zs or xsu ysu zsu)");
-    const int id = col("id");
+    const int id = h.col("id");
     const size_t need = static_cast<size_t>(std::max({xyz[0], xyz[1], xyz[2], id})) + 1;
     PointSet& p = f.points;
-    p.n = static_cast<index_t>(atoms);
+    p.n = static_cast<index_t>(h.atoms);
     p.d = 3;
     p.source = source_;
     p.values.resize(p.n * 3);
     std::vector<long long> ids(id >= 0 ? p.n : 0);
     for (index_t i = 0; i < p.n; ++i) {
-      if (!line(&s))
-        fail("the file ends after " + std::to_string(i) + " of the frame's " +
-             std::to_string(atoms) + " atoms");
-      const std::vector<std::string> w = words(s);
-      if (w.size() < need)
-        fail("an atom line has " + std::to_string(w.size()) +
-             " columns where the ATOMS line names " + std::to_string(cols.size()));
+      const std::vector<std::string> w = atom(h, i, need);
       double v[3];
       for (int a = 0; a < 3; ++a)
         if (!number(w[xyz[a]], &v[a])) fail("'" + w[xyz[a]] + "' is not a number");
@@ -216,13 +197,40 @@ class DumpTrajectory final : public TextTrajectory {
         v[2] = z;
       }
       std::copy(v, v + 3, &p.values[i * 3]);
-      if (id >= 0 && !integer(w[id], &ids[i])) fail("atom id '" + w[id] + "' is not an integer");
+      if (id >= 0) ids[i] = atom_id(w[id]);
     }
-    if (id >= 0) sort_by_id(&p, ids, k);
+    if (id >= 0) {
+      const std::vector<index_t> order = id_order(ids, k);
+      std::vector<double> sorted(p.values.size());
+      for (index_t i = 0; i < p.n; ++i)
+        std::copy_n(&p.values[order[i] * 3], 3, &sorted[i * 3]);
+      p.values.swap(sorted);
+    }
     p.cell = c;
     check_same(p, k);
     return f;
   }
+
+  std::vector<std::string> labels(index_t k, const std::string& column) override {
+    const Head h = head(k);
+    const int c = h.col(column.c_str()), id = h.col("id");
+    if (c < 0) no_column(column, h.cols);
+    std::vector<std::string> out(h.atoms);
+    std::vector<long long> ids(id >= 0 ? out.size() : 0);
+    for (index_t i = 0; i < out.size(); ++i) {
+      std::vector<std::string> w = atom(h, i, static_cast<size_t>(std::max(c, id)) + 1);
+      if (id >= 0) ids[i] = atom_id(w[id]);
+      out[i] = std::move(w[c]);
+    }
+    if (id < 0) return out;
+    const std::vector<index_t> order = id_order(ids, k);
+    std::vector<std::string> sorted(out.size());
+    for (index_t i = 0; i < out.size(); ++i)
+      sorted[i] = std::move(out[order[i]]);
+    return sorted;
+  }
+
+  std::vector<std::string> columns() override { return head(0).cols; }
 
   Cell cell(index_t k) override {
     if (boxes_[k][0].empty()) return read(k).cell;  // a frame the index could not follow
@@ -271,19 +279,66 @@ class DumpTrajectory final : public TextTrajectory {
 
   std::vector<std::array<std::string, 4>> boxes_;  // each frame's box lines, as indexed
 
-  void sort_by_id(PointSet* p, const std::vector<long long>& ids, index_t k) const {
-    std::vector<index_t> order(p->n);
+  // Frame k's lines before its atoms.
+  struct Head {
+    long long step = 0, atoms = 0;
+    std::array<std::string, 4> box;  // ITEM: BOX BOUNDS and its three lines
+    std::string line;                // ITEM: ATOMS ...
+    std::vector<std::string> cols;   // the names it gives the columns
+    int col(const char* name) const {
+      const auto it = std::find(cols.begin(), cols.end(), name);
+      return it == cols.end() ? -1 : static_cast<int>(it - cols.begin());
+    }
+  };
+  Head head(index_t k) {
+    seek(k);
+    Head h;
+    std::string s;
+    line(&s);  // ITEM: TIMESTEP
+    if (!line(&s) || !integer(words(s).empty() ? "" : words(s)[0], &h.step))
+      fail("no time step after ITEM: TIMESTEP");
+    if (!line(&s) || s.rfind("ITEM: NUMBER OF ATOMS", 0) != 0)
+      fail("expected 'ITEM: NUMBER OF ATOMS'");
+    if (!line(&s) || !integer(words(s).empty() ? "" : words(s)[0], &h.atoms) || h.atoms < 1)
+      fail("no positive number of atoms");
+    if (!line(&h.box[0]) || h.box[0].rfind("ITEM: BOX BOUNDS", 0) != 0)
+      fail("expected 'ITEM: BOX BOUNDS'");
+    for (int a = 1; a < 4; ++a)
+      if (!line(&h.box[a])) fail("the box bounds end early");
+    if (!line(&h.line) || h.line.rfind("ITEM: ATOMS", 0) != 0) fail("expected 'ITEM: ATOMS'");
+    h.cols = words(h.line.substr(11));
+    return h;
+  }
+
+  // The next atom line of a frame (atom i of `h`'s): its words, at least `need`.
+  std::vector<std::string> atom(const Head& h, index_t i, size_t need) {
+    std::string s;
+    if (!line(&s))
+      fail("the file ends after " + std::to_string(i) + " of the frame's " +
+           std::to_string(h.atoms) + " atoms");
+    std::vector<std::string> w = words(s);
+    if (w.size() < need)
+      fail("an atom line has " + std::to_string(w.size()) + " columns where the ATOMS line names " +
+           std::to_string(h.cols.size()));
+    return w;
+  }
+  long long atom_id(const std::string& w) const {
+    long long v = 0;
+    if (!integer(w, &v)) fail("atom id '" + w + "' is not an integer");
+    return v;
+  }
+
+  // The order of frame k's atoms by id (read() and labels() alike).
+  std::vector<index_t> id_order(const std::vector<long long>& ids, index_t k) const {
+    std::vector<index_t> order(ids.size());
     std::iota(order.begin(), order.end(), index_t(0));
     std::stable_sort(order.begin(), order.end(),
                      [&](index_t a, index_t b) { return ids[a] < ids[b]; });
-    for (index_t i = 1; i < p->n; ++i)
+    for (index_t i = 1; i < order.size(); ++i)
       if (ids[order[i]] == ids[order[i - 1]])
         throw InputError("input '" + source_ + "': frame " + std::to_string(k) + " holds atom id " +
                          std::to_string(ids[order[i]]) + " twice");
-    std::vector<double> sorted(p->values.size());
-    for (index_t i = 0; i < p->n; ++i)
-      std::copy_n(&p->values[order[i] * 3], 3, &sorted[i * 3]);
-    p->values.swap(sorted);
+    return order;
   }
 };
 
@@ -400,39 +455,21 @@ class XyzTrajectory final : public TextTrajectory {
   std::vector<std::string> comments_;  // each frame's comment line, as indexed
 
   Frame read(index_t k) override {
-    seek(k);
+    const std::map<std::string, std::string> kv = head(k);
     Frame f;
     f.time = NAN;
     std::string s;
-    long long n = 0;
-    line(&s);
-    integer(words(s)[0], &n);
-    line(&s);
-    const std::map<std::string, std::string> kv = xyz_keys(s);
-    // Properties=species:S:1:pos:R:3:...: the column where pos starts.
-    size_t pos = 1;
-    if (const auto it = kv.find("properties"); it != kv.end()) {
-      std::vector<std::string> parts;
-      std::stringstream ss(it->second);
-      for (std::string p; std::getline(ss, p, ':');)
-        parts.push_back(p);
-      if (parts.size() % 3 != 0) fail("Properties='" + it->second + "' is not NAME:TYPE:COLS, ...");
-      size_t column = 0;
-      bool found = false;
-      for (size_t q = 0; q < parts.size(); q += 3) {
-        long long cols = 0;
-        if (!integer(parts[q + 2], &cols) || cols < 1)
-          fail("Properties='" + it->second + "' has a column count that is not a number");
-        if (lower(parts[q]) == "pos") {
-          if (cols != 3) fail("Properties: pos has " + parts[q + 2] + " columns, not 3");
-          pos = column;
-          found = true;
-          break;
-        }
-        column += static_cast<size_t>(cols);
+    size_t pos = 0;
+    bool found = false;
+    for (const Property& q : properties(kv))
+      if (lower(q.name) == "pos") {
+        if (q.count != 3)
+          fail("Properties: pos has " + std::to_string(q.count) + " columns, not 3");
+        pos = q.column;
+        found = true;
+        break;
       }
-      if (!found) fail("Properties='" + it->second + "' has no pos:R:3");
-    }
+    if (!found) fail("Properties='" + kv.at("properties") + "' has no pos:R:3");
     f.cell = cell_of(kv);
     if (const auto it = kv.find("time"); it != kv.end()) number(it->second, &f.time);
     if (const auto it = kv.find("step"); it != kv.end()) {
@@ -440,7 +477,7 @@ class XyzTrajectory final : public TextTrajectory {
       if (integer(it->second, &st)) f.step = st;
     }
     PointSet& p = f.points;
-    p.n = static_cast<index_t>(n);
+    p.n = atoms_[k];
     p.d = 3;
     p.source = source_;
     p.values.resize(p.n * 3);
@@ -456,6 +493,77 @@ class XyzTrajectory final : public TextTrajectory {
     p.cell = f.cell;
     check_same(p, k);
     return f;
+  }
+
+  std::vector<std::string> labels(index_t k, const std::string& column) override {
+    const std::vector<Property> props = properties(head(k));
+    const auto q = std::find_if(props.begin(), props.end(),
+                                [&](const Property& x) { return x.name == column; });
+    if (q == props.end()) no_column(column, label_names(props));
+    if (q->count != 1) {
+      const std::vector<std::string> names = label_names(props);
+      throw InputError("input '" + source_ + "': property '" + column + "' has " +
+                       std::to_string(q->count) + " columns where a label column has one (" +
+                       (names.empty() ? "it has none" : "its columns: " + joined(names)) + ")");
+    }
+    std::vector<std::string> out(atoms_[k]);
+    std::string s;
+    for (std::string& label : out) {
+      line(&s);
+      std::vector<std::string> w = words(s);
+      if (w.size() <= q->column)
+        fail("an atom line has " + std::to_string(w.size()) + " columns; its " + column +
+             " needs " + std::to_string(q->column + 1));
+      label = std::move(w[q->column]);
+    }
+    return out;
+  }
+
+  std::vector<std::string> columns() override {
+    line_no_ = line_numbers_[0] + 1;
+    return label_names(properties(xyz_keys(comments_[0])));
+  }
+
+ private:
+  // Frame k's comment line's keys (the file positioned at its first atom).
+  std::map<std::string, std::string> head(index_t k) {
+    seek(k);
+    std::string s;
+    line(&s);
+    line(&s);
+    return xyz_keys(s);
+  }
+
+  // A column of Properties=NAME:TYPE:COLS:...: its first column and count.
+  struct Property {
+    std::string name;
+    size_t column, count;
+  };
+  std::vector<Property> properties(const std::map<std::string, std::string>& kv) const {
+    const auto it = kv.find("properties");
+    if (it == kv.end()) return {{"species", 0, 1}, {"pos", 1, 3}};  // a plain XYZ file
+    std::vector<std::string> parts;
+    std::stringstream ss(it->second);
+    for (std::string p; std::getline(ss, p, ':');)
+      parts.push_back(p);
+    if (parts.size() % 3 != 0) fail("Properties='" + it->second + "' is not NAME:TYPE:COLS, ...");
+    std::vector<Property> props;
+    size_t column = 0;
+    for (size_t q = 0; q < parts.size(); q += 3) {
+      long long cols = 0;
+      if (!integer(parts[q + 2], &cols) || cols < 1)
+        fail("Properties='" + it->second + "' has a column count that is not a number");
+      props.push_back({parts[q], column, static_cast<size_t>(cols)});
+      column += static_cast<size_t>(cols);
+    }
+    return props;
+  }
+  // The properties of one column: those labels() takes.
+  static std::vector<std::string> label_names(const std::vector<Property>& props) {
+    std::vector<std::string> names;
+    for (const Property& q : props)
+      if (q.count == 1) names.push_back(q.name);
+    return names;
   }
 };
 
@@ -510,6 +618,96 @@ std::vector<double> read_rows(hid_t dset, const std::vector<hsize_t>& shape, hsi
   check_status(H5Dread(dset, H5T_NATIVE_DOUBLE, mem, file_space, H5P_DEFAULT, v.data()),
                "reading " + what);
   return v;
+}
+
+std::string shape_text(const std::vector<hsize_t>& shape) {
+  std::string s = "(";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + (shape.size() == 1 ? ",)" : ")");
+}
+
+// Labels from a dataset of one value per atom: all of a 1-D one, or row
+// `row` of a 2-D one (frames × n). Integers (and enums: H5MD's species may
+// be one) in decimal, strings as stored, floats in the fewest digits that
+// read back the same (a mass, a charge).
+std::vector<std::string> text_values(hid_t dset, const std::vector<hsize_t>& shape, hsize_t row,
+                                     const std::string& what) {
+  if (written(dset) != Written::all)
+    throw InputError(what +
+                     " was not written whole (HDF5 would read unwritten values as its fill "
+                     "value)");
+  const hsize_t n = shape.back();
+  Hid file_space = space_handle(H5Dget_space(dset), "H5Dget_space");
+  if (shape.size() == 2) {
+    const hsize_t start[2] = {row, 0}, count[2] = {1, n};
+    check_status(H5Sselect_hyperslab(file_space, H5S_SELECT_SET, start, nullptr, count, nullptr),
+                 "selecting row " + std::to_string(row) + " of " + what);
+  }
+  Hid mem = space_handle(H5Screate_simple(1, &n, nullptr), "H5Screate_simple");
+  Hid type = type_handle(H5Dget_type(dset), "H5Dget_type");
+  const auto read = [&](hid_t mem_type, void* buf) {
+    check_status(H5Dread(dset, mem_type, mem, file_space, H5P_DEFAULT, buf), "reading " + what);
+  };
+  std::vector<std::string> out(n);
+  switch (H5Tget_class(type)) {
+    case H5T_INTEGER:
+    case H5T_ENUM: {
+      Hid base = type_handle(H5Tget_class(type) == H5T_ENUM ? H5Tget_super(type) : H5Tcopy(type),
+                             "H5Tget_super");
+      if (H5Tget_sign(base) == H5T_SGN_NONE) {
+        std::vector<unsigned long long> v(n);
+        read(H5T_NATIVE_ULLONG, v.data());
+        for (hsize_t i = 0; i < n; ++i)
+          out[i] = std::to_string(v[i]);
+      } else {
+        std::vector<long long> v(n);
+        read(H5T_NATIVE_LLONG, v.data());
+        for (hsize_t i = 0; i < n; ++i)
+          out[i] = std::to_string(v[i]);
+      }
+      break;
+    }
+    case H5T_FLOAT: {
+      std::vector<double> v(n);
+      read(H5T_NATIVE_DOUBLE, v.data());
+      char buf[32];
+      for (hsize_t i = 0; i < n; ++i) {
+        for (int digits = 1; digits <= 17; ++digits) {
+          std::snprintf(buf, sizeof buf, "%.*g", digits, v[i]);
+          if (std::strtod(buf, nullptr) == v[i]) break;
+        }
+        out[i] = buf;
+      }
+      break;
+    }
+    case H5T_STRING:
+      if (H5Tis_variable_str(type) > 0) {
+        std::vector<char*> v(n, nullptr);
+        Hid mt = type_handle(H5Tcopy(H5T_C_S1), "H5Tcopy");
+        check_status(H5Tset_size(mt, H5T_VARIABLE), "H5Tset_size");
+        check_status(H5Tset_cset(mt, H5Tget_cset(type)), "H5Tset_cset");
+        read(mt, v.data());
+        for (hsize_t i = 0; i < n; ++i)
+          out[i] = v[i] ? v[i] : "";
+        H5Dvlen_reclaim(mt, mem, H5P_DEFAULT, v.data());
+      } else {
+        const size_t size = H5Tget_size(type);
+        std::vector<char> buf(size * n);
+        read(type, buf.data());
+        for (hsize_t i = 0; i < n; ++i) {
+          std::string& t = out[i];
+          t.assign(&buf[i * size], size);
+          t.resize(std::min(t.size(), t.find('\0')));
+          while (!t.empty() && t.back() == ' ')  // Fortran's padding
+            t.pop_back();
+        }
+      }
+      break;
+    default:
+      throw InputError(what + " holds neither numbers nor strings (labels are either)");
+  }
+  return out;
 }
 
 class Hdf5Trajectory final : public Trajectory {
@@ -585,7 +783,58 @@ class Hdf5Trajectory final : public Trajectory {
     return f;
   }
 
+  std::vector<std::string> labels(index_t k, const std::string& column) override {
+    bool timed = false;
+    const std::string name = element(column, &timed);
+    if (name.empty()) no_column(column, columns());
+    Hid d = dataset_handle(H5Dopen2(file_, name.c_str(), H5P_DEFAULT), "opening " + name);
+    const std::vector<hsize_t> shape = dataset_shape(d);
+    const std::string what = "'" + name + "' in '" + path_ + "'";
+    if (!per_atom(shape, timed))
+      throw InputError(what + " has shape " + shape_text(shape) + " where a label column is (" +
+                       std::to_string(shape_[1]) + ",)" +
+                       (timed ? " or, per frame, (" + std::to_string(shape_[0]) + ", " +
+                                    std::to_string(shape_[1]) + ")"
+                              : ""));
+    if (shape.size() == 2 && shape[0] != shape_[0])
+      throw InputError(what + " holds " + std::to_string(shape[0]) + " frames where " + what_ +
+                       " holds " + std::to_string(shape_[0]) +
+                       " (tdsolve takes labels sampled with the positions)");
+    return text_values(d, shape, k, what);
+  }
+
+  std::vector<std::string> columns() override {
+    std::vector<std::string> out;
+    if (group_.empty()) return out;
+    Hid g = group_handle(H5Gopen2(file_, group_.c_str(), H5P_DEFAULT), "opening " + group_);
+    for (const std::string& name : members(g)) {
+      bool timed = false;
+      const std::string e = element(name, &timed);
+      if (e.empty()) continue;
+      Hid d = dataset_handle(H5Dopen2(file_, e.c_str(), H5P_DEFAULT), "opening " + e);
+      if (per_atom(dataset_shape(d), timed)) out.push_back(name);
+    }
+    return out;
+  }
+
  private:
+  // The dataset of H5MD element `column` of the particles group: the
+  // element itself (fixed in time) or its value (timed: a group of step,
+  // time and value); "" when there is none.
+  std::string element(const std::string& column, bool* timed) const {
+    if (group_.empty()) return "";
+    const std::string e = group_ + "/" + column;
+    const H5O_type_t t = object_type(file_, e);
+    *timed = t == H5O_TYPE_GROUP && object_type(file_, e + "/value") == H5O_TYPE_DATASET;
+    return t == H5O_TYPE_DATASET ? e : *timed ? e + "/value" : "";
+  }
+  // One value per atom: n, or frames × n for a time-dependent value (a
+  // value of n: one not time dependent after all).
+  bool per_atom(const std::vector<hsize_t>& shape, bool timed) const {
+    return (shape.size() == 1 && shape[0] == shape_[1]) ||
+           (timed && shape.size() == 2 && shape[1] == shape_[1]);
+  }
+
   void open_h5md(const std::string& group) {
     const std::string pos = group + "/position/value";
     if (object_type(file_, pos) != H5O_TYPE_DATASET)
@@ -593,6 +842,7 @@ class Hdf5Trajectory final : public Trajectory {
     positions_ = dataset_handle(H5Dopen2(file_, pos.c_str(), H5P_DEFAULT), "opening " + pos);
     shape_ = dataset_shape(positions_);
     what_ = "'" + pos + "' in '" + path_ + "'";
+    group_ = group;
     for (const char* s : {"step", "time"}) {
       const std::string name = group + "/position/" + s;
       if (object_type(file_, name) != H5O_TYPE_DATASET) continue;
@@ -720,6 +970,7 @@ class Hdf5Trajectory final : public Trajectory {
   }
 
   std::string path_, what_, boundary_;
+  std::string group_;  // an H5MD file's particles group ("": a 3-D dataset)
   Hid file_, positions_, edges_, step_, time_;
   std::vector<hsize_t> shape_, edges_shape_, step_shape_, time_shape_;
   bool box_ = false, fixed_ = true;
@@ -778,6 +1029,13 @@ std::unique_ptr<Trajectory> open_trajectory(const std::string& spec) {
   std::string path, dataset;
   hdf5_parts(spec, &path, &dataset);
   return std::make_unique<Hdf5Trajectory>(spec, path, dataset);
+}
+
+void Trajectory::no_column(const std::string& column,
+                           const std::vector<std::string>& columns) const {
+  throw InputError("input '" + source_ + "' has no column '" + column + "' (" +
+                   (columns.empty() ? format_ + " has none" : "its columns: " + joined(columns)) +
+                   ")");
 }
 
 index_t frame_index(std::int64_t k, index_t frames, const std::string& source) {

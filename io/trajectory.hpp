@@ -12,11 +12,17 @@
 // - an HDF5 dataset of 3 dimensions, frames × n × d (no cell).
 //
 // A cell is LAMMPS's: a = (lx, 0, 0), b = (xy, ly, 0), c = (xz, yz, lz).
+//
+// Per-atom labels (hist's --types, --exclude) are a column of a dump's
+// ATOMS line, a one-column property of an XYZ file (a plain one's species),
+// or an H5MD element of the particles group (species, id, ...): fixed (a
+// dataset of n) or time dependent (value, frames × n).
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "io/input.hpp"
 
@@ -40,12 +46,21 @@ class Trajectory {
   virtual Cell cell(index_t k) { return read(k).cell; }
   // Frame k's number of points (as indexed; an HDF5 file's are all alike).
   virtual index_t atoms(index_t k) { return read(k).points.n; }
+  // Frame k's values of a per-atom column (a dump's `type` or `mol`, an XYZ
+  // file's `species`, an H5MD element), as text, in the order read(k)
+  // returns the atoms (a dump's by id). InputError for a column it lacks.
+  virtual std::vector<std::string> labels(index_t k, const std::string& column) = 0;
+  // The columns labels() takes, for messages (frame 0's; none for a 3-D
+  // dataset).
+  virtual std::vector<std::string> columns() = 0;
   const std::string& source() const { return source_; }
   // What the file is, for messages: "a LAMMPS dump", "a 3-D dataset (frames
   // × n × d)", ...
   const std::string& format() const { return format_; }
 
  protected:
+  [[noreturn]] void no_column(const std::string& column,
+                              const std::vector<std::string>& columns) const;
   std::string source_, format_;
 };
 
