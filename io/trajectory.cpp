@@ -1038,6 +1038,81 @@ void Trajectory::no_column(const std::string& column,
                    ")");
 }
 
+namespace {
+
+// A label file (read_labels): FILE.h5:/dataset, or text.
+std::vector<std::string> file_labels(const InputSpec& in, const std::string& what,
+                                     const char* option) {
+  const bool hdf5 = H5Fis_hdf5(in.path.c_str()) > 0;
+  H5Eclear2(H5E_DEFAULT);
+  if (!hdf5 && in.dataset.empty()) {
+    std::ifstream f(in.path);
+    if (!f) throw InputError("cannot open " + what + ": " + std::strerror(errno));
+    std::vector<std::string> out;
+    for (std::string s; std::getline(f, s);)
+      for (std::string& w : words(s.substr(0, s.find('#'))))
+        out.push_back(std::move(w));
+    return out;
+  }
+  if (!hdf5) throw InputError(what + ": '" + in.path + "' is not an HDF5 file");
+  if (in.dataset.empty())
+    throw InputError(what + " is an HDF5 file: name the dataset, " + option + " " + in.path +
+                     ":/DATASET");
+  Hid file(H5Fopen(in.path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+  if (!file.valid()) throw InputError("cannot open " + what + ": " + hdf5_error_text());
+  if (object_type(file, in.dataset) != H5O_TYPE_DATASET)
+    throw InputError(what + ": '" + in.path + "' has no dataset '" + in.dataset + "'");
+  Hid d = dataset_handle(H5Dopen2(file, in.dataset.c_str(), H5P_DEFAULT), "opening " + what);
+  const std::vector<hsize_t> shape = dataset_shape(d);
+  if (shape.size() != 1)
+    throw InputError(what + " has shape " + shape_text(shape) +
+                     "; labels are a 1-D dataset, one per atom");
+  return text_values(d, shape, 0, what);
+}
+
+}  // namespace
+
+std::vector<std::string> read_labels(const std::string& src, const std::string& input,
+                                     index_t frame, index_t n, const char* option) {
+  const std::string what = std::string(option) + " '" + src + "'";
+  std::vector<std::string> labels, columns;
+  bool column = false;
+  const bool trajectory = is_trajectory(input);
+  if (trajectory) {
+    const std::unique_ptr<Trajectory> t = open_trajectory(input);
+    columns = t->columns();
+    column = std::find(columns.begin(), columns.end(), src) != columns.end();
+    if (column) labels = t->labels(frame, src);
+  }
+  if (!column) {
+    const InputSpec in = split_input_spec(src);
+    struct stat st;
+    if (::stat(in.path.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
+      throw InputError(
+          what + (trajectory
+                      ? " is neither a column of '" + input + "' (" +
+                            (columns.empty() ? "it has none" : "its columns: " + joined(columns)) +
+                            ") nor a file"
+                      : " is not a file"));
+    labels = file_labels(in, what, option);
+  }
+  if (labels.size() != n)
+    throw InputError(what + " gives " + std::to_string(labels.size()) + " labels where " +
+                     (input.empty() ? "the input" : "'" + input + "'") + " has " +
+                     std::to_string(n) + " atoms (one label each)");
+  for (size_t i = 0; i < labels.size(); ++i) {
+    const std::string& l = labels[i];
+    const size_t bad = l.find_first_of("-,");
+    if (l.empty())
+      throw InputError(what + ": the label of atom " + std::to_string(i) + " is empty");
+    if (bad != std::string::npos)
+      throw InputError(what + ": the label of atom " + std::to_string(i) + ", '" + l +
+                       "', holds '" + l[bad] +
+                       "' ('-' and ',' separate --pairs A-B,C-D: a label holds neither)");
+  }
+  return labels;
+}
+
 index_t frame_index(std::int64_t k, index_t frames, const std::string& source) {
   const std::int64_t f = static_cast<std::int64_t>(frames);
   if (k < -f || k >= f)

@@ -72,6 +72,16 @@ bool is_trajectory(const std::string& spec);
 // file and the problem.
 std::unique_ptr<Trajectory> open_trajectory(const std::string& spec);
 
+// The labels of --types or --exclude (`option`) SRC, one per atom of the
+// input's `n`: a column of frame `frame` (as frame_index gives it) when
+// `input` is a trajectory with that column, else FILE.h5:/dataset (a 1-D
+// dataset of integers or strings; floats are read too) or a text file of
+// labels separated by white space (`#` starts a comment). InputError when SRC is neither, for a
+// count other than n, and for a label that is empty or holds '-' or ',' (they separate --pairs
+// A-B,C-D).
+std::vector<std::string> read_labels(const std::string& src, const std::string& input,
+                                     index_t frame, index_t n, const char* option);
+
 // --frame K of F frames: 0 <= K < F, or -F <= K < 0 counted from the end (as
 // Python); InputError otherwise.
 index_t frame_index(std::int64_t k, index_t frames, const std::string& source);

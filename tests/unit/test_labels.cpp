@@ -1,5 +1,5 @@
 // Per-atom labels (hist's --types, --exclude): a trajectory's columns in the
-// order read() returns its atoms, and each refusal's message.
+// order read() returns its atoms, label files, and each refusal's message.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -234,5 +234,102 @@ TEST(Labels, A3dDatasetHasNoColumns) {
   EXPECT_EQ(
       error_of([&] { t->labels(0, "species"); }),
       "input '" + f + ":/traj' has no column 'species' (a 3-D dataset (frames × n × d) has none)");
+  EXPECT_EQ(error_of([&] { read_labels("species", f + ":/traj", 0, 3, "--types"); }),
+            "--types 'species' is neither a column of '" + f + ":/traj' (it has none) nor a file");
   std::remove(f.c_str());
+}
+
+TEST(Labels, ReadLabelsFromColumnsAndFiles) {
+  const std::string dump = tmp("rl.dump"), h5md = tmp("rl.h5"), text = tmp("types.txt"),
+                    h5 = tmp("labels.h5");
+  write_file(dump, kDump);
+  write_h5md(h5md, true);
+  write_file(text, "# one type per atom\nO H  # a comment\n\tO\nH\n");
+  {
+    Hid file = file_handle(H5Fcreate(h5.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), h5);
+    write_ints(file, "/mol", {4}, {7, 7, 9, -1});
+    write_strings(file, "/species", {4}, {"O", "H", "O", "H"});
+    write_fixed_strings(file, "/fixed", {"Na", "Cl", "Na", "Cl"}, 8);
+  }
+  EXPECT_EQ(read_labels("type", dump, 0, 4, "--types"), (Labels{"1", "2", "1", "2"}));
+  EXPECT_EQ(read_labels("mol", dump, 1, 4, "--exclude"), (Labels{"1", "1", "2", "2"}));
+  EXPECT_EQ(read_labels("species", h5md, 1, 4, "--types"), (Labels{"S1", "S1", "S1", "S1"}));
+  // Files: the input's columns are no matter to them.
+  for (const std::string& input : {dump, tmp("points.csv"), std::string()}) {
+    EXPECT_EQ(read_labels(text, input, 0, 4, "--types"), (Labels{"O", "H", "O", "H"}));
+    EXPECT_EQ(read_labels(h5 + ":/species", input, 0, 4, "--types"), (Labels{"O", "H", "O", "H"}));
+    EXPECT_EQ(read_labels(h5 + ":species", input, 0, 4, "--types"), (Labels{"O", "H", "O", "H"}));
+    EXPECT_EQ(read_labels(h5 + ":/fixed", input, 0, 4, "--types"),
+              (Labels{"Na", "Cl", "Na", "Cl"}));
+  }
+  std::remove(dump.c_str());
+  std::remove(h5md.c_str());
+  std::remove(text.c_str());
+  std::remove(h5.c_str());
+}
+
+TEST(Labels, ReadLabelsRefusals) {
+  const std::string dump = tmp("bad.dump"), text = tmp("bad.txt"), h5 = tmp("bad.h5");
+  write_file(dump, kDump);
+  {
+    Hid file = file_handle(H5Fcreate(h5.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), h5);
+    write_ints(file, "/mol", {4}, {7, 7, 9, -1});
+    write_ints(file, "/grid", {2, 2}, {1, 2, 3, 4});
+    write_strings(file, "/species", {4}, {"O", "H", "", "H"});
+    write_doubles(file, "/mass", {4}, {1, 2, 3, 4});
+    const unsigned char bits[4] = {1, 2, 3, 4};
+    Hid b = dataset(file, "/bits", H5T_STD_B8LE, {4});
+    H5Dwrite(b, H5T_NATIVE_B8, H5S_ALL, H5S_ALL, H5P_DEFAULT, bits);
+    // Chunked and never written: HDF5 would read its fill value.
+    Hid dcpl = plist_handle(H5Pcreate(H5P_DATASET_CREATE), "H5Pcreate");
+    const hsize_t dims[1] = {4}, chunk[1] = {2};
+    H5Pset_chunk(dcpl, 1, chunk);
+    Hid space = space_handle(H5Screate_simple(1, dims, nullptr), "space");
+    dataset_handle(H5Dcreate2(file, "/empty", H5T_STD_I64LE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT),
+                   "empty");
+  }
+  const auto error = [&](const std::string& src, const std::string& input,
+                         const char* option = "--types") {
+    return error_of([&] { read_labels(src, input, 0, 4, option); });
+  };
+  EXPECT_EQ(error("mols", dump, "--exclude"),
+            "--exclude 'mols' is neither a column of '" + dump +
+                "' (its columns: id mol type element x y z) nor a file");
+  EXPECT_EQ(error("mols", tmp("points.csv"), "--exclude"), "--exclude 'mols' is not a file");
+  EXPECT_EQ(error(h5 + ":/nope", dump, "--exclude"),
+            "--exclude '" + h5 + ":/nope': '" + h5 + "' has no dataset '/nope'");
+  EXPECT_EQ(error(h5, dump),
+            "--types '" + h5 + "' is an HDF5 file: name the dataset, --types " + h5 + ":/DATASET");
+  EXPECT_EQ(error(h5 + ":/grid", dump),
+            "--types '" + h5 + ":/grid' has shape (2, 2); labels are a 1-D dataset, one per atom");
+  EXPECT_EQ(error(h5 + ":/species", dump),
+            "--types '" + h5 + ":/species': the label of atom 2 is empty");
+  EXPECT_EQ(error(h5 + ":/mol", dump, "--exclude"),
+            "--exclude '" + h5 +
+                ":/mol': the label of atom 3, '-1', holds '-' ('-' and ',' separate --pairs "
+                "A-B,C-D: a label holds neither)");
+  EXPECT_EQ(read_labels(h5 + ":/mass", dump, 0, 4, "--types"), (Labels{"1", "2", "3", "4"}));
+  EXPECT_EQ(error(h5 + ":/bits", dump),
+            "--types '" + h5 + ":/bits' holds neither numbers nor strings (labels are either)");
+  EXPECT_EQ(error(h5 + ":/empty", dump),
+            "--types '" + h5 +
+                ":/empty' was not written whole (HDF5 would read unwritten values as its fill "
+                "value)");
+
+  write_file(text, "O H O\n");
+  EXPECT_EQ(error(text, dump), "--types '" + text + "' gives 3 labels where '" + dump +
+                                   "' has 4 atoms (one label each)");
+  EXPECT_EQ(error(text, ""),
+            "--types '" + text + "' gives 3 labels where the input has 4 atoms (one label each)");
+  write_file(text, "O H,C O H\n");
+  EXPECT_EQ(error(text, dump),
+            "--types '" + text +
+                "': the label of atom 1, 'H,C', holds ',' ('-' and ',' separate --pairs A-B,C-D: "
+                "a label holds neither)");
+  write_file(text, "1 2 3 4\n");
+  EXPECT_EQ(error(text + ":/x", dump),
+            "--types '" + text + ":/x': '" + text + "' is not an HDF5 file");
+  std::remove(dump.c_str());
+  std::remove(text.c_str());
+  std::remove(h5.c_str());
 }
