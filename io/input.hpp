@@ -28,6 +28,7 @@ struct PointSet {
   // A run over a trajectory's frames (hist --frames): the frames it takes,
   // in order; these points are the first's.
   std::vector<index_t> frames;
+  index_t frame = 0;  // the trajectory frame these points are (0: not a trajectory)
 };
 
 // Reads FILE.h5:/dataset, FILE.npy or FILE.csv (or .txt/.tsv). Throws

@@ -178,8 +178,39 @@ std::vector<std::string> dimensions_of(const ResultLayout& L, const std::string&
   return it == L.dimensions.end() ? std::vector<std::string>{} : it->second;
 }
 
+// A coordinate variable: 1-D values (float64) or strings, made the
+// dimension scale of its own name.
+void create_coordinate(hid_t file, const DatasetSpec& x) {
+  const bool text = !x.text.empty();
+  Hid type;
+  if (text) {
+    type = Hid(H5Tcopy(H5T_C_S1), H5Tclose);
+    check_status(H5Tset_size(type, H5T_VARIABLE), "H5Tset_size");
+    check_status(H5Tset_cset(type, H5T_CSET_UTF8), "H5Tset_cset");
+  }
+  const hsize_t length = text ? x.text.size() : x.initial.size();
+  Hid sp = space_handle(H5Screate_simple(1, &length, nullptr), "H5Screate_simple /" + x.name);
+  Hid d = dataset_handle(H5Dcreate2(file, x.name.c_str(), text ? hid_t(type) : file_type(x.type),
+                                    sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+                         "H5Dcreate /" + x.name);
+  if (text) {
+    std::vector<const char*> words;
+    for (const std::string& w : x.text)
+      words.push_back(w.c_str());
+    check_status(H5Dwrite(d, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, words.data()),
+                 "H5Dwrite /" + x.name);
+  } else {
+    check_status(H5Dwrite(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, x.initial.data()),
+                 "H5Dwrite /" + x.name);
+  }
+  write_attrs(d, x.attrs);
+  check_status(H5DSset_scale(d, x.name.c_str()), "H5DSset_scale /" + x.name);
+}
+
 void build_structure(hid_t file, const ResultLayout& L) {
   write_attrs(file, L.root_attrs);
+  for (const DatasetSpec& x : L.coordinates)
+    create_coordinate(file, x);
   if (!L.result.name.empty()) {
     Hid values =
         create_dataset(file, L.result.name, file_type(L.result.type), L.result.dims, false);
@@ -661,25 +692,31 @@ ExistingResult read_existing(const std::string& path) {
         r.sums_first = static_cast<std::int64_t>(read_attr_u64(sums, "first_limb"));
     }
     if (name == "counts") {
-      const auto bins = dataset_shape(values);
-      if (bins.size() != 1) throw InputError("/counts is not 1-D");
-      r.counts.resize(bins[0] + 2);
+      // bins, or a grouped run's histograms × bins.
+      const auto shape = dataset_shape(values);
+      if (shape.size() != 1 && shape.size() != 2) throw InputError("/counts is not 1-D or 2-D");
+      const index_t rows = shape.size() == 2 ? shape[0] : 1, bins = shape.back();
+      r.counts_shape = shape;
+      r.counts.resize(rows * (bins + 2));
       check_status(
           H5Dread(values, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, r.counts.data()),
           "reading /counts");
       for (const char* extra : {"underflow", "overflow"}) {
         Hid x =
             dataset_handle(H5Dopen2(file, extra, H5P_DEFAULT), std::string("H5Dopen /") + extra);
+        const auto xs = dataset_shape(x);
+        if (shape.size() == 2 ? xs != std::vector<hsize_t>{rows} : !xs.empty())
+          throw InputError(std::string("/") + extra + " does not match /counts");
         check_status(H5Dread(x, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT,
-                             &r.counts[bins[0] + (extra[0] == 'u' ? 0 : 1)]),
+                             &r.counts[rows * (bins + (extra[0] == 'u' ? 0 : 1))]),
                      std::string("reading /") + extra);
       }
       if (H5Lexists(file, "frame_counts", H5P_DEFAULT) > 0) {
         Hid x =
             dataset_handle(H5Dopen2(file, "frame_counts", H5P_DEFAULT), "H5Dopen /frame_counts");
-        const auto shape = dataset_shape(x);
-        if (shape.size() != 2) throw InputError("/frame_counts is not 2-D");
-        r.frame_counts.resize(shape[0] * shape[1]);
+        const auto fs = dataset_shape(x);
+        if (fs.size() != shape.size() + 1) throw InputError("/frame_counts does not match /counts");
+        r.frame_counts.resize(fs[0] * rows * bins);
         if (!r.frame_counts.empty())
           check_status(
               H5Dread(x, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, r.frame_counts.data()),

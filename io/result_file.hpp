@@ -57,6 +57,9 @@ struct DatasetSpec {
   // An extra of 2 dimensions whose second grows (write_extra_columns): created
   // chunked with 0 columns, up to dims[1].
   bool columns_grow = false;
+  // A coordinate of strings (variable-length UTF-8), one per element, in
+  // place of `initial`.
+  std::vector<std::string> text{};
 };
 
 struct ResultLayout {
@@ -69,7 +72,11 @@ struct ResultLayout {
   // /distances): created chunked and extensible with 0 rows (dims[0] is
   // ignored), grown and written once by write_list.
   std::vector<DatasetSpec> lists;
-  std::vector<DatasetSpec> extras;     // small datasets of the result
+  std::vector<DatasetSpec> extras;  // small datasets of the result
+  // 1-D datasets that are the coordinates of the axes named after them
+  // (netCDF coordinate variables: hist's /r, /pair): written whole at
+  // creation, before anything is attached to them.
+  std::vector<DatasetSpec> coordinates;
   std::vector<index_t> chunk_offsets;  // K+1 offsets into the flattened result
   std::vector<Attr> root_attrs;        // identical on every rank
   std::vector<Attr> progress_attrs;    // on /progress, after chunks, dataset, elements
@@ -116,7 +123,9 @@ struct ExistingResult {
   std::vector<index_t> offsets;     // K+1
   std::vector<unsigned char> done;  // K flags
   bool has_points = false;
-  std::vector<std::int64_t> counts;        // hist: /counts, then /underflow, /overflow
+  // hist: /counts (a grouped run's G × bins), then /underflow, /overflow (G each)
+  std::vector<std::int64_t> counts;
+  std::vector<hsize_t> counts_shape;
   std::vector<std::int64_t> frame_counts;  // hist --frames --per-frame: /frame_counts
   std::vector<std::int64_t> sums;          // triplets: /progress/sums, row-major
   std::vector<index_t> sums_shape;         // its shape (slots, limbs kept)

@@ -113,6 +113,13 @@ struct HistOptions {
   bool input_box = true;
   std::string frames;      // --frames: a run over a trajectory's frames ("" none)
   bool per_frame = false;  // --per-frame: each frame's counts too (/frame_counts)
+  // Partial histograms: --types SRC (each point's type), --pairs A-B,... (the
+  // type pairs, "" every one), --exclude SRC (each point's molecule) or
+  // --exclude-block N (molecules of N consecutive points; 0: none).
+  std::string types, pairs, exclude;
+  index_t exclude_block = 0;
+  std::string norm;  // --norm rdf|density|none ("": rdf where there is a box)
+  bool grouped() const { return !types.empty() || !exclude.empty() || exclude_block > 0; }
 };
 
 // triplet: the three-body potential and what to store.

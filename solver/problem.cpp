@@ -183,6 +183,14 @@ void apply_cull(Problem<T>* p, CullMode mode, CullGeometry g, const CullBuilder<
       v[q] = (*per_point)[order[q]];
     per_point->swap(v);
   }
+  for (std::vector<std::int32_t>* label : {&p->hist.groups.type, &p->hist.groups.molecule}) {
+    if (label->empty()) continue;
+    std::vector<std::int32_t> v(n);
+#pragma omp parallel for schedule(static)
+    for (index_t q = 0; q < n; ++q)
+      v[q] = (*label)[order[q]];
+    label->swap(v);
+  }
   p->cull = std::move(c);
   p->culled = true;
   setup_mark("cull_reorder");

@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cmath>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -34,6 +35,25 @@ inline const char* map_name(MapKind m) {
 // --radius, collide).
 constexpr int kMaxBoxDims = 8;
 
+// Partial histograms (hist --types, --pairs, --exclude; built by
+// solver/commands/hist.cpp): a pair (i, j) is counted in histogram
+// table[type[i] * types + type[j]] (none where that is -1), and not at all
+// when molecule[i] == molecule[j]. The per-point labels are in the
+// problem's point order (a culled run's: the Morton order of p.a).
+struct HistGroups {
+  index_t count = 0;  // histograms; 0: one, every pair (the plain epilogue)
+  std::int32_t types = 1;
+  std::vector<std::int32_t> type;      // per point (empty: one type)
+  std::vector<std::int32_t> table;     // types × types (empty: histogram 0)
+  std::vector<std::int32_t> molecule;  // per point (empty: no exclusions)
+  // Per histogram, known before the run: the pairs of a frame it counts
+  // (every count, underflow and overflow: a culled run's overflow is what
+  // the others leave), and 2 where its pairs are of one type (MDAnalysis
+  // counts them in both orders), else 1.
+  std::vector<std::int64_t> pairs;
+  std::vector<int> ordered;
+};
+
 // Uniform bins exactly as numpy.histogram(values, bins, range=(lo, hi)):
 // edges = numpy.linspace(lo, hi, bins + 1), half-open bins, the last closed.
 struct HistSpec {
@@ -42,8 +62,11 @@ struct HistSpec {
   std::vector<double> edges;    // bins + 1
   double margin = 1;            // epilogue::histogram_slot's fast-path margin (1: never)
   epilogue::HistFast32 fast32;  // the float32 screen (float32 runs)
-  // Counts are kept as [underflow, bin 0 .. bin B-1, overflow].
-  index_t slots() const { return bins + 2; }
+  HistGroups groups;
+  // Counts are kept as [underflow, bin 0 .. bin B-1, overflow], one such
+  // row per histogram.
+  index_t histograms() const { return groups.count > 0 ? groups.count : 1; }
+  index_t slots() const { return (bins + 2) * histograms(); }
 };
 
 // numpy.linspace(lo, hi, bins + 1), to the bit: k * step + lo, last = hi.

@@ -247,6 +247,24 @@ po::options_description hist_group(HistOptions& h, Choices& c) {
       "those frames); the frames share one cell (or --box). Resumes frame by frame")(
       "per-frame", po::bool_switch(&h.per_frame),
       "with --frames: also each frame's counts, /frame_counts (frames × bins)")(
+      "types", po::value(&h.types)->value_name("SRC"),
+      "each point's type, for partial RDFs in one pass: a column of the trajectory --input (a "
+      "LAMMPS dump's `type`, an extended XYZ file's `species`, H5MD's `species`) or a file of one "
+      "label per point (text, or FILE.h5:/dataset); one histogram per type pair (--pairs): "
+      "/counts is pairs × bins")(
+      "pairs", po::value(&h.pairs)->value_name("A-B,..."),
+      "with --types: the type pairs to bin, each in its own histogram (default: every pair of "
+      "types: A-A, A-B, ..., B-B in the types' order); A-B counts each pair of an A and a B once")(
+      "exclude", po::value(&h.exclude)->value_name("SRC"),
+      "each point's molecule (a column such as a dump's `mol`, or a file, as --types): pairs of "
+      "one molecule are not counted (MDAnalysis InterRDF's exclusion_block)")(
+      "exclude-block", po::value(&h.exclude_block)->value_name("N"),
+      "pairs i, j (input order) with i/N = j/N are not counted: molecules of N consecutive "
+      "points, as InterRDF's exclusion_block=(N, N)")(
+      "norm", po::value(&h.norm)->value_name("rdf|density|none"),
+      "what /rdf holds, as MDAnalysis InterRDF's norm: rdf, g(r) (needs a box; the default "
+      "where there is one), density (counts per frame per shell volume), none (counts per "
+      "frame); counts in both orders as MDAnalysis counts them")(
       "tilt", po::value(&c.tilt)->value_name("XY,XZ,YZ"), kTiltHelp);
   return g;
 }
@@ -644,6 +662,13 @@ void finish_hist(HistOptions& h, const Choices& c, const po::variables_map& vm, 
   if (!(h.lo < h.hi)) throw UsageError("--range wants LO < HI, got '" + c.range + "'");
   if (!h.frames.empty()) io::check_frame_range(h.frames);
   if (h.per_frame && h.frames.empty()) throw UsageError("--per-frame goes with --frames");
+  if (!h.pairs.empty() && h.types.empty()) throw UsageError("--pairs goes with --types");
+  if (!h.exclude.empty() && vm.count("exclude-block"))
+    throw UsageError("--exclude and --exclude-block are two ways to name molecules: give one");
+  if (vm.count("exclude-block") && (h.exclude_block < 1 || h.exclude_block > (index_t(1) << 62)))
+    throw UsageError("--exclude-block wants N >= 1 points a molecule");
+  if (!h.norm.empty() && h.norm != "rdf" && h.norm != "density" && h.norm != "none")
+    throw UsageError("--norm is rdf, density or none, got '" + h.norm + "'");
   if (c.box.empty() && c.tilt.empty()) return;
   if (c.box == "none") {
     if (!c.tilt.empty()) throw UsageError("--tilt goes with --box lx,ly,lz, not with --box none");

@@ -1,7 +1,12 @@
 // tdsolve hist: the histogram of all pair distances (and the RDF in a
 // periodic box), without storing a distance.
 #include <algorithm>
+#include <array>
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <numeric>
 
 #include "io/trajectory.hpp"
 #include "solver/commands/pairs.hpp"
@@ -30,6 +35,19 @@ const char* kRdfFramesFormula =
     "rdf[b] = counts[b] / (F (4/3) pi (edges[b+1]^3 - edges[b]^3) n (n-1) / (2 volume)), F the "
     "frames (/frames), as MDAnalysis InterRDF(g, g, exclusion_block=(1, 1)) over those frames "
     "(one fixed cell)";
+const char* kConvention =
+    "counts are of unordered pairs i < j, each once (MDAnalysis InterRDF(g, g)'s count holds "
+    "each twice)";
+const char* kTypedConvention =
+    "counts[p] are of the unordered pairs of type pair p = A-B (/pair): an A and a B once "
+    "each, as MDAnalysis InterRDF(A, B)'s count, and for A-A each pair of two As once "
+    "(InterRDF(A, A)'s count holds each twice)";
+const char* kCentres = "bin centres, (edges[b] + edges[b+1]) / 2 (MDAnalysis InterRDF's bins)";
+const char* kCumulativeFormula =
+    "cumulative[..., b] = (sum of ordered counts over bins 0 .. b) / F, F the frames (1 without "
+    "--frames), ordered counts being 2 counts for pairs of one type: MDAnalysis's cumulative "
+    "count N(r) (InterRDF_s get_cdf, summed over its sites); divide by the first group's size "
+    "for the coordination number";
 const char* kBinning =
     "numpy.histogram: edges = numpy.linspace(range_lo, range_hi, bins + 1); bins half-open "
     "[edges[b], edges[b+1]), the last closed; distances below range_lo in /underflow, above "
@@ -40,6 +58,38 @@ const char* kBinning =
 // 2^30. Like every plan, it depends on the problem alone.
 index_t hist_chunk_pairs(index_t total) {
   return std::min<index_t>(index_t(1) << 30, std::max<index_t>(1, total / 256));
+}
+
+// /rdf's formula for --norm `norm` (grouped or not: pair_total is C(n,2)
+// without --types, less the excluded pairs).
+std::string rdf_formula(const std::string& norm, bool frames, bool plain) {
+  if (norm == "rdf" && plain) return frames ? kRdfFramesFormula : kRdfFormula;
+  if (norm == "rdf")
+    return "rdf[..., b] = counts[..., b] / (F (4/3) pi (edges[b+1]^3 - edges[b]^3) pairs / "
+           "volume), pairs the unordered pairs counted (/pair_total, else C(n,2) less the "
+           "excluded), F the frames: MDAnalysis InterRDF(A, B, norm='rdf') with exclusions";
+  if (norm == "density")
+    return "rdf[..., b] = ordered counts / (F (4/3) pi (edges[b+1]^3 - edges[b]^3)), ordered "
+           "counts being 2 counts for pairs of one type: MDAnalysis InterRDF norm='density'";
+  return "rdf[..., b] = ordered counts / F, ordered counts being 2 counts for pairs of one type: "
+         "MDAnalysis InterRDF norm='none'";
+}
+
+std::string join(const std::vector<std::string>& v) {
+  std::string t;
+  for (size_t i = 0; i < v.size(); ++i)
+    t += (i ? "," : "") + v[i];
+  return t;
+}
+std::vector<std::string> split(const std::string& t) {
+  std::vector<std::string> v;
+  if (t.empty()) return v;
+  for (size_t at = 0;;) {
+    const size_t comma = t.find(',', at);
+    v.push_back(t.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
+    if (comma == std::string::npos) return v;
+    at = comma + 1;
+  }
 }
 
 template <typename T>
@@ -65,7 +115,12 @@ class Hist final : public PairCommand<T> {
       return;
     }
     take_cell(a);
+    if (h_.norm == "rdf" && h_.box.dims == 0)
+      throw InputError(
+          "--norm rdf normalises by the box's volume: give --box (or an input "
+          "with a periodic cell), or --norm density or none");
     if (!frames_.empty()) check_frames(a.n);
+    take_groups(a);
   }
   // Rank 0, the first points: the box is their frame's periodic cell where
   // no --box is given (and --box none does not turn it off).
@@ -107,6 +162,21 @@ class Hist final : public PairCommand<T> {
   void broadcast(MPI_Comm comm) override {
     bcast_bytes(comm, &h_.box, sizeof h_.box);
     bcast_vector(comm, &frames_);
+    HistGroups& g = groups_;
+    bcast_u64(comm, &g.count);
+    bcast_bytes(comm, &g.types, sizeof g.types);
+    bcast_vector(comm, &g.type);
+    bcast_vector(comm, &g.table);
+    bcast_vector(comm, &g.molecule);
+    bcast_vector(comm, &g.pairs);
+    bcast_vector(comm, &g.ordered);
+    bcast_vector(comm, &type_sizes_);
+    bcast_u64(comm, &excluded_);
+    std::string names = join(type_names_) + ";" + join(pair_names_);
+    bcast_string(comm, &names);
+    const size_t semi = names.find(';');
+    type_names_ = split(names.substr(0, semi));
+    pair_names_ = split(names.substr(semi + 1));
   }
   index_t frame_count() const override { return frames_.size(); }
   io::PointSet read_frame(index_t q) override {
@@ -126,6 +196,7 @@ class Hist final : public PairCommand<T> {
   void complete(Problem<T>& p) const override {
     const HistOptions& h = h_;
     p.hist = make_hist_spec(h.lo, h.hi, h.bins);
+    p.hist.groups = groups_;  // input order (each frame's cull orders its copy)
     set_problem_box(&p, h.box);
   }
 
@@ -139,6 +210,11 @@ class Hist final : public PairCommand<T> {
     if (h.box.triclinic) add("tilt", tilt_text(h.box));
     if (!frames_.empty()) add("frames", frames_text());
     if (h.per_frame) add("per_frame", "true");
+    if (!h.types.empty())
+      add("types", h.types + " (" + join(type_names_) + "), pairs " + join(pair_names_));
+    if (!h.exclude.empty()) add("exclude", h.exclude);
+    if (h.exclude_block > 0) add("exclude_block", std::to_string(h.exclude_block));
+    if (!h.norm.empty()) add("norm", h.norm);
   }
 
   void layout(io::ResultLayout& L, const Problem<T>& p,
@@ -146,42 +222,104 @@ class Hist final : public PairCommand<T> {
     using io::Attr;
     const HistOptions& h = h_;
     const std::string precision = precision_name<T>(), metric = metric_name(p.metric);
+    const index_t F = std::max<index_t>(1, frames_.size()), bins = p.hist.bins;
+    // Partial histograms: one row per type pair, the pair its first axis.
+    const bool typed = !h.types.empty();
+    const index_t H = p.hist.histograms();
+    const auto shape = [&](std::vector<index_t> lead) {
+      if (typed) lead.push_back(H);
+      lead.push_back(bins);
+      return lead;
+    };
+    const auto axes = [&](std::vector<std::string> lead) {
+      if (typed) lead.push_back("pair");
+      lead.push_back("r");
+      return lead;
+    };
     std::vector<Attr> a = {Attr{"n", std::uint64_t(p.rows)},
                            Attr{"k", std::uint64_t(2)},
                            Attr{"metric", metric},
                            Attr{"precision", precision},
                            Attr{"features", std::uint64_t(p.features)},
-                           Attr{"bins", std::uint64_t(p.hist.bins)},
+                           Attr{"bins", std::uint64_t(bins)},
                            Attr{"range_lo", p.hist.lo},
                            Attr{"range_hi", p.hist.hi},
-                           Attr{"pairs", std::uint64_t(mapping::pair_count(p.rows) *
-                                                       std::max<index_t>(1, frames_.size()))},
-                           Attr{"binning", std::string(kBinning)}};
+                           Attr{"pairs", std::uint64_t(counted_pairs(p) * F)},
+                           Attr{"binning", std::string(kBinning)},
+                           Attr{"convention", std::string(typed ? kTypedConvention : kConvention)}};
     if (h.box.dims > 0) a.push_back(Attr{"box", box_text(h.box)});
     if (h.box.triclinic) a.push_back(Attr{"tilt", tilt_text(h.box)});
     if (!frames_.empty()) a.push_back(Attr{"frames", std::uint64_t(frames_.size())});
-    L.result = {"counts", io::ValueType::i64, {p.hist.bins}, a, {}};
-    L.extras.push_back({"edges", io::ValueType::f64, {p.hist.bins + 1}, {}, p.hist.edges});
+    if (typed) {
+      a.push_back(Attr{"groups", std::uint64_t(H)});
+      a.push_back(Attr{"types", std::uint64_t(type_names_.size())});
+      a.push_back(Attr{"type_source", h.types});
+    }
+    if (h.exclude_block > 0 || !h.exclude.empty()) {
+      a.push_back(Attr{"exclude",
+                       h.exclude_block > 0
+                           ? "blocks of " + std::to_string(h.exclude_block) + " points (i/N = j/N)"
+                           : "molecules of " + h.exclude});
+      a.push_back(Attr{"excluded", std::uint64_t(excluded_)});
+    }
+    L.result = {"counts", io::ValueType::i64, shape({}), a, {}};
+    L.dimensions["counts"] = axes({});
+    std::vector<double> centres(bins);
+    for (index_t b = 0; b < bins; ++b)
+      centres[b] = 0.5 * (p.hist.edges[b] + p.hist.edges[b + 1]);
+    L.coordinates.push_back(
+        {"r", io::ValueType::f64, {bins}, {Attr{"meaning", std::string(kCentres)}}, centres});
+    L.extras.push_back({"edges", io::ValueType::f64, {bins + 1}, {}, p.hist.edges});
+    if (typed) {
+      io::DatasetSpec pair{"pair", io::ValueType::f64, {H}, {}, {}};
+      pair.text = pair_names_;
+      L.coordinates.push_back(pair);
+      io::DatasetSpec types{"types", io::ValueType::f64, {index_t(type_names_.size())}, {}, {}};
+      types.text = type_names_;
+      L.coordinates.push_back(types);
+      L.extras.push_back({"type_sizes",
+                          io::ValueType::i64,
+                          {index_t(type_sizes_.size())},
+                          {},
+                          std::vector<double>(type_sizes_.begin(), type_sizes_.end())});
+      L.dimensions["type_sizes"] = {"types"};
+      L.extras.push_back({"pair_total",
+                          io::ValueType::i64,
+                          {H},
+                          {},
+                          std::vector<double>(groups_.pairs.begin(), groups_.pairs.end())});
+      L.dimensions["pair_total"] = {"pair"};
+    }
     if (!frames_.empty())
       L.extras.push_back({"frames",
                           io::ValueType::i64,
                           {frames_.size()},
                           {},
                           std::vector<double>(frames_.begin(), frames_.end())});
-    if (h.per_frame)
-      L.extras.push_back(
-          {"frame_counts", io::ValueType::i64, {frames_.size(), p.hist.bins}, {}, {}});
-    L.extras.push_back({"underflow", io::ValueType::i64, {}, {}, {}});
-    L.extras.push_back({"overflow", io::ValueType::i64, {}, {}, {}});
-    if (h.box.dims > 0)
-      L.extras.push_back(
-          {"rdf",
-           io::ValueType::f64,
-           {p.hist.bins},
-           {Attr{"volume", h.box.volume()},
-            Attr{"formula", std::string(frames_.empty() ? kRdfFormula : kRdfFramesFormula)},
-            Attr{"n", std::uint64_t(p.rows)}},
-           {}});
+    if (h.per_frame) {
+      L.extras.push_back({"frame_counts", io::ValueType::i64, shape({frames_.size()}), {}, {}});
+      L.dimensions["frame_counts"] = axes({"frame"});
+    }
+    const std::vector<index_t> per_row = typed ? std::vector<index_t>{H} : std::vector<index_t>{};
+    L.extras.push_back({"underflow", io::ValueType::i64, per_row, {}, {}});
+    L.extras.push_back({"overflow", io::ValueType::i64, per_row, {}, {}});
+    if (typed) L.dimensions["underflow"] = L.dimensions["overflow"] = {"pair"};
+    const std::string norm = rdf_norm(h);
+    if (!norm.empty()) {
+      std::vector<Attr> ra = {
+          Attr{"norm", norm},
+          Attr{"formula", rdf_formula(norm, !frames_.empty(), groups_.count == 0)},
+          Attr{"n", std::uint64_t(p.rows)}};
+      if (h.box.dims > 0) ra.push_back(Attr{"volume", h.box.volume()});
+      L.extras.push_back({"rdf", io::ValueType::f64, shape({}), ra, {}});
+      L.dimensions["rdf"] = axes({});
+    }
+    L.extras.push_back({"cumulative",
+                        io::ValueType::f64,
+                        shape({}),
+                        {Attr{"formula", std::string(kCumulativeFormula)}},
+                        {}});
+    L.dimensions["cumulative"] = axes({});
     add_metric_attrs(this->options(), p, &L);
   }
 
@@ -225,6 +363,147 @@ class Hist final : public PairCommand<T> {
   }
 
  private:
+  // The unordered pairs of a frame the histograms count.
+  index_t counted_pairs(const Problem<T>& p) const {
+    if (groups_.count == 0) return mapping::pair_count(p.rows);
+    return std::accumulate(groups_.pairs.begin(), groups_.pairs.end(), index_t(0));
+  }
+
+  // Rank 0, the first points: the partial histograms' labels (--types,
+  // --exclude, --exclude-block) in input order, the type pairs' histograms
+  // and the pairs each counts. A trajectory's labels are its first binned
+  // frame's (atoms keep their types and molecules from frame to frame).
+  void take_groups(const io::PointSet& a) {
+    const HistOptions& h = h_;
+    if (!h.grouped()) return;
+    const InputOptions& in = this->options().in;
+    const index_t n = a.n;
+    if (n >= (index_t(1) << 31))
+      throw InputError("--types and --exclude take at most 2^31 - 1 points; '" + a.source +
+                       "' has " + std::to_string(n));
+    HistGroups& g = groups_;
+    g = HistGroups{};
+    std::vector<std::array<std::int32_t, 2>> pairs;  // each histogram's types
+    if (!h.types.empty()) {
+      const std::vector<std::string> labels =
+          io::read_labels(h.types, in.input, a.frame, n, "--types");
+      type_names_ = labels;
+      std::sort(type_names_.begin(), type_names_.end());
+      type_names_.erase(std::unique(type_names_.begin(), type_names_.end()), type_names_.end());
+      // As integers where all are (LAMMPS's 1, 2, ..., 10), else as text.
+      if (std::all_of(type_names_.begin(), type_names_.end(), integer_label))
+        std::sort(
+            type_names_.begin(), type_names_.end(), [](const std::string& x, const std::string& y) {
+              return std::strtoll(x.c_str(), nullptr, 10) < std::strtoll(y.c_str(), nullptr, 10);
+            });
+      std::map<std::string, std::int32_t> code;
+      for (size_t t = 0; t < type_names_.size(); ++t)
+        code[type_names_[t]] = static_cast<std::int32_t>(t);
+      g.types = static_cast<std::int32_t>(type_names_.size());
+      g.type.resize(n);
+      type_sizes_.assign(type_names_.size(), 0);
+      for (index_t i = 0; i < n; ++i) {
+        g.type[i] = code[labels[i]];
+        ++type_sizes_[g.type[i]];
+      }
+      if (h.pairs.empty()) {
+        for (std::int32_t x = 0; x < g.types; ++x)
+          for (std::int32_t y = x; y < g.types; ++y)
+            pairs.push_back({x, y});
+      } else {
+        for (const std::string& name : split(h.pairs)) {
+          const size_t dash = name.find('-');
+          const std::string A = name.substr(0, dash),
+                            B = dash == std::string::npos ? "" : name.substr(dash + 1);
+          if (dash == std::string::npos || A.empty() || B.empty() ||
+              B.find('-') != std::string::npos)
+            throw UsageError("--pairs wants type pairs A-B separated by commas, got '" + name +
+                             "'");
+          for (const std::string& t : {A, B})
+            if (!code.count(t))
+              throw InputError("--pairs " + name + ": '" + t + "' is not a type of --types " +
+                               h.types + " (its types: " + join(type_names_) + ")");
+          std::array<std::int32_t, 2> q = {code[A], code[B]};
+          if (q[0] > q[1]) std::swap(q[0], q[1]);
+          if (std::find(pairs.begin(), pairs.end(), q) != pairs.end())
+            throw UsageError("--pairs names the pair " + type_names_[q[0]] + "-" +
+                             type_names_[q[1]] + " twice");
+          pairs.push_back(q);
+        }
+      }
+      g.table.assign(index_t(g.types) * g.types, -1);
+      for (size_t k = 0; k < pairs.size(); ++k) {
+        const auto [x, y] = pairs[k];
+        g.table[x * g.types + y] = g.table[y * g.types + x] = static_cast<std::int32_t>(k);
+        pair_names_.push_back(type_names_[x] + "-" + type_names_[y]);
+      }
+    } else {
+      pairs.push_back({0, 0});
+      type_sizes_ = {n};
+    }
+    g.count = pairs.size();
+    for (const auto& q : pairs) {
+      const index_t na = type_sizes_[q[0]], nb = type_sizes_[q[1]];
+      const index_t within = q[0] == q[1] ? (na < 2 ? 0 : na * (na - 1) / 2) : na * nb;
+      g.pairs.push_back(static_cast<std::int64_t>(within));
+      g.ordered.push_back(q[0] == q[1] ? 2 : 1);
+    }
+    if (!h.exclude.empty()) {
+      const std::vector<std::string> labels =
+          io::read_labels(h.exclude, in.input, a.frame, n, "--exclude");
+      std::map<std::string, std::int32_t> code;
+      g.molecule.resize(n);
+      for (index_t i = 0; i < n; ++i)
+        g.molecule[i] =
+            code.emplace(labels[i], static_cast<std::int32_t>(code.size())).first->second;
+    } else if (h.exclude_block > 0) {
+      g.molecule.resize(n);
+      for (index_t i = 0; i < n; ++i)
+        g.molecule[i] = static_cast<std::int32_t>(i / h.exclude_block);
+    }
+    if (!g.molecule.empty()) exclude_within_molecules(pairs);
+  }
+  // The pairs of one molecule leave each histogram: per molecule, the types
+  // it holds, and for each pair of them the pairs of that histogram in it.
+  void exclude_within_molecules(const std::vector<std::array<std::int32_t, 2>>& pairs) {
+    HistGroups& g = groups_;
+    const index_t n = g.molecule.size();
+    std::vector<std::int32_t> by(n);
+    std::iota(by.begin(), by.end(), 0);
+    std::stable_sort(by.begin(), by.end(),
+                     [&](std::int32_t x, std::int32_t y) { return g.molecule[x] < g.molecule[y]; });
+    std::vector<index_t> count(g.types, 0);
+    std::vector<std::int32_t> present;
+    excluded_ = 0;
+    for (index_t s = 0; s < n;) {
+      index_t e = s;
+      present.clear();
+      for (; e < n && g.molecule[by[e]] == g.molecule[by[s]]; ++e) {
+        const std::int32_t t = g.type.empty() ? 0 : g.type[by[e]];
+        if (count[t]++ == 0) present.push_back(t);
+      }
+      for (const std::int32_t x : present)
+        for (const std::int32_t y : present) {
+          if (y < x) continue;
+          const std::int32_t k = g.table.empty() ? 0 : g.table[x * g.types + y];
+          if (k < 0) continue;
+          const index_t within = x == y ? count[x] * (count[x] - 1) / 2 : count[x] * count[y];
+          g.pairs[k] -= static_cast<std::int64_t>(within);
+          excluded_ += within;
+        }
+      for (const std::int32_t t : present)
+        count[t] = 0;
+      s = e;
+    }
+  }
+  // A label that is an integer in canonical form (one text per value).
+  static bool integer_label(const std::string& x) {
+    char* end = nullptr;
+    errno = 0;
+    const long long v = std::strtoll(x.c_str(), &end, 10);
+    return !x.empty() && *end == '\0' && errno == 0 && std::to_string(v) == x;
+  }
+
   // "F frames of the input: K0, K1, K2, ..., the last three": what the
   // identity records (a slice's frames are its first, its step and its count).
   std::string frames_text() const {
@@ -276,7 +555,11 @@ class Hist final : public PairCommand<T> {
     return "(" + box_text(b) + "; tilt " + tilt_text(b) + ")";
   }
 
-  HistOptions h_;                // the options' (its box: a trajectory's cell where none is given)
+  HistOptions h_;      // the options' (its box: a trajectory's cell where none is given)
+  HistGroups groups_;  // the partial histograms, labels in input order
+  std::vector<std::string> type_names_, pair_names_;  // --types: the types, the histograms' pairs
+  std::vector<index_t> type_sizes_;                   // points of each type
+  index_t excluded_ = 0;         // pairs of one molecule left out of the histograms, a frame
   std::vector<index_t> frames_;  // hist --frames: the input's frames it takes, in order
   std::unique_ptr<io::Trajectory> trajectory_;  // rank 0, a run over frames
   bool from_cell_ = false;                      // the box is the first frame's cell

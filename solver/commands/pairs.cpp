@@ -68,6 +68,7 @@ io::PointSet read_input(const InputOptions& in) {
     io::Frame f = t->read(take[0]);
     f.points.source = in.input + ", frames " + in.frames;
     f.points.frames = take;
+    f.points.frame = take[0];
     return std::move(f.points);
   }
   if (frames > 1 && !in.frame_given)
@@ -76,6 +77,7 @@ io::PointSet read_input(const InputOptions& in) {
   const index_t k = io::frame_index(in.frame, frames, in.input);
   io::Frame f = t->read(k);
   f.points.source = in.input + (frames > 1 ? ", frame " + std::to_string(k) : "");
+  f.points.frame = k;
   return std::move(f.points);
 }
 
@@ -339,7 +341,7 @@ io::ResultLayout make_layout(const PairCommand<T>& cmd, const Problem<T>& p,
                   Attr{"job", job_identity(cmd, p, src)}};
   L.root_attrs.push_back(Attr{"options", o.run.effective});
   if (cmd.second_set()) L.root_attrs.push_back(Attr{"with", src.b});
-  cmd.layout(L, p, plan);
+  cmd.layout(L, p, plan);  // may name axes the schema does not (hist's partial histograms)
   // A run over frames culls each frame: its file's chunks are the frames.
   if (!p.cull_note.empty() && cmd.frame_count() == 0) {
     L.progress_attrs.push_back(Attr{"culled", std::uint64_t(p.culled ? 1 : 0)});
@@ -351,12 +353,15 @@ io::ResultLayout make_layout(const PairCommand<T>& cmd, const Problem<T>& p,
     L.features = p.features;
     L.points_type = value_type<T>();
   }
-  L.dimensions[L.result.name] = axis_names(kind, L.result);
-  if (!L.companion.name.empty()) L.dimensions[L.companion.name] = axis_names(kind, L.companion);
+  const auto name_axes = [&](const io::DatasetSpec& x) {
+    if (!x.name.empty() && !L.dimensions.count(x.name)) L.dimensions[x.name] = axis_names(kind, x);
+  };
+  name_axes(L.result);
+  name_axes(L.companion);
   for (const io::DatasetSpec& x : L.extras)
-    L.dimensions[x.name] = axis_names(kind, x);
+    name_axes(x);
   for (const io::DatasetSpec& x : L.lists)
-    L.dimensions[x.name] = axis_names(kind, x);
+    name_axes(x);
   return L;
 }
 
@@ -469,14 +474,19 @@ Existing inspect_output(const PairCommand<T>& cmd, const Problem<T>& p, const So
         e.done.assign(e.done.size(), 0);
     }
     if (p.epilogue == EpilogueKind::histogram && r.chunks_done() > 0) {
-      const index_t bins = p.hist.bins;
-      if (r.counts.size() != bins + 2)
+      // The file's counts, underflows and overflows back in the slots' rows
+      // (per histogram: underflow, bins, overflow).
+      const index_t bins = p.hist.bins, rows = p.hist.histograms();
+      if (r.counts.size() != p.hist.slots())
         throw InputError("'" + partial + "': /counts has the wrong size");
-      e.slots.assign(bins + 2, 0);
-      e.slots[0] = static_cast<std::uint64_t>(r.counts[bins]);
-      e.slots[bins + 1] = static_cast<std::uint64_t>(r.counts[bins + 1]);
-      for (index_t b = 0; b < bins; ++b)
-        e.slots[b + 1] = static_cast<std::uint64_t>(r.counts[b]);
+      e.slots.assign(p.hist.slots(), 0);
+      for (index_t g = 0; g < rows; ++g) {
+        std::uint64_t* row = &e.slots[g * (bins + 2)];
+        row[0] = static_cast<std::uint64_t>(r.counts[rows * bins + g]);
+        row[bins + 1] = static_cast<std::uint64_t>(r.counts[rows * (bins + 1) + g]);
+        for (index_t b = 0; b < bins; ++b)
+          row[b + 1] = static_cast<std::uint64_t>(r.counts[g * bins + b]);
+      }
       e.frame_counts = r.frame_counts;
     }
     if (p.triplets()) {

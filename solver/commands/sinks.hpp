@@ -429,6 +429,16 @@ class OverlapSink final : public PairListSink<T> {
       : PairListSink<T>(w, true, held, p.culled ? p.cull.order.data() : nullptr, p.rows) {}
 };
 
+// What /rdf holds: --norm as given, else g(r) where there is a box ("": no
+// /rdf).
+inline std::string rdf_norm(const HistOptions& h) {
+  if (!h.norm.empty()) return h.norm;
+  return h.box.dims > 0 ? "rdf" : "";
+}
+inline bool rdf_written(const HistOptions& h) {
+  return !rdf_norm(h).empty();
+}
+
 // Partial counts summed per rank (integers: the same sum in any order),
 // reduced to rank 0 at the end, at a clean stop and at each checkpoint, and
 // written with the flags of the chunks they cover. Rank 0 starts from the counts a stopped run left
@@ -456,10 +466,10 @@ class HistogramSink final : public Sink<T> {
       (frames_ ? taken_ : sum_) = initial;
       skipped_added_ = initial_complete;
     }
-    // --per-frame: rank 0 holds every frame's row (a resumed run's rows of
+    // --per-frame: rank 0 holds every frame's rows (a resumed run's rows of
     // the frames done before as it left them).
     if (comm_rank(comm) == 0 && h.per_frame) {
-      rows_.assign(frames_ * p.hist.bins, 0);
+      rows_.assign(frames_ * p.hist.histograms() * p.hist.bins, 0);
       if (frame_counts && frame_counts->size() == rows_.size()) rows_ = *frame_counts;
     }
   }
@@ -482,16 +492,38 @@ class HistogramSink final : public Sink<T> {
                 "MPI_Reduce (histogram frame)");
     std::fill(sum_.begin(), sum_.end(), 0);
     if (!complete || comm_rank(comm_) != 0) return;
-    // The frame's pairs its culled domain never visited are beyond the range.
-    if (p_.culled) frame.back() += mapping::pair_count(p_.rows) - p_.cull.tested();
+    settle_overflow(&frame, 1);
     for (index_t s = 0; s < taken_.size(); ++s)
       taken_[s] += frame[s];
-    if (!rows_.empty())
-      for (index_t b = 0; b < p_.hist.bins; ++b)
-        rows_[q * p_.hist.bins + b] = static_cast<std::int64_t>(frame[b + 1]);
+    if (!rows_.empty()) {
+      const index_t bins = p_.hist.bins, H = p_.hist.histograms();
+      for (index_t g = 0; g < H; ++g)
+        for (index_t b = 0; b < bins; ++b)
+          rows_[(q * H + g) * bins + b] = static_cast<std::int64_t>(frame[g * (bins + 2) + b + 1]);
+    }
   }
 
  private:
+  // Rank 0, the complete counts of `frames` frames (their slots' rows):
+  // the pairs a run never binned are overflow. A culled run never visits the
+  // pairs beyond the range (solver/cull.hpp); a grouped run's overflow is
+  // each histogram's pairs less those it binned below the top edge (its
+  // kernels do not attribute the pairs they skip).
+  void settle_overflow(std::vector<std::uint64_t>* slots, index_t frames) const {
+    const index_t bins = p_.hist.bins;
+    const HistGroups& g = p_.hist.groups;
+    if (g.count > 0) {
+      for (index_t h = 0; h < g.count; ++h) {
+        std::uint64_t* row = slots->data() + h * (bins + 2);
+        std::uint64_t binned = 0;
+        for (index_t b = 0; b <= bins; ++b)
+          binned += row[b];
+        row[bins + 1] = static_cast<std::uint64_t>(g.pairs[h]) * frames - binned;
+      }
+    } else if (p_.culled) {
+      slots->back() += (mapping::pair_count(p_.rows) - p_.cull.tested()) * frames;
+    }
+  }
   // The counts of the chunks (frames) `done` so far (all of them at the end).
   void write_partial(const std::vector<unsigned char>& done) {
     std::vector<std::uint64_t> total(sum_.size(), 0);
@@ -503,44 +535,71 @@ class HistogramSink final : public Sink<T> {
                 "MPI_Reduce (histogram)");
     const bool root = comm_rank(comm_) == 0;
     const bool complete = std::all_of(done.begin(), done.end(), [](unsigned char d) { return d; });
-    const index_t bins = p_.hist.bins;
-    std::vector<std::int64_t> counts(bins);
-    std::int64_t under = 0, over = 0;
-    std::vector<double> rdf;
+    const index_t bins = p_.hist.bins, H = p_.hist.histograms();
+    std::vector<std::int64_t> counts(H * bins), under(H), over(H);
+    std::vector<double> rdf, cumulative;
     if (root) {
-      under = static_cast<std::int64_t>(total[0]);
-      over = static_cast<std::int64_t>(total[bins + 1]);
-      // A culled run never visits the pairs beyond the range (solver/cull.hpp):
-      // once every chunk is done they are the overflow they would have been.
-      if (complete && p_.culled && !skipped_added_ && !frames_)
-        over += static_cast<std::int64_t>(mapping::pair_count(p_.rows) - p_.cull.tested());
-      for (index_t b = 0; b < bins; ++b)
-        counts[b] = static_cast<std::int64_t>(total[b + 1]);
-      if (h_.box.dims > 0 && complete) {
-        const double n = static_cast<double>(p_.rows), volume = h_.box.volume();
-        const double density = n * (n - 1) / (2 * volume) * double(std::max<index_t>(frames_, 1));
-        const std::vector<double>& e = p_.hist.edges;
-        rdf.resize(bins);
-        for (index_t b = 0; b < bins; ++b) {
-          const double shell =
-              4.0 / 3.0 * kPi * (e[b + 1] * e[b + 1] * e[b + 1] - e[b] * e[b] * e[b]);
-          rdf[b] = static_cast<double>(counts[b]) / (shell * density);
-        }
+      if (complete && !frames_ && !skipped_added_) settle_overflow(&total, 1);
+      for (index_t g = 0; g < H; ++g) {
+        const std::uint64_t* row = &total[g * (bins + 2)];
+        under[g] = static_cast<std::int64_t>(row[0]);
+        over[g] = static_cast<std::int64_t>(row[bins + 1]);
+        for (index_t b = 0; b < bins; ++b)
+          counts[g * bins + b] = static_cast<std::int64_t>(row[b + 1]);
       }
+      if (complete) normalise(counts, &rdf, &cumulative);
     }
     const std::vector<unsigned char> none(done.size(), 0);
     step_together(comm_, [&] { w_.set_done(root ? none.data() : nullptr); });
     step_together(comm_, [&] { w_.flush(); });
     step_together(comm_, [&] { w_.write_extra("counts", root ? counts.data() : nullptr); });
-    step_together(comm_, [&] { w_.write_extra("underflow", root ? &under : nullptr); });
-    step_together(comm_, [&] { w_.write_extra("overflow", root ? &over : nullptr); });
-    if (h_.box.dims > 0 && complete)
+    step_together(comm_, [&] { w_.write_extra("underflow", root ? under.data() : nullptr); });
+    step_together(comm_, [&] { w_.write_extra("overflow", root ? over.data() : nullptr); });
+    if (complete && rdf_written(h_))
       step_together(comm_, [&] { w_.write_extra("rdf", root ? rdf.data() : nullptr); });
+    if (complete)
+      step_together(comm_,
+                    [&] { w_.write_extra("cumulative", root ? cumulative.data() : nullptr); });
     if (h_.per_frame)
       step_together(comm_, [&] { w_.write_extra("frame_counts", root ? rows_.data() : nullptr); });
     step_together(comm_, [&] { w_.flush(); });
     step_together(comm_, [&] { w_.set_done(root ? done.data() : nullptr); });
     step_together(comm_, [&] { w_.flush(); });
+  }
+  // Rank 0, every frame binned: /rdf as MDAnalysis InterRDF's norm makes it
+  // of its (ordered) counts, and /cumulative, their running sum per frame
+  // (InterRDF_s's get_cdf summed over the sites). A histogram's ordered
+  // counts are twice its pairs where they are of one type; its ordered
+  // pairs (InterRDF's N) likewise, so g(r) is the same either way.
+  void normalise(const std::vector<std::int64_t>& counts, std::vector<double>* rdf,
+                 std::vector<double>* cumulative) const {
+    const index_t bins = p_.hist.bins, H = p_.hist.histograms();
+    const HistGroups& g = p_.hist.groups;
+    const double frames = double(std::max<index_t>(frames_, 1));
+    const std::vector<double>& e = p_.hist.edges;
+    const std::string norm = rdf_norm(h_);
+    rdf->assign(norm.empty() ? 0 : H * bins, 0.0);
+    cumulative->assign(H * bins, 0.0);
+    for (index_t h = 0; h < H; ++h) {
+      const double ordered = g.count > 0 ? g.ordered[h] : 2.0;
+      const double pairs = g.count > 0 ? double(g.pairs[h]) : double(mapping::pair_count(p_.rows));
+      double running = 0;
+      for (index_t b = 0; b < bins; ++b) {
+        const double c = static_cast<double>(counts[h * bins + b]);
+        running += ordered * c;
+        (*cumulative)[h * bins + b] = running / frames;
+        if (norm.empty()) continue;
+        const double shell =
+            4.0 / 3.0 * kPi * (e[b + 1] * e[b + 1] * e[b + 1] - e[b] * e[b] * e[b]);
+        // MDAnalysis's count / norm, norm = F (× shell) (× N / volume).
+        double v;
+        if (norm == "rdf")
+          v = c / (shell * (pairs / h_.box.volume() * frames));
+        else
+          v = ordered * c / (norm == "density" ? frames * shell : frames);
+        (*rdf)[h * bins + b] = v;
+      }
+    }
   }
 
   io::ResultWriter& w_;

@@ -65,6 +65,12 @@ CpuView<T> view_of(const Problem<T>& p) {
   v.edges = p.hist.edges.empty() ? nullptr : p.hist.edges.data();
   v.margin = p.hist.margin;
   v.fast32 = p.hist.fast32;
+  const HistGroups& g = p.hist.groups;
+  v.groups = g.count;
+  v.types = g.types;
+  v.type = g.type.empty() ? nullptr : g.type.data();
+  v.table = g.table.empty() ? nullptr : g.table.data();
+  v.molecule = g.molecule.empty() ? nullptr : g.molecule.data();
   v.select = p.select;
   v.select.radii = p.select_radii.empty() ? nullptr : p.select_radii.data();
   if (p.culled) v.cull = &p.cull;

@@ -28,6 +28,10 @@ struct CpuView {
   double lo = 0, hi = 0, norm = 0, margin = 1;
   epilogue::HistFast32 fast32;
   const double* edges = nullptr;
+  // Partial histograms (HistGroups): null labels where there are none.
+  index_t groups = 0;
+  std::int32_t types = 1;
+  const std::int32_t *type = nullptr, *table = nullptr, *molecule = nullptr;
   SelectParams select;  // select (select.radii: host memory)
   // A culled domain (its tile list, and its block boxes for the row test of
   // tiles.inc); null: dense.
@@ -51,8 +55,9 @@ enum class CpuVariant { best, generic, avx2 };
 
 // Computes block rows [row_begin, row_end) with `threads` OpenMP threads.
 // store: element e of the domain lands at out[e - elements_before(row_begin)].
-// histogram: counts[0..bins+1] (underflow, bins, overflow) are set to the
-// chunk's counts. select: *sel is set to the chunk's pairs that pass.
+// histogram: counts[0..bins+1] (underflow, bins, overflow; a row of bins + 2
+// per histogram of a grouped run) are set to the chunk's counts. select: *sel is set to the chunk's
+// pairs that pass.
 template <typename T>
 void compute_chunk(const CpuView<T>& v, index_t row_begin, index_t row_end, T* out,
                    std::uint64_t* counts, int threads, CpuVariant variant = CpuVariant::best,

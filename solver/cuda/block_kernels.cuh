@@ -174,14 +174,14 @@ struct Epilogue<T, Map, epi::Histogram> {
   }
   __device__ __forceinline__ static void begin_block(const KernelParams<T>& p) {
     if (!shared(p)) return;
-    for (index_t s = threadIdx.x; s < p.hist_copies * (p.bins + 2); s += BlockPolicy::kThreads)
+    for (index_t s = threadIdx.x; s < p.hist_copies * p.hist_stride; s += BlockPolicy::kThreads)
       histogram_smem[s] = 0;
     __syncthreads();
   }
   __device__ __forceinline__ static void end_block(const KernelParams<T>& p) {
     if (!shared(p)) return;
     __syncthreads();
-    const index_t slots = p.bins + 2;
+    const index_t slots = p.hist_stride;
     for (index_t s = threadIdx.x; s < slots; s += BlockPolicy::kThreads) {
       unsigned int c = 0;
       for (index_t k = 0; k < p.hist_copies; ++k)
@@ -190,7 +190,20 @@ struct Epilogue<T, Map, epi::Histogram> {
     }
     __syncthreads();
   }
-  __device__ __forceinline__ static void count(const KernelParams<T>& p, T value) {
+  // Partial histograms: pair (i, j)'s row of slots, or -1 for none.
+  __device__ __forceinline__ static std::int64_t group_base(const KernelParams<T>& p, index_t i,
+                                                            index_t j) {
+    if (p.molecule && p.molecule[i] == p.molecule[j]) return -1;
+    const std::int32_t h = p.table ? p.table[p.type[i] * p.types + p.type[j]] : 0;
+    return h < 0 ? -1 : static_cast<std::int64_t>(h) * static_cast<std::int64_t>(p.bins + 2);
+  }
+  __device__ __forceinline__ static void count(const KernelParams<T>& p, T value, index_t i,
+                                               index_t j) {
+    std::int64_t base = 0;
+    if (p.groups) {
+      base = group_base(p, i, j);
+      if (base < 0) return;
+    }
     index_t slot;
     if constexpr (sizeof(T) == 4) {
       slot =
@@ -198,6 +211,7 @@ struct Epilogue<T, Map, epi::Histogram> {
     } else {
       slot = epilogue::histogram_slot(value, p.lo, p.hi, p.norm, p.bins, p.edges, p.margin);
     }
+    slot += static_cast<index_t>(base);
     if (shared(p)) {
       // Each warp counts into its own copy when they fit: no contention
       // between warps, only between the lanes of one.
@@ -217,7 +231,7 @@ struct Epilogue<T, Map, epi::Histogram> {
     if constexpr (kFast) {
 #pragma unroll
       for (int s = 0; s < kCols; ++s)
-        count(p, v[s]);
+        count(p, v[s], c.i, j0 + lane + kWarpSize * s);
       return;
     }
     std::int64_t lo, hi;
@@ -225,7 +239,7 @@ struct Epilogue<T, Map, epi::Histogram> {
 #pragma unroll
     for (int s = 0; s < kCols; ++s) {
       const int col = lane + kWarpSize * s;
-      if (col >= lo && col < hi) count(p, v[s]);
+      if (col >= lo && col < hi) count(p, v[s], c.i, j0 + col);
     }
   }
 };
@@ -1159,7 +1173,7 @@ void launch_kernel(const KernelParams<T>& p, cudaStream_t stream) {
   // A histogram's shared copies come on top of the strips: past 48 KiB
   // together a kernel must opt in (the general path's wide strips take 34).
   if constexpr (std::is_same_v<E, epi::Histogram>) {
-    smem = p.hist_copies * (p.bins + 2) * sizeof(unsigned int);
+    smem = p.hist_copies * p.hist_stride * sizeof(unsigned int);
     if (smem > 0)
       cudaFuncSetAttribute(block_kernel<T, M, D, Map, E, kPeriodic>,
                            cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));

@@ -238,6 +238,9 @@ class CudaBackend final : public Backend<T> {
         device_counts_[s].allocate(slots_, "histogram counts");
         host_counts_[s].allocate(slots_, "histogram counts");
       }
+      group_type_.upload(p.hist.groups.type, "the points' types");
+      group_table_.upload(p.hist.groups.table, "the type pairs' histograms");
+      group_molecule_.upload(p.hist.groups.molecule, "the points' molecules");
     }
     if (p.culled) tiles_.upload(p.cull.tiles, "the culled domain's tiles");
     if (p.culled && p.knn()) {  // each block row's walk (knn_kernels.cu)
@@ -608,12 +611,17 @@ class CudaBackend final : public Backend<T> {
     k.flush_tiles = std::max<index_t>(1, (index_t(1) << 31) / (p_.rho * p_.rho));
     // Shared-memory histograms per block: as many copies (a power of two,
     // at most one a warp) as fit.
-    const index_t slots = p_.hist.bins + 2, shared = BlockPolicy::kSharedHistSlots;
+    const index_t slots = p_.hist.slots(), shared = BlockPolicy::kSharedHistSlots;
     index_t copies = hist_copies_;
     while (copies > 0 && copies * slots > shared)
       copies /= 2;
     k.hist_copies = static_cast<unsigned int>(copies);
     k.hist_stride = static_cast<unsigned int>(slots);
+    k.groups = p_.hist.groups.count;
+    k.types = p_.hist.groups.types;
+    k.type = group_type_.get();
+    k.table = group_table_.get();
+    k.molecule = group_molecule_.get();
     if (p_.selects()) {
       const SelectBuffers<T>& b = select_[s];
       k.select = p_.select;
@@ -648,8 +656,9 @@ class CudaBackend final : public Backend<T> {
   DeviceBuffer<double> norms_a_, norms_b_, edges_, weights_, radii_;
   DeviceBuffer<std::uint32_t> tiles_;         // a culled domain's list
   DeviceBuffer<index_t> tile_start_, order_;  // knn --k culled: rows' tiles, input indices
-  DeviceBuffer<double> box_lo_, box_hi_;      // and the blocks' boxes
-  index_t knn_values_[2] = {0, 0};            // knn: the slots' buffers, values
+  DeviceBuffer<std::int32_t> group_type_, group_table_, group_molecule_;  // HistGroups
+  DeviceBuffer<double> box_lo_, box_hi_;                                  // and the blocks' boxes
+  index_t knn_values_[2] = {0, 0};  // knn: the slots' buffers, values
   DeviceBuffer<T> device_out_[2];
   PinnedBuffer<T> host_out_[2];
   DeviceBuffer<std::int64_t> device_idx_[2];  // knn

@@ -140,7 +140,15 @@ struct KernelParams {
   epilogue::HistFast32 fast32;  // float32 runs
   index_t flush_tiles;          // tiles a block counts before it merges (32-bit slots)
   unsigned int hist_copies;     // histograms in shared memory: 1, 2, 4, 8 (one a warp), 0 (global)
-  unsigned int hist_stride;     // slots of one copy: bins + 2
+  unsigned int hist_stride;     // slots of one copy: (bins + 2) × histograms
+  // Partial histograms (HistGroups, device memory; groups 0: none): pair
+  // (i, j) in row table[type[i] * types + type[j]] of bins + 2 slots (none
+  // where -1), not counted where molecule[i] == molecule[j].
+  index_t groups;
+  int types;
+  const std::int32_t* __restrict__ type;
+  const std::int32_t* __restrict__ table;
+  const std::int32_t* __restrict__ molecule;
   // select: the pairs that pass, (e - out_offset, value) at index
   // atomicAdd(sel_count) of sel_keys / sel_values while below sel_capacity
   // (the count goes on, so the backend knows how much room to make).
