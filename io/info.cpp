@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdint>
@@ -41,10 +42,12 @@ std::string type_name(hid_t dset) {
 }
 
 // The schema's name of a dataset's type ("float32", ...: HDF5's standard
-// types, either byte order), "" for any other (_verdict.py _dtype_name).
+// types, either byte order; "string": any string, of fixed or variable
+// length), "" for any other (_verdict.py _dtype_name).
 std::string dtype_name(hid_t dset) {
   Hid t(H5Dget_type(dset), H5Tclose);
   if (!t.valid()) return "";
+  if (H5Tget_class(t) == H5T_STRING) return "string";
   const std::pair<const char*, std::pair<hid_t, hid_t>> known[] = {
       {"uint8", {H5T_STD_U8LE, H5T_STD_U8BE}},
       {"int64", {H5T_STD_I64LE, H5T_STD_I64BE}},
@@ -419,6 +422,36 @@ class Checker {
       const std::uint64_t axis = std::strtoull(a[1].c_str(), nullptr, 10);
       return axis < dims.size() ? dims[axis] : 0;
     }
+    if (f == "at" || f == "rowsum") {  // i: a number or a size
+      std::uint64_t i = 0;
+      if (std::isdigit(static_cast<unsigned char>(a[1][0]))) {
+        i = std::strtoull(a[1].c_str(), nullptr, 10);
+      } else {
+        const auto it = o_.vars.find(a[1]);
+        if (it == o_.vars.end()) throw SchemaError("the size '" + a[1] + "' is not known here");
+        i = it->second;
+      }
+      const auto dims = dataset_shape(d);
+      auto cached = values_.find(a[0]);
+      if (cached == values_.end()) {
+        hsize_t count = 1;
+        for (const hsize_t x : dims)
+          count *= x;
+        std::vector<std::int64_t> v(count);
+        if (count)
+          check_status(H5Dread(d, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()),
+                       "reading /" + a[0]);
+        cached = values_.emplace(a[0], std::move(v)).first;
+      }
+      const std::vector<std::int64_t>& v = cached->second;
+      if (f == "at") return i < v.size() ? static_cast<std::uint64_t>(v[i]) : 0;
+      if (dims.empty() || i >= dims[0]) return 0;
+      const size_t row = v.size() / dims[0];
+      std::uint64_t s = 0;
+      for (size_t j = i * row; j < (i + 1) * row; ++j)
+        s += static_cast<std::uint64_t>(v[j]);
+      return s;
+    }
     // sum: every value as int64, added modulo 2^64.
     hsize_t count = 1;
     for (const hsize_t x : dataset_shape(d))
@@ -585,6 +618,23 @@ class Checker {
       if (k == 0 || std::any_of(o_.offsets.begin(), o_.offsets.end(),
                                 [&](std::uint64_t x) { return x % k != 0; }))
         message();
+    } else if (check == "each") {  // expr holds for every index 0 .. count-1; the first that fails
+      const std::string& index = st.at("index").str();
+      const std::uint64_t count = eval(st.at("count").str());
+      const auto before = o_.vars.find(index);
+      const bool had = before != o_.vars.end();
+      const std::uint64_t kept = had ? before->second : 0;
+      for (std::uint64_t i = 0; i < count; ++i) {
+        o_.vars[index] = i;
+        if (eval(st.at("expr").str()) == 0) {
+          o_.problem = st.at("message").str() + " (" + index + " = " + std::to_string(i) + ")";
+          break;
+        }
+      }
+      if (had)
+        o_.vars[index] = kept;
+      else
+        o_.vars.erase(index);
     } else {
       throw SchemaError("schema.json: unknown check \"" + check + "\"");
     }
@@ -644,6 +694,7 @@ class Checker {
   std::string kind_;
   const Json& spec_;
   Outcome o_;
+  std::map<std::string, std::vector<std::int64_t>> values_;  // at, rowsum: a dataset's values
 };
 
 // --- what info shows of each kind (for show only: it changes no verdict) ---

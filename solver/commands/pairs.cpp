@@ -312,11 +312,21 @@ std::string job_identity(const PairCommand<T>& cmd, const Problem<T>& p, const S
 
 // The axis names of a result's datasets, as HDF5 dimension scales (xarray and
 // h5netcdf name the axes by them): the dims the schema gives the dataset in a
-// file of this kind (python/tdsolve/schema.json; docs/output.md lists them).
-// Undeclared datasets, and scalars, get none.
-std::vector<std::string> axis_names(const std::string& kind, const io::DatasetSpec& d) {
-  std::vector<std::string> v = io::schema_dims(kind, d.name);
-  return v.size() == d.dims.size() ? v : std::vector<std::string>{};
+// file of this kind (python/tdsolve/schema.json; docs/output.md lists them),
+// of its form of this rank whose coordinates (dims named after a dataset of
+// the kind: hist's /r, /pair) the layout creates. Undeclared datasets, and
+// scalars, get none.
+std::vector<std::string> axis_names(const std::string& kind, const io::DatasetSpec& d,
+                                    const io::ResultLayout& L) {
+  const auto created = [&](const std::string& name) {
+    if (name == L.result.name || name == L.companion.name) return true;
+    for (const io::DatasetSpec& x : L.extras)
+      if (x.name == name) return true;
+    for (const io::DatasetSpec& x : L.lists)
+      if (x.name == name) return true;
+    return false;
+  };
+  return io::schema_dims(kind, d.name, d.dims.size(), created);
 }
 
 template <typename T>
@@ -351,12 +361,12 @@ io::ResultLayout make_layout(const PairCommand<T>& cmd, const Problem<T>& p,
     L.features = p.features;
     L.points_type = value_type<T>();
   }
-  L.dimensions[L.result.name] = axis_names(kind, L.result);
-  if (!L.companion.name.empty()) L.dimensions[L.companion.name] = axis_names(kind, L.companion);
+  L.dimensions[L.result.name] = axis_names(kind, L.result, L);
+  if (!L.companion.name.empty()) L.dimensions[L.companion.name] = axis_names(kind, L.companion, L);
   for (const io::DatasetSpec& x : L.extras)
-    L.dimensions[x.name] = axis_names(kind, x);
+    L.dimensions[x.name] = axis_names(kind, x, L);
   for (const io::DatasetSpec& x : L.lists)
-    L.dimensions[x.name] = axis_names(kind, x);
+    L.dimensions[x.name] = axis_names(kind, x, L);
   return L;
 }
 
