@@ -703,6 +703,50 @@ std::string text_attr(hid_t obj, const char* a) {
   return has_attr(obj, a) ? read_attr_text(obj, a) : std::string("(not recorded)");
 }
 
+// The values of a 1-D string dataset (fixed or variable length), for show.
+std::vector<std::string> read_strings(hid_t file, const char* name) {
+  Hid d = dataset_handle(H5Dopen2(file, name, H5P_DEFAULT), std::string("H5Dopen /") + name);
+  Hid ftype = type_handle(H5Dget_type(d), std::string("H5Dget_type /") + name);
+  const auto dims = dataset_shape(d);
+  if (H5Tget_class(ftype) != H5T_STRING || dims.size() != 1) return {};
+  std::vector<std::string> out;
+  Hid mtype = type_handle(H5Tcopy(H5T_C_S1), "H5Tcopy");
+  check_status(H5Tset_cset(mtype, H5Tget_cset(ftype)), "H5Tset_cset");
+  if (H5Tis_variable_str(ftype) > 0) {
+    check_status(H5Tset_size(mtype, H5T_VARIABLE), "H5Tset_size");
+    std::vector<char*> p(dims[0], nullptr);
+    if (!p.empty())
+      check_status(H5Dread(d, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, p.data()),
+                   std::string("reading /") + name);
+    for (char* x : p)
+      out.emplace_back(x ? x : "");
+    Hid space = space_handle(H5Dget_space(d), "H5Dget_space");
+    if (!p.empty()) H5Dvlen_reclaim(mtype, space, H5P_DEFAULT, p.data());
+    return out;
+  }
+  const size_t size = H5Tget_size(ftype) + 1;  // room for the terminating NUL
+  check_status(H5Tset_size(mtype, size), "H5Tset_size");
+  std::vector<char> buf(dims[0] * size, '\0');
+  if (!buf.empty())
+    check_status(H5Dread(d, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf.data()),
+                 std::string("reading /") + name);
+  for (hsize_t i = 0; i < dims[0]; ++i)
+    out.emplace_back(buf.data() + i * size, strnlen(buf.data() + i * size, size));
+  return out;
+}
+
+// The values of a 1-D int64 dataset, for show.
+std::vector<std::int64_t> read_i64(hid_t file, const char* name) {
+  Hid d = dataset_handle(H5Dopen2(file, name, H5P_DEFAULT), std::string("H5Dopen /") + name);
+  const auto dims = dataset_shape(d);
+  if (dims.size() != 1) return {};
+  std::vector<std::int64_t> v(dims[0]);
+  if (!v.empty())
+    check_status(H5Dread(d, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()),
+                 std::string("reading /") + name);
+  return v;
+}
+
 std::string dataset_line(hid_t file, const char* name) {
   Hid d = dataset_handle(H5Dopen2(file, name, H5P_DEFAULT), std::string("H5Dopen /") + name);
   return std::string("/") + name + " " + type_name(d) + shape_of(d);
@@ -730,15 +774,54 @@ void show(hid_t file, const std::string& kind, const std::map<std::string, std::
                       ")"
                 : "")
         << "\n";
+    // A run with --types: a histogram per type pair (/pair, /pair_total), of
+    // the types /types, /type_sizes. At most 8 of each are shown.
+    const auto listed = [](const std::vector<std::string>& names, const auto& value,
+                           const char* unit) {
+      std::string s;
+      for (size_t i = 0; i < names.size() && i < 8; ++i)
+        s += (i ? ", " : "") + names[i] + " " + value(i);
+      return s + (names.size() > 8 ? ", ..." : "") + unit;
+    };
+    if (at("groups") > 0) {
+      const auto types = read_strings(file, "types");
+      const auto sizes = read_i64(file, "type_sizes");
+      out << "types:     " << at("T") << " types"
+          << (has_attr(counts, "type_source") ? " (" + read_attr_text(counts, "type_source") + ")"
+                                              : std::string())
+          << ": "
+          << listed(
+                 types, [&](size_t i) { return i < sizes.size() ? std::to_string(sizes[i]) : "?"; },
+                 " atoms")
+          << "\n";
+      const auto pairs = read_strings(file, "pair");
+      const auto totals = read_i64(file, "pair_total");
+      out << "pairs:     " << at("groups") << " type pairs, a histogram each: "
+          << listed(
+                 pairs,
+                 [&](size_t i) { return i < totals.size() ? std::to_string(totals[i]) : "?"; },
+                 " pairs a frame")
+          << "\n";
+    }
+    if (has_attr(counts, "excluded") || has_attr(counts, "exclude"))
+      out << "excluded:  " << at("excluded") << " pairs a frame"
+          << (has_attr(counts, "exclude") ? " (" + read_attr_text(counts, "exclude") + ")"
+                                          : std::string())
+          << "\n";
     const auto under = static_cast<std::int64_t>(at("under"));
     const auto over = static_cast<std::int64_t>(at("over"));
     out << "counts:    " << at("binned") - at("under") - at("over") << " in range, underflow "
-        << under << ", overflow " << over << " (of " << at("total") << " pairs)\n";
+        << under << ", overflow " << over << " (of " << at("counted") << " pairs"
+        << (at("groups") > 0 ? ", over the type pairs" : "") << ")\n";
     if (exists(file, "rdf")) {
       Hid rdf = dataset_handle(H5Dopen2(file, "rdf", H5P_DEFAULT), "H5Dopen /rdf");
       out << "rdf:       /rdf " << type_name(rdf) << shape_of(rdf) << attributes(rdf) << "\n";
     } else {
-      out << "rdf:       none (written only with --box)\n";
+      out << "rdf:       none (written with --box, or with --norm density or none)\n";
+    }
+    if (exists(file, "cumulative")) {
+      Hid c = dataset_handle(H5Dopen2(file, "cumulative", H5P_DEFAULT), "H5Dopen /cumulative");
+      out << "cumulative: /cumulative " << type_name(c) << shape_of(c) << attributes(c) << "\n";
     }
   } else if (kind == "knn") {
     Hid d = dataset_handle(H5Dopen2(file, "distances", H5P_DEFAULT), "H5Dopen /distances");
