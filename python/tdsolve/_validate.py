@@ -167,29 +167,25 @@ def _dataset_problems(ds, d, sizes, kind, f):
     if _dtype_name(ds.dtype) not in d["dtype"]:
         out.append(f"is {_dtype_name(ds.dtype)}, not {' or '.join(d['dtype'])}")
     shape = ds.shape or ()
+    if d.get("list") and (not ds.maxshape or ds.maxshape[0] is not None):
+        out.append("is not extensible along its first axis")
     # Its form of this rank (the first whose coordinates the file has: _schema.form).
     form = _schema.form(kind, d["name"], len(shape), lambda x: x in f)
     if form is None:
         ranks = sorted({len(x["shape"]) for x in _schema.forms(kind, d["name"])})
         out.append(f"has {len(shape)} axes, not {' or '.join(map(str, ranks))}")
-        form = {"shape": d["shape"], "dims": d.get("dims", [])}
-    want = form["shape"]
-    if len(shape) != len(want):
-        pass  # said above
-    else:
-        for axis, (x, w) in enumerate(zip(shape, want)):
-            if w == "*":
-                continue
-            try:
-                v = _schema.eval_expr(w, sizes.get, None)
-            except _schema.SchemaError:
-                out.append(f"axis {axis}: its size {w} is not known (the checks stopped before it)")
-                continue
-            if x != v:
-                out.append(f"axis {axis} is {x}, not {w} = {v}")
-    if d.get("list") and (not ds.maxshape or ds.maxshape[0] is not None):
-        out.append("is not extensible along its first axis")
-    dims = form["dims"] if len(shape) == len(want) else []
+        return out
+    for axis, (x, w) in enumerate(zip(shape, form["shape"])):
+        if w == "*":
+            continue
+        try:
+            v = _schema.eval_expr(w, sizes.get, None)
+        except _schema.SchemaError:
+            out.append(f"axis {axis}: its size {w} is not known (the checks stopped before it)")
+            continue
+        if x != v:
+            out.append(f"axis {axis} is {x}, not {w} = {v}")
+    dims = form["dims"]
     if dims and ds.name == "/" + dims[0] and len(shape) == 1:
         # A coordinate (hist's /r, /pair): itself the scale of its dimension, named after it.
         if ds.attrs.get("CLASS") not in (b"DIMENSION_SCALE", "DIMENSION_SCALE"):
