@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdint>
@@ -41,10 +42,12 @@ std::string type_name(hid_t dset) {
 }
 
 // The schema's name of a dataset's type ("float32", ...: HDF5's standard
-// types, either byte order), "" for any other (_verdict.py _dtype_name).
+// types, either byte order; "string": any string, of fixed or variable
+// length), "" for any other (_verdict.py _dtype_name).
 std::string dtype_name(hid_t dset) {
   Hid t(H5Dget_type(dset), H5Tclose);
   if (!t.valid()) return "";
+  if (H5Tget_class(t) == H5T_STRING) return "string";
   const std::pair<const char*, std::pair<hid_t, hid_t>> known[] = {
       {"uint8", {H5T_STD_U8LE, H5T_STD_U8BE}},
       {"int64", {H5T_STD_I64LE, H5T_STD_I64BE}},
@@ -419,6 +422,36 @@ class Checker {
       const std::uint64_t axis = std::strtoull(a[1].c_str(), nullptr, 10);
       return axis < dims.size() ? dims[axis] : 0;
     }
+    if (f == "at" || f == "rowsum") {  // i: a number or a size
+      std::uint64_t i = 0;
+      if (std::isdigit(static_cast<unsigned char>(a[1][0]))) {
+        i = std::strtoull(a[1].c_str(), nullptr, 10);
+      } else {
+        const auto it = o_.vars.find(a[1]);
+        if (it == o_.vars.end()) throw SchemaError("the size '" + a[1] + "' is not known here");
+        i = it->second;
+      }
+      const auto dims = dataset_shape(d);
+      auto cached = values_.find(a[0]);
+      if (cached == values_.end()) {
+        hsize_t count = 1;
+        for (const hsize_t x : dims)
+          count *= x;
+        std::vector<std::int64_t> v(count);
+        if (count)
+          check_status(H5Dread(d, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()),
+                       "reading /" + a[0]);
+        cached = values_.emplace(a[0], std::move(v)).first;
+      }
+      const std::vector<std::int64_t>& v = cached->second;
+      if (f == "at") return i < v.size() ? static_cast<std::uint64_t>(v[i]) : 0;
+      if (dims.empty() || i >= dims[0]) return 0;
+      const size_t row = v.size() / dims[0];
+      std::uint64_t s = 0;
+      for (size_t j = i * row; j < (i + 1) * row; ++j)
+        s += static_cast<std::uint64_t>(v[j]);
+      return s;
+    }
     // sum: every value as int64, added modulo 2^64.
     hsize_t count = 1;
     for (const hsize_t x : dataset_shape(d))
@@ -585,6 +618,23 @@ class Checker {
       if (k == 0 || std::any_of(o_.offsets.begin(), o_.offsets.end(),
                                 [&](std::uint64_t x) { return x % k != 0; }))
         message();
+    } else if (check == "each") {  // expr holds for every index 0 .. count-1; the first that fails
+      const std::string& index = st.at("index").str();
+      const std::uint64_t count = eval(st.at("count").str());
+      const auto before = o_.vars.find(index);
+      const bool had = before != o_.vars.end();
+      const std::uint64_t kept = had ? before->second : 0;
+      for (std::uint64_t i = 0; i < count; ++i) {
+        o_.vars[index] = i;
+        if (eval(st.at("expr").str()) == 0) {
+          o_.problem = st.at("message").str() + " (" + index + " = " + std::to_string(i) + ")";
+          break;
+        }
+      }
+      if (had)
+        o_.vars[index] = kept;
+      else
+        o_.vars.erase(index);
     } else {
       throw SchemaError("schema.json: unknown check \"" + check + "\"");
     }
@@ -644,12 +694,57 @@ class Checker {
   std::string kind_;
   const Json& spec_;
   Outcome o_;
+  std::map<std::string, std::vector<std::int64_t>> values_;  // at, rowsum: a dataset's values
 };
 
 // --- what info shows of each kind (for show only: it changes no verdict) ---
 
 std::string text_attr(hid_t obj, const char* a) {
   return has_attr(obj, a) ? read_attr_text(obj, a) : std::string("(not recorded)");
+}
+
+// The values of a 1-D string dataset (fixed or variable length), for show.
+std::vector<std::string> read_strings(hid_t file, const char* name) {
+  Hid d = dataset_handle(H5Dopen2(file, name, H5P_DEFAULT), std::string("H5Dopen /") + name);
+  Hid ftype = type_handle(H5Dget_type(d), std::string("H5Dget_type /") + name);
+  const auto dims = dataset_shape(d);
+  if (H5Tget_class(ftype) != H5T_STRING || dims.size() != 1) return {};
+  std::vector<std::string> out;
+  Hid mtype = type_handle(H5Tcopy(H5T_C_S1), "H5Tcopy");
+  check_status(H5Tset_cset(mtype, H5Tget_cset(ftype)), "H5Tset_cset");
+  if (H5Tis_variable_str(ftype) > 0) {
+    check_status(H5Tset_size(mtype, H5T_VARIABLE), "H5Tset_size");
+    std::vector<char*> p(dims[0], nullptr);
+    if (!p.empty())
+      check_status(H5Dread(d, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, p.data()),
+                   std::string("reading /") + name);
+    for (char* x : p)
+      out.emplace_back(x ? x : "");
+    Hid space = space_handle(H5Dget_space(d), "H5Dget_space");
+    if (!p.empty()) H5Dvlen_reclaim(mtype, space, H5P_DEFAULT, p.data());
+    return out;
+  }
+  const size_t size = H5Tget_size(ftype) + 1;  // room for the terminating NUL
+  check_status(H5Tset_size(mtype, size), "H5Tset_size");
+  std::vector<char> buf(dims[0] * size, '\0');
+  if (!buf.empty())
+    check_status(H5Dread(d, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf.data()),
+                 std::string("reading /") + name);
+  for (hsize_t i = 0; i < dims[0]; ++i)
+    out.emplace_back(buf.data() + i * size, strnlen(buf.data() + i * size, size));
+  return out;
+}
+
+// The values of a 1-D int64 dataset, for show.
+std::vector<std::int64_t> read_i64(hid_t file, const char* name) {
+  Hid d = dataset_handle(H5Dopen2(file, name, H5P_DEFAULT), std::string("H5Dopen /") + name);
+  const auto dims = dataset_shape(d);
+  if (dims.size() != 1) return {};
+  std::vector<std::int64_t> v(dims[0]);
+  if (!v.empty())
+    check_status(H5Dread(d, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()),
+                 std::string("reading /") + name);
+  return v;
 }
 
 std::string dataset_line(hid_t file, const char* name) {
@@ -679,15 +774,54 @@ void show(hid_t file, const std::string& kind, const std::map<std::string, std::
                       ")"
                 : "")
         << "\n";
+    // A run with --types: a histogram per type pair (/pair, /pair_total), of
+    // the types /types, /type_sizes. At most 8 of each are shown.
+    const auto listed = [](const std::vector<std::string>& names, const auto& value,
+                           const char* unit) {
+      std::string s;
+      for (size_t i = 0; i < names.size() && i < 8; ++i)
+        s += (i ? ", " : "") + names[i] + " " + value(i);
+      return s + (names.size() > 8 ? ", ..." : "") + unit;
+    };
+    if (at("groups") > 0) {
+      const auto types = read_strings(file, "types");
+      const auto sizes = read_i64(file, "type_sizes");
+      out << "types:     " << at("T") << " types"
+          << (has_attr(counts, "type_source") ? " (" + read_attr_text(counts, "type_source") + ")"
+                                              : std::string())
+          << ": "
+          << listed(
+                 types, [&](size_t i) { return i < sizes.size() ? std::to_string(sizes[i]) : "?"; },
+                 " atoms")
+          << "\n";
+      const auto pairs = read_strings(file, "pair");
+      const auto totals = read_i64(file, "pair_total");
+      out << "pairs:     " << at("groups") << " type pairs, a histogram each: "
+          << listed(
+                 pairs,
+                 [&](size_t i) { return i < totals.size() ? std::to_string(totals[i]) : "?"; },
+                 " pairs a frame")
+          << "\n";
+    }
+    if (has_attr(counts, "excluded") || has_attr(counts, "exclude"))
+      out << "excluded:  " << at("excluded") << " pairs a frame"
+          << (has_attr(counts, "exclude") ? " (" + read_attr_text(counts, "exclude") + ")"
+                                          : std::string())
+          << "\n";
     const auto under = static_cast<std::int64_t>(at("under"));
     const auto over = static_cast<std::int64_t>(at("over"));
     out << "counts:    " << at("binned") - at("under") - at("over") << " in range, underflow "
-        << under << ", overflow " << over << " (of " << at("total") << " pairs)\n";
+        << under << ", overflow " << over << " (of " << at("counted") << " pairs"
+        << (at("groups") > 0 ? ", over the type pairs" : "") << ")\n";
     if (exists(file, "rdf")) {
       Hid rdf = dataset_handle(H5Dopen2(file, "rdf", H5P_DEFAULT), "H5Dopen /rdf");
       out << "rdf:       /rdf " << type_name(rdf) << shape_of(rdf) << attributes(rdf) << "\n";
     } else {
-      out << "rdf:       none (written only with --box)\n";
+      out << "rdf:       none (written with --box, or with --norm density or none)\n";
+    }
+    if (exists(file, "cumulative")) {
+      Hid c = dataset_handle(H5Dopen2(file, "cumulative", H5P_DEFAULT), "H5Dopen /cumulative");
+      out << "cumulative: /cumulative " << type_name(c) << shape_of(c) << attributes(c) << "\n";
     }
   } else if (kind == "knn") {
     Hid d = dataset_handle(H5Dopen2(file, "distances", H5P_DEFAULT), "H5Dopen /distances");

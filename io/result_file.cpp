@@ -178,9 +178,10 @@ std::vector<std::string> dimensions_of(const ResultLayout& L, const std::string&
   return it == L.dimensions.end() ? std::vector<std::string>{} : it->second;
 }
 
-// A coordinate variable: 1-D values (float64) or strings, made the
-// dimension scale of its own name.
-void create_coordinate(hid_t file, const DatasetSpec& x) {
+// A 1-D dataset written whole at creation: values (float64) or strings
+// (x.text); a coordinate variable is then made the dimension scale of its
+// own name.
+Hid create_filled(hid_t file, const DatasetSpec& x, bool coordinate) {
   const bool text = !x.text.empty();
   Hid type;
   if (text) {
@@ -204,13 +205,14 @@ void create_coordinate(hid_t file, const DatasetSpec& x) {
                  "H5Dwrite /" + x.name);
   }
   write_attrs(d, x.attrs);
-  check_status(H5DSset_scale(d, x.name.c_str()), "H5DSset_scale /" + x.name);
+  if (coordinate) check_status(H5DSset_scale(d, x.name.c_str()), "H5DSset_scale /" + x.name);
+  return d;
 }
 
 void build_structure(hid_t file, const ResultLayout& L) {
   write_attrs(file, L.root_attrs);
   for (const DatasetSpec& x : L.coordinates)
-    create_coordinate(file, x);
+    create_filled(file, x, true);
   if (!L.result.name.empty()) {
     Hid values =
         create_dataset(file, L.result.name, file_type(L.result.type), L.result.dims, false);
@@ -247,6 +249,11 @@ void build_structure(hid_t file, const ResultLayout& L) {
       "H5Dwrite /progress/offsets");
   // Extras may live in /progress (the triplets' exact sums).
   for (const DatasetSpec& x : L.extras) {
+    if (!x.text.empty()) {  // strings, written whole
+      Hid d = create_filled(file, x, false);
+      attach_dimensions(file, d, dimensions_of(L, x.name));
+      continue;
+    }
     Hid d = x.columns_grow ? create_columns(file, x.name, file_type(x.type), x.dims)
                            : create_dataset(file, x.name, file_type(x.type), x.dims, true);
     write_attrs(d, x.attrs);
@@ -574,6 +581,45 @@ std::vector<unsigned char> read_flags(hid_t file, const std::string& name) {
   return v;
 }
 
+// A dataset written whole at creation (create_filled) holds the job's
+// values or strings.
+void check_filled(hid_t file, const DatasetSpec& x) {
+  if (x.text.empty()) {
+    check_dataset(file, {x.name, file_type(x.type), x.dims});
+    Hid d = dataset_handle(H5Dopen2(file, x.name.c_str(), H5P_DEFAULT), "H5Dopen /" + x.name);
+    std::vector<double> v(x.initial.size());
+    check_status(H5Dread(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()),
+                 "reading /" + x.name);
+    if (std::memcmp(v.data(), x.initial.data(), v.size() * sizeof(double)) != 0)
+      throw InputError("/" + x.name + " does not hold the job's values");
+    return;
+  }
+  if (H5Lexists(file, x.name.c_str(), H5P_DEFAULT) <= 0) {
+    H5Eclear2(H5E_DEFAULT);
+    throw InputError("/" + x.name + " is missing (the job writes " + std::to_string(x.text.size()) +
+                     " strings)");
+  }
+  Hid d = dataset_handle(H5Dopen2(file, x.name.c_str(), H5P_DEFAULT), "H5Dopen /" + x.name);
+  Hid type(H5Dget_type(d), H5Tclose);
+  const bool vlen =
+      type.valid() && H5Tget_class(type) == H5T_STRING && H5Tis_variable_str(type) > 0;
+  if (!vlen || dataset_shape(d) != std::vector<hsize_t>{x.text.size()}) {
+    H5Eclear2(H5E_DEFAULT);
+    throw InputError("/" + x.name + " is not the job's " + std::to_string(x.text.size()) +
+                     " strings");
+  }
+  Hid mem(H5Tcopy(H5T_C_S1), H5Tclose);
+  check_status(H5Tset_size(mem, H5T_VARIABLE), "H5Tset_size");
+  std::vector<char*> words(x.text.size(), nullptr);
+  check_status(H5Dread(d, mem, H5S_ALL, H5S_ALL, H5P_DEFAULT, words.data()), "reading /" + x.name);
+  bool same = true;
+  for (size_t i = 0; i < words.size(); ++i) {
+    same = same && words[i] && x.text[i] == words[i];
+    H5free_memory(words[i]);
+  }
+  if (!same) throw InputError("/" + x.name + " does not hold the job's strings");
+}
+
 ResumableFile check_resumable(const std::string& path, const ResultLayout& L) {
   Hid file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
   if (!file.valid()) {
@@ -608,7 +654,13 @@ ResumableFile check_resumable(const std::string& path, const ResultLayout& L) {
                          ", with every chunk flagged done");
       if (all) out.list_rows = rows;
     }
+    for (const DatasetSpec& x : L.coordinates)
+      check_filled(file, x);
     for (const DatasetSpec& x : L.extras) {
+      if (!x.text.empty()) {
+        check_filled(file, x);
+        continue;
+      }
       check_dataset(file, {x.name, file_type(x.type), x.dims, false, x.columns_grow});
       if (x.initial.empty() && !(x.name == "count" && out.list_rows >= 0)) continue;
       Hid d = dataset_handle(H5Dopen2(file, x.name.c_str(), H5P_DEFAULT), "H5Dopen /" + x.name);

@@ -57,8 +57,9 @@ struct DatasetSpec {
   // An extra of 2 dimensions whose second grows (write_extra_columns): created
   // chunked with 0 columns, up to dims[1].
   bool columns_grow = false;
-  // A coordinate of strings (variable-length UTF-8), one per element, in
-  // place of `initial`.
+  // Strings (variable-length UTF-8), one per element of a 1-D dataset (a
+  // coordinate, or an extra written whole at creation), in place of
+  // `initial`.
   std::vector<std::string> text{};
 };
 

@@ -73,6 +73,34 @@ std::vector<std::string> schema_dims(const std::string& kind, const std::string&
   return v;
 }
 
+std::vector<std::string> schema_dims(const std::string& kind, const std::string& name, size_t rank,
+                                     const std::function<bool(const std::string&)>& exists) {
+  const Json* k = schema_kind(kind);
+  const Json* d = k ? dataset_of(schema(), *k, name) : nullptr;
+  if (!d || !d->find("shape")) return {};
+  std::vector<const Json*> forms = {d};  // its own, then its "forms"
+  if (const Json* f = d->find("forms"))
+    for (const Json& x : f->items())
+      forms.push_back(&x);
+  const auto dims_of = [](const Json* f) {
+    std::vector<std::string> v;
+    if (const Json* dims = f->find("dims"))
+      for (const Json& x : dims->items())
+        v.push_back(x.str());
+    return v;
+  };
+  const Json* first = nullptr;
+  for (const Json* f : forms) {
+    if (f->at("shape").items().size() != rank) continue;
+    if (!first) first = f;
+    bool present = true;  // its coordinates: dims that name a dataset of the kind
+    for (const std::string& x : dims_of(f))
+      present = present && (!dataset_of(schema(), *k, x) || exists(x));
+    if (present) return dims_of(f);
+  }
+  return first ? dims_of(first) : std::vector<std::string>{};
+}
+
 namespace {
 
 // The "variants" of dataset `name` of `kind`, or nullptr.
@@ -145,7 +173,8 @@ std::uint64_t saturating_pow(std::uint64_t b, std::uint64_t e) {
 }
 
 bool file_function(const std::string& f) {
-  return f == "dim" || f == "exists" || f == "named" || f == "sum" || f == "attr";
+  return f == "dim" || f == "exists" || f == "named" || f == "sum" || f == "attr" || f == "at" ||
+         f == "rowsum";
 }
 
 class ExprParser {
@@ -290,7 +319,7 @@ class ExprParser {
         args.push_back(a);
       } while (take(","));
       if (!take(")")) fail("')' expected");
-      const size_t want = n == "dim" || n == "attr" ? 2 : 1;
+      const size_t want = n == "dim" || n == "attr" || n == "at" || n == "rowsum" ? 2 : 1;
       if (args.size() != want) fail(n + "() takes " + std::to_string(want) + " arguments");
       return skip_ ? 0 : (*file_)(n, args);
     }
@@ -339,7 +368,7 @@ std::string expr_syntax(const std::string& expr) {
 
 namespace {
 
-const std::set<std::string> kDtypes = {"uint8", "int64", "uint64", "float32", "float64"};
+const std::set<std::string> kDtypes = {"uint8", "int64", "uint64", "float32", "float64", "string"};
 const std::set<std::string> kAttrTypes = {"uint64", "float64", "string"};
 
 struct Lint {
@@ -410,6 +439,25 @@ struct Lint {
     if (const Json* dims = d.find("dims"))
       if (!dims->is_array() || dims->items().size() != shape->items().size())
         say(w, "dims must name every axis of the shape");
+    // Other forms it may take: {"shape": [...], "dims": [...]}, as its own.
+    if (const Json* forms = d.find("forms")) {
+      if (!forms->is_array()) return say(w, "forms must be a list");
+      for (const Json& f : forms->items()) {
+        const Json* fs = f.is_object() ? f.find("shape") : nullptr;
+        if (!fs || !fs->is_array()) {
+          say(w + " form", "a form needs a shape list");
+          continue;
+        }
+        for (const auto& m : f.members())
+          if (m.first != "shape" && m.first != "dims")
+            say(w + " form", "unknown member \"" + m.first + "\"");
+        for (const Json& e : fs->items())
+          if (!(e.is_string() && e.str() == "*")) expr(w + " form shape", &e);
+        if (const Json* dims = f.find("dims"))
+          if (!dims->is_array() || dims->items().size() != fs->items().size())
+            say(w + " form", "dims must name every axis of the shape");
+      }
+    }
   }
 
   void step(const std::string& where, const Json& st, const Json& kind) {
@@ -490,6 +538,11 @@ struct Lint {
       } else if (c == "offsets_multiple") {
         allowed.insert("of");
         expr(where, st.find("of"));
+      } else if (c == "each") {
+        allowed.insert({"index", "count", "expr"});
+        if (string("index").empty()) say(where, "\"index\" (a name) expected");
+        expr(where, st.find("count"));
+        expr(where, st.find("expr"));
       } else if (c != "exists" && c != "dtype") {
         say(where, "unknown check \"" + c + "\"");
       }

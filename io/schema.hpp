@@ -16,8 +16,11 @@
 // pow(a, b) (saturating at 2^64 - 1); and those that read the file, whose
 // arguments are names as written: dim(D, axis) (0 past the last axis),
 // exists(D), named(D) (/progress's `dataset` names D), sum(D) (of D's
-// values as int64, modulo 2^64), attr(D, A) (as uint64). && and || do not
-// evaluate their right side when the left decides.
+// values as int64, modulo 2^64), attr(D, A) (as uint64), at(D, i) (D's
+// value at flat position i, as int64 modulo 2^64; 0 past the end) and
+// rowsum(D, i) (the sum of D's i-th slice along its first axis; 0 past the
+// end), i a number or a size. && and || do not evaluate their right side
+// when the left decides.
 #pragma once
 
 #include <cstdint>
@@ -49,8 +52,19 @@ std::vector<std::string> schema_kinds();
 // Every dataset (and group) `kind` declares: its parts' and its own, in order.
 std::vector<const Json*> schema_datasets(const std::string& kind);
 // The dimension names of dataset `name` of `kind` (HDF5 dimension scales,
-// paths from the root), or none.
+// paths from the root), or none: its declaration's own.
 std::vector<std::string> schema_dims(const std::string& kind, const std::string& name);
+
+// A dataset may be declared in several forms (schema.json "forms": hist's
+// /counts is bins long, dims "r", or groups x bins, dims "pair", "r"; files
+// of schema_version 2 named the axis "bin"): its own shape and dims, then
+// those of "forms", in order. A dataset of `rank` axes takes the first form
+// of that rank whose dims, where they name a dataset of the kind (a
+// coordinate: hist's /r, /pair), name one that `exists` (in the file, or in
+// the layout a writer builds); else the first of that rank. The dims of that
+// form; none when no form has that rank (python/tdsolve/_schema.py form()).
+std::vector<std::string> schema_dims(const std::string& kind, const std::string& name, size_t rank,
+                                     const std::function<bool(const std::string&)>& exists);
 // The declared type of attribute `attr` of `object` ("" the root) of
 // `kind`: "uint64", "float64" or "string"; "" when undeclared. With a
 // `variant` of the object (below), its attributes count too.
@@ -74,8 +88,8 @@ std::vector<std::pair<std::string, std::string>> schema_variant_attrs(const std:
 
 // A named size: false when `name` is not bound.
 using ExprVar = std::function<bool(const std::string& name, std::uint64_t* value)>;
-// A function that reads the file (dim, exists, named, sum, attr), its
-// arguments as written.
+// A function that reads the file (dim, exists, named, sum, attr, at,
+// rowsum), its arguments as written.
 using ExprFile =
     std::function<std::uint64_t(const std::string& fn, const std::vector<std::string>& args)>;
 

@@ -88,6 +88,10 @@ EXPECTED = [
      "schema_version 2: triplet's /progress/sums keeps a window of its limbs"),
     (r"^triplet", r"^/progress/(sums|limb)\b",
      "triplet's /progress/sums keeps the window of limbs its sums use (schema_version 2)"),
+    # schema_version 3: hist's layout grows (/r, /cumulative, /rdf's norm,
+    # exclusions, a --types run's type pairs); every kind's files say 3.
+    (r".", r"^/ attribute schema_version: 2 \(old\) vs 3 \(new\)$",
+     "schema_version 3: hist's bin centres, cumulative counts, norms, exclusions and type pairs"),
 ]
 
 MANIFEST = "manifest.json"

@@ -425,7 +425,7 @@ class Result:
 
     _hints = {"edm": "r[...], rows(), block(), square(), pair(), iter_chunks()",
               "cross": "r[...], rows(), block(), matrix(), iter_chunks()",
-              "hist": "counts, edges, underflow, overflow, rdf, r[...] (the counts)",
+              "hist": "counts, edges, r, underflow, overflow, rdf, cumulative, pair, partial(), r[...] (the counts)",
               "triplet": "energy, energy_per_point, forces; with --store-triplets also r[...], triplet(), "
                          "triplet_energies(), iter_chunks()",
               "fractal": "state(i), steps, live, image(i), save_png(), lambda_map(), nu_map(), iter_chunks()",
@@ -671,15 +671,32 @@ class CrossResult(Result):
 class HistResult(Result):
     """`tdsolve hist`: pair counts per bin.
 
-    n: the number of points; counts, edges (as numpy.histogram), underflow,
-    overflow, rdf (with --box, else None), volume, bins, range, pairs,
-    binning, box (its lengths), tilt (a triclinic cell's xy, xz, yz, else
-    None), frames (a `hist --frames` run's frames, else None; pairs is then
-    F·C(n,2)); shape == (bins,), r[...] indexes the counts.
+    n: the number of points; counts, edges (as numpy.histogram), r (the bin
+    centres), underflow, overflow, rdf (None where the file has none),
+    norm, volume, cumulative, bins, range, pairs, binning, box (its
+    lengths), tilt (a triclinic cell's xy, xz, yz, else None), frames (a
+    `hist --frames` run's frames, else None); shape == counts' shape, r[...]
+    indexes the counts.
+
+    Counts are of UNORDERED pairs: each pair i < j once, a pair of one type
+    (or of a run without types) counted once. MDAnalysis InterRDF's `count`
+    counts ordered pairs: 2 × counts for one group with itself (or a run
+    without types), counts for two different types. /cumulative and /rdf are
+    of the ordered counts (docs/output.md, "tdsolve hist").
+
+    A run with --types (groups is then G, the type pairs) holds one
+    histogram per type pair: counts, rdf and cumulative are G × bins,
+    underflow and overflow int64[G]; pair names the rows ("A-B"), types,
+    type_sizes, pair_total say what they count, partial("A-B") picks one.
+    Without types pair, types, type_sizes and pair_total are None, groups 0.
+    pairs = frames × (C(n,2) − excluded) without types, frames ×
+    sum(pair_total) with them; excluded: the unordered pairs a frame that the
+    run's exclusions (--exclude-block, --exclude) left out, exclude the rule.
 
     A stopped run's counts cover only the chunks it flags done: in an
-    incomplete file counts, underflow, overflow, rdf and r[...] raise
-    IncompleteResult (edges and the attributes read as always)."""
+    incomplete file counts, underflow, overflow, rdf, cumulative, partial()
+    and r[...] raise IncompleteResult (edges, r, the type records and the
+    attributes read as always)."""
 
     kind = "hist"
 
@@ -692,10 +709,14 @@ class HistResult(Result):
             return conv(v) if v is not None else default
 
         self.n = scalar("n", int)
-        self.bins = scalar("bins", int, int(self._d.shape[0]) if self._d.ndim == 1 else None)
+        self.groups = scalar("groups", int, 0)
+        self.bins = scalar("bins", int, int(self._d.shape[-1]) if self._d.ndim in (1, 2) else None)
         lo, hi = scalar("range_lo", float), scalar("range_hi", float)
         self.range = (lo, hi) if lo is not None and hi is not None else None
         self.pairs = scalar("pairs", int)
+        self.excluded = scalar("excluded", int, 0)
+        self.exclude = _text(a["exclude"]) if "exclude" in a else None
+        self.type_source = _text(a["type_source"]) if "type_source" in a else None
         self.binning = _text(a["binning"]) if "binning" in a else None
         self.box = tuple(float(s) for s in _text(a["box"]).split(",")) if "box" in a else None
         self.tilt = tuple(float(s) for s in _text(a["tilt"]).split(",")) if "tilt" in a else None
@@ -712,14 +733,18 @@ class HistResult(Result):
 
     def _describe(self):
         lo, hi = self.range or (None, None)
-        return f"n={self.n}, {self.bins} bins over [{lo}, {hi}], {self.metric} {self.precision}"
+        grouped = f", {self.groups} type pairs" if self.groups else ""
+        return f"n={self.n}, {self.bins} bins over [{lo}, {hi}]{grouped}, {self.metric} {self.precision}"
 
     def _counted(self, what):
         self._needs_all_done(what, "covers only the pairs of the chunks flagged done until every chunk is")
 
     @property
     def counts(self):
-        """int64[bins]: pairs per bin, as numpy.histogram(values, bins, range)[0]."""
+        """int64[bins] (with --types int64[groups, bins], a row per type pair
+        of `pair`): unordered pairs per bin, as numpy.histogram(values, bins,
+        range)[0] of the pairs' distances (of a trajectory's frames: their
+        sum)."""
         self._counted("/counts")
         return self._d[()]
 
@@ -733,29 +758,140 @@ class HistResult(Result):
         return self._f["edges"][()]
 
     @property
+    def r(self):
+        """float64[bins]: the bin centres 0.5·(edges[:-1] + edges[1:]): /r,
+        the coordinate of the files' "r" axis, or computed from the edges in
+        files written before /r was."""
+        if "r" in self._f:
+            return self._f["r"][()]
+        e = self.edges
+        return 0.5 * (e[:-1] + e[1:])
+
+    def _flow(self, name):
+        self._counted("/" + name)
+        v = self._f[name][()]
+        return int(v) if np.ndim(v) == 0 else v
+
+    @property
     def underflow(self):
-        """Pairs whose distance is below range[0]."""
-        self._counted("/underflow")
-        return int(self._f["underflow"][()])
+        """Pairs whose distance is below range[0] (with --types int64[groups], a value per type pair)."""
+        return self._flow("underflow")
 
     @property
     def overflow(self):
-        """Pairs whose distance is above range[1]."""
-        self._counted("/overflow")
-        return int(self._f["overflow"][()])
+        """Pairs whose distance is above range[1] (with --types int64[groups], a value per type pair)."""
+        return self._flow("overflow")
 
     @property
     def rdf(self):
-        """float64[bins]: the radial distribution function (with --box), else None."""
+        """float64[bins] (with --types [groups, bins]): the radial
+        distribution function of the ordered counts, normalised as `norm`
+        says (with --box; without one with --norm density or none), else
+        None."""
         if "rdf" not in self._f:
             return None
         self._counted("/rdf")
         return self._f["rdf"][()]
 
     @property
+    def norm(self):
+        """How /rdf is normalised (its `norm` attribute, MDAnalysis InterRDF's
+        norm): "rdf" (also in files written before it was recorded),
+        "density" or "none"; None where the file has no /rdf."""
+        if "rdf" not in self._f:
+            return None
+        v = _one(self._f["rdf"].attrs.get("norm"))
+        return _text(v) if v is not None else "rdf"
+
+    @property
     def volume(self):
-        """The box volume L1*...*Ld (a triclinic cell's lx*ly*lz; with --box), else None."""
-        return float(self._f["rdf"].attrs["volume"]) if "rdf" in self._f else None
+        """The box volume L1*...*Ld (a triclinic cell's lx*ly*lz) /rdf was normalised with, else None."""
+        if "rdf" not in self._f:
+            return None
+        v = _one(self._f["rdf"].attrs.get("volume"))
+        return float(v) if v is not None else None
+
+    @property
+    def cumulative(self):
+        """float64[bins] (with --types [groups, bins]): the cumulative sum
+        over bins of the ORDERED pair counts, divided by the number of frames
+        F (1 without --frames); ordered = 2 × counts for a pair of one type or
+        a run without types, counts for two types. None in files without it
+        (written by a complete run, files of schema_version 3 on)."""
+        if "cumulative" not in self._f:
+            return None
+        self._counted("/cumulative")
+        return self._f["cumulative"][()]
+
+    # --- type pairs (hist --types) ---------------------------------------------
+
+    def _strings(self, name):
+        if name not in self._f:
+            return None
+        return [_text(v) for v in np.asarray(self._f[name][()], dtype=object).reshape(-1)]
+
+    @property
+    def pair(self):
+        """[str]: the names of the type pairs, "A-B", a name per row of
+        counts (/pair, the coordinate of the "pair" axis); None without --types."""
+        return self._strings("pair")
+
+    @property
+    def types(self):
+        """[str]: the type labels of a --types run (/types); None without."""
+        return self._strings("types")
+
+    @property
+    def type_sizes(self):
+        """int64[types]: the atoms of each type (/type_sizes); None without --types."""
+        return self._f["type_sizes"][()] if "type_sizes" in self._f else None
+
+    @property
+    def pair_total(self):
+        """int64[groups]: the unordered pairs a frame of each type pair that
+        were counted, C(nA,2) or nA·nB less the excluded (/pair_total): a row
+        of counts + its underflow + overflow add up to frames × this; None
+        without --types."""
+        return self._f["pair_total"][()] if "pair_total" in self._f else None
+
+    def _split(self, name, types):
+        """The (A, B) types of pair name "A-B" (labels may hold "-": the split where both sides are types)."""
+        for i, c in enumerate(name):
+            if c == "-" and name[:i] in types and name[i + 1:] in types:
+                return name[:i], name[i + 1:]
+        return None
+
+    def pair_index(self, name):
+        """The row of counts of type pair `name`, "A-B" or "B-A"; KeyError
+        naming the pairs when the file has no such pair, TypeError in a file
+        without types."""
+        names = self.pair
+        if names is None:
+            raise TypeError(f"{self.path}: partial() is for files of hist --types; this one holds one histogram "
+                            "(use counts, rdf, cumulative)")
+        if not isinstance(name, str):
+            raise TypeError(f"a pair name is a string \"A-B\", not {type(name).__name__}")
+        if name in names:
+            return names.index(name)
+        types = set(self.types or ())
+        want = self._split(name, types)
+        if want is not None:
+            for g, p in enumerate(names):
+                have = self._split(p, types)
+                if have is not None and (have == want or have == want[::-1]):
+                    return g
+        raise KeyError(f"{self.path}: no type pair {name!r}; the file's pairs are {', '.join(names)}")
+
+    def partial(self, name):
+        """(counts, rdf, cumulative) of type pair `name` ("A-B" or "B-A"): its
+        row of each (rdf and cumulative None where the file has none).
+        counts are unordered pairs (for A = B each pair once; MDAnalysis
+        InterRDF_s's count for a pair of one type is 2 × counts)."""
+        g = self.pair_index(name)
+        self._counted("/counts")
+        rdf = self.rdf
+        cumulative = self.cumulative
+        return (self._d[g], None if rdf is None else rdf[g], None if cumulative is None else cumulative[g])
 
 
 class TripletResult(Result):

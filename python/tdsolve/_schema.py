@@ -11,8 +11,15 @@ Expressions are over named sizes, all uint64 with + - * wrapping modulo
 Functions: C(x, 2), C(x, 3) (simplex counts, modulo 2^64), pow(a, b)
 (saturating at 2^64 - 1); and those that read the file, whose arguments are
 names as written: dim(D, axis) (0 past the last axis), exists(D), named(D)
-(/progress's `dataset` names D), sum(D), attr(D, A). && and || do not
-evaluate their right side when the left decides.
+(/progress's `dataset` names D), sum(D), attr(D, A), at(D, i) (D's value at
+flat position i, 0 past the end) and rowsum(D, i) (the sum of D's i-th slice
+along its first axis, 0 past the end), i a number or a size. && and || do
+not evaluate their right side when the left decides.
+
+A dataset may be declared in several forms (its own shape and dims, then
+those of "forms", in order): a file's dataset is of the first form of its
+rank whose dims, where they name a dataset of the kind (a coordinate: hist's
+/r, /pair), name datasets the file has (form()).
 """
 import json
 import os
@@ -57,9 +64,34 @@ def dataset(kind, name, schema=SCHEMA):
 
 
 def dims(kind, name):
-    """The dimension names of dataset `name` of `kind` ([] for none)."""
+    """The dimension names of dataset `name` of `kind` ([] for none): its declaration's own."""
     d = dataset(kind, name)
     return list(d.get("dims", ())) if d else []
+
+
+def forms(kind, name, schema=SCHEMA):
+    """Every form dataset `name` of `kind` may take, in order: [{"shape": [...], "dims": [...]}]
+    (its own, then its "forms"); [] when undeclared."""
+    d = dataset(kind, name, schema)
+    if d is None or d.get("group"):
+        return []
+    own = {"shape": list(d.get("shape", ())), "dims": list(d.get("dims", ()))}
+    return [own] + [{"shape": list(f.get("shape", ())), "dims": list(f.get("dims", ()))} for f in d.get("forms", ())]
+
+
+def form(kind, name, rank, exists, schema=SCHEMA):
+    """The form of dataset `name` of `kind` that a dataset of `rank` axes
+    takes in a file where exists(D) says which datasets there are: the first
+    of that rank whose dims, where they name a dataset of the kind (its
+    coordinate), name one that exists; else the first of that rank (its
+    coordinates missing); None when no form has that rank. As io/schema.cpp
+    schema_form."""
+    declared = {d["name"] for d in datasets(kind, schema)}
+    of_rank = [f for f in forms(kind, name, schema) if len(f["shape"]) == rank]
+    for f in of_rank:
+        if all(x not in declared or exists(x) for x in f["dims"]):
+            return f
+    return of_rank[0] if of_rank else None
 
 
 def attr_type(kind, obj, name, variant=None):
@@ -108,7 +140,7 @@ def variant_attrs(kind, name, var):
 
 # --- expressions ------------------------------------------------------------
 
-_FILE_FUNCTIONS = {"dim": 2, "exists": 1, "named": 1, "sum": 1, "attr": 2}
+_FILE_FUNCTIONS = {"dim": 2, "exists": 1, "named": 1, "sum": 1, "attr": 2, "at": 2, "rowsum": 2}
 
 
 def _saturating_pow(b, e):
@@ -296,11 +328,11 @@ def expr_syntax(text):
 
 # --- the schema's own consistency (io/schema.cpp schema_problems) ------------
 
-_DTYPES = {"uint8", "int64", "uint64", "float32", "float64"}
+_DTYPES = {"uint8", "int64", "uint64", "float32", "float64", "string"}
 _ATTR_TYPES = {"uint64", "float64", "string"}
 _CHECKS = {"rank": {"of", "rank"}, "shape": {"of", "shape", "missing", "values"}, "exists": {"of"},
            "attr": {"attr", "equals"}, "true": {"expr"}, "rising": {"of", "to"}, "offsets": {"to"},
-           "offsets_multiple": {"of"}, "dtype": {"of"}}
+           "offsets_multiple": {"of"}, "dtype": {"of"}, "each": {"index", "count", "expr"}}
 
 
 def problems(schema=SCHEMA):
@@ -367,6 +399,21 @@ def problems(schema=SCHEMA):
                 expr(w + " shape", e)
         if "dims" in d and (not isinstance(d["dims"], list) or len(d["dims"]) != len(shape)):
             say(w, "dims must name every axis of the shape")
+        fs = d.get("forms", [])
+        if not isinstance(fs, list):
+            return say(w, "forms must be a list")
+        for f in fs:  # {"shape": [...], "dims": [...]}, as the dataset's own
+            if not isinstance(f, dict) or not isinstance(f.get("shape"), list):
+                say(w + " form", "a form needs a shape list")
+                continue
+            for m in f:
+                if m not in ("shape", "dims"):
+                    say(w + " form", f'unknown member "{m}"')
+            for e in f["shape"]:
+                if e != "*":
+                    expr(w + " form shape", e)
+            if "dims" in f and (not isinstance(f["dims"], list) or len(f["dims"]) != len(f["shape"])):
+                say(w + " form", "dims must name every axis of the shape")
 
     def step(where, st, kind):
         if not isinstance(st, dict):
@@ -430,6 +477,11 @@ def problems(schema=SCHEMA):
                 expr(where, st.get("expr"))
             if c in ("rising", "offsets"):
                 expr(where, st.get("to"))
+            if c == "each":
+                if not isinstance(st.get("index"), str) or not st["index"]:
+                    say(where, '"index" (a name) expected')
+                expr(where, st.get("count"))
+                expr(where, st.get("expr"))
             if c == "offsets_multiple":
                 expr(where, st.get("of"))
         elif "read" in st:

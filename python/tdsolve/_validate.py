@@ -19,6 +19,8 @@ _DTYPE_NAMES = {("u", 1): "uint8", ("i", 8): "int64", ("u", 8): "uint64", ("f", 
 
 
 def _dtype_name(dt):
+    if h5py.check_string_dtype(dt) is not None:
+        return "string"
     if dt.byteorder not in "<=|" or (dt.byteorder == "=" and np.little_endian is False):
         return f"{dt} (not little-endian)"
     return _DTYPE_NAMES.get((dt.kind, dt.itemsize), str(dt))
@@ -128,7 +130,7 @@ def _check(f, path, out):
             out.append(f"/{name} is not a dataset")
             continue
         else:
-            out += [f"/{name} {p}" for p in _dataset_problems(obj, d, sizes)]
+            out += [f"/{name} {p}" for p in _dataset_problems(obj, d, sizes, kind, f)]
         attrs = d.get("attrs", {})
         if "variants" in d:  # the common attributes and those of the variant the file is of
             attrs = dict(attrs, **_variant_attrs(kind, obj, d, out))
@@ -160,30 +162,44 @@ def _variant_attrs(kind, obj, d, out):
     return _schema.variant_attrs(kind, name, _schema.variant(kind, name, value if isinstance(value, str) else None))
 
 
-def _dataset_problems(ds, d, sizes):
+def _dataset_problems(ds, d, sizes, kind, f):
     out = []
     if _dtype_name(ds.dtype) not in d["dtype"]:
         out.append(f"is {_dtype_name(ds.dtype)}, not {' or '.join(d['dtype'])}")
-    shape, want = ds.shape or (), d["shape"]
-    if len(shape) != len(want):
-        out.append(f"has {len(shape)} axes, not {len(want)}")
-    else:
-        for axis, (x, w) in enumerate(zip(shape, want)):
-            if w == "*":
-                continue
-            try:
-                v = _schema.eval_expr(w, sizes.get, None)
-            except _schema.SchemaError:
-                out.append(f"axis {axis}: its size {w} is not known (the checks stopped before it)")
-                continue
-            if x != v:
-                out.append(f"axis {axis} is {x}, not {w} = {v}")
+    shape = ds.shape or ()
     if d.get("list") and (not ds.maxshape or ds.maxshape[0] is not None):
         out.append("is not extensible along its first axis")
-    dims = d.get("dims", [])
+    # Its form of this rank (the first whose coordinates the file has: _schema.form).
+    form = _schema.form(kind, d["name"], len(shape), lambda x: x in f)
+    if form is None:
+        ranks = sorted({len(x["shape"]) for x in _schema.forms(kind, d["name"])})
+        out.append(f"has {len(shape)} axes, not {' or '.join(map(str, ranks))}")
+        return out
+    for axis, (x, w) in enumerate(zip(shape, form["shape"])):
+        if w == "*":
+            continue
+        try:
+            v = _schema.eval_expr(w, sizes.get, None)
+        except _schema.SchemaError:
+            out.append(f"axis {axis}: its size {w} is not known (the checks stopped before it)")
+            continue
+        if x != v:
+            out.append(f"axis {axis} is {x}, not {w} = {v}")
+    dims = form["dims"]
+    if dims and ds.name == "/" + dims[0] and len(shape) == 1:
+        # A coordinate (hist's /r, /pair): itself the scale of its dimension, named after it.
+        if ds.attrs.get("CLASS") not in (b"DIMENSION_SCALE", "DIMENSION_SCALE"):
+            out.append(f"is not the dimension scale of its dimension {dims[0]!r} (a coordinate)")
+        elif _text(ds.attrs.get("NAME")) != dims[0]:
+            out.append(f"is a dimension scale named {_text(ds.attrs.get('NAME'))!r}, not {dims[0]!r}")
+        return out
     for axis in range(len(shape)):
         attached = [s.name for s in ds.dims[axis].values()]
         want_scale = ["/" + dims[axis]] if dims else []
         if attached != want_scale:
             out.append(f"axis {axis} has the dimension scales {attached}, not {want_scale}")
     return out
+
+
+def _text(v):
+    return v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)

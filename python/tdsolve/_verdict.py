@@ -226,7 +226,10 @@ _DTYPES = {"uint8": (h5t.STD_U8LE, h5t.STD_U8BE), "int64": (h5t.STD_I64LE, h5t.S
 
 
 def _dtype_name(tid):
-    """info.cpp dtype_name: the schema's name of an HDF5 type, None for any other."""
+    """info.cpp dtype_name: the schema's name of an HDF5 type ("string": any
+    string, of fixed or variable length), None for any other."""
+    if tid.get_class() == h5t.STRING:
+        return "string"
     for name, types in _DTYPES.items():
         if any(tid.equal(t) for t in types):
             return name
@@ -373,6 +376,7 @@ class _Checker:
         self.vars = {}
         self.done = np.zeros(0, np.uint8)
         self.offsets = None
+        self._values = {}  # dataset -> its values as int64, flat (at, rowsum)
 
     def run(self):
         for st in self.spec["checks"]:
@@ -401,6 +405,19 @@ class _Checker:
         if fn == "dim":
             dims, axis = _dims(d), int(args[1])
             return dims[axis] if axis < len(dims) else 0
+        if fn in ("at", "rowsum"):  # i: a number or a size
+            i = int(args[1]) if args[1].isdigit() else self.vars.get(args[1])
+            if i is None:
+                raise _schema.SchemaError(f"the size '{args[1]}' is not known here")
+            if args[0] not in self._values:
+                self._values[args[0]] = _read_all(d, h5t.NATIVE_INT64, np.int64).reshape(-1).view(np.uint64)
+            values, dims = self._values[args[0]], _dims(d)
+            if fn == "at":
+                return int(values[i]) if i < len(values) else 0
+            if not dims or i >= dims[0]:
+                return 0
+            row = len(values) // dims[0]
+            return int(values[i * row:(i + 1) * row].sum(dtype=np.uint64))
         values = _read_all(d, h5t.NATIVE_INT64, np.int64)  # sum, modulo 2^64
         return int(values.reshape(-1).view(np.uint64).sum(dtype=np.uint64))
 
@@ -507,6 +524,20 @@ class _Checker:
             k = self.eval(st["of"])
             if k == 0 or any(int(o) % k for o in self.offsets):
                 self.say(st)
+        elif check == "each":  # expr holds for every index 0 .. count-1; the first that fails is named
+            index, count = st["index"], self.eval(st["count"])
+            before = self.vars.get(index)
+            try:
+                for i in range(count):
+                    self.vars[index] = i
+                    if self.eval(st["expr"]) == 0:
+                        self.problem = f"{st['message']} ({index} = {i})"
+                        break
+            finally:
+                if before is None:
+                    self.vars.pop(index, None)
+                else:
+                    self.vars[index] = before
         else:
             raise _schema.SchemaError(f'schema.json: unknown check "{check}"')
 

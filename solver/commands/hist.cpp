@@ -231,11 +231,6 @@ class Hist final : public PairCommand<T> {
       lead.push_back(bins);
       return lead;
     };
-    const auto axes = [&](std::vector<std::string> lead) {
-      if (typed) lead.push_back("pair");
-      lead.push_back("r");
-      return lead;
-    };
     std::vector<Attr> a = {Attr{"n", std::uint64_t(p.rows)},
                            Attr{"k", std::uint64_t(2)},
                            Attr{"metric", metric},
@@ -263,7 +258,6 @@ class Hist final : public PairCommand<T> {
       a.push_back(Attr{"excluded", std::uint64_t(excluded_)});
     }
     L.result = {"counts", io::ValueType::i64, shape({}), a, {}};
-    L.dimensions["counts"] = axes({});
     std::vector<double> centres(bins);
     for (index_t b = 0; b < bins; ++b)
       centres[b] = 0.5 * (p.hist.edges[b] + p.hist.edges[b + 1]);
@@ -276,19 +270,17 @@ class Hist final : public PairCommand<T> {
       L.coordinates.push_back(pair);
       io::DatasetSpec types{"types", io::ValueType::f64, {index_t(type_names_.size())}, {}, {}};
       types.text = type_names_;
-      L.coordinates.push_back(types);
+      L.extras.push_back(types);
       L.extras.push_back({"type_sizes",
                           io::ValueType::i64,
                           {index_t(type_sizes_.size())},
                           {},
                           std::vector<double>(type_sizes_.begin(), type_sizes_.end())});
-      L.dimensions["type_sizes"] = {"types"};
       L.extras.push_back({"pair_total",
                           io::ValueType::i64,
                           {H},
                           {},
                           std::vector<double>(groups_.pairs.begin(), groups_.pairs.end())});
-      L.dimensions["pair_total"] = {"pair"};
     }
     if (!frames_.empty())
       L.extras.push_back({"frames",
@@ -298,12 +290,10 @@ class Hist final : public PairCommand<T> {
                           std::vector<double>(frames_.begin(), frames_.end())});
     if (h.per_frame) {
       L.extras.push_back({"frame_counts", io::ValueType::i64, shape({frames_.size()}), {}, {}});
-      L.dimensions["frame_counts"] = axes({"frame"});
     }
     const std::vector<index_t> per_row = typed ? std::vector<index_t>{H} : std::vector<index_t>{};
     L.extras.push_back({"underflow", io::ValueType::i64, per_row, {}, {}});
     L.extras.push_back({"overflow", io::ValueType::i64, per_row, {}, {}});
-    if (typed) L.dimensions["underflow"] = L.dimensions["overflow"] = {"pair"};
     const std::string norm = rdf_norm(h);
     if (!norm.empty()) {
       std::vector<Attr> ra = {
@@ -312,14 +302,12 @@ class Hist final : public PairCommand<T> {
           Attr{"n", std::uint64_t(p.rows)}};
       if (h.box.dims > 0) ra.push_back(Attr{"volume", h.box.volume()});
       L.extras.push_back({"rdf", io::ValueType::f64, shape({}), ra, {}});
-      L.dimensions["rdf"] = axes({});
     }
     L.extras.push_back({"cumulative",
                         io::ValueType::f64,
                         shape({}),
                         {Attr{"formula", std::string(kCumulativeFormula)}},
                         {}});
-    L.dimensions["cumulative"] = axes({});
     add_metric_attrs(this->options(), p, &L);
   }
 

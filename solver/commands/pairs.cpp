@@ -314,11 +314,23 @@ std::string job_identity(const PairCommand<T>& cmd, const Problem<T>& p, const S
 
 // The axis names of a result's datasets, as HDF5 dimension scales (xarray and
 // h5netcdf name the axes by them): the dims the schema gives the dataset in a
-// file of this kind (python/tdsolve/schema.json; docs/output.md lists them).
-// Undeclared datasets, and scalars, get none.
-std::vector<std::string> axis_names(const std::string& kind, const io::DatasetSpec& d) {
-  std::vector<std::string> v = io::schema_dims(kind, d.name);
-  return v.size() == d.dims.size() ? v : std::vector<std::string>{};
+// file of this kind (python/tdsolve/schema.json; docs/output.md lists them),
+// of its form of this rank whose coordinates (dims named after a dataset of
+// the kind: hist's /r, /pair) the layout creates. Undeclared datasets, and
+// scalars, get none.
+std::vector<std::string> axis_names(const std::string& kind, const io::DatasetSpec& d,
+                                    const io::ResultLayout& L) {
+  const auto created = [&](const std::string& name) {
+    if (name == L.result.name || name == L.companion.name) return true;
+    for (const io::DatasetSpec& x : L.coordinates)
+      if (x.name == name) return true;
+    for (const io::DatasetSpec& x : L.extras)
+      if (x.name == name) return true;
+    for (const io::DatasetSpec& x : L.lists)
+      if (x.name == name) return true;
+    return false;
+  };
+  return io::schema_dims(kind, d.name, d.dims.size(), created);
 }
 
 template <typename T>
@@ -341,7 +353,7 @@ io::ResultLayout make_layout(const PairCommand<T>& cmd, const Problem<T>& p,
                   Attr{"job", job_identity(cmd, p, src)}};
   L.root_attrs.push_back(Attr{"options", o.run.effective});
   if (cmd.second_set()) L.root_attrs.push_back(Attr{"with", src.b});
-  cmd.layout(L, p, plan);  // may name axes the schema does not (hist's partial histograms)
+  cmd.layout(L, p, plan);
   // A run over frames culls each frame: its file's chunks are the frames.
   if (!p.cull_note.empty() && cmd.frame_count() == 0) {
     L.progress_attrs.push_back(Attr{"culled", std::uint64_t(p.culled ? 1 : 0)});
@@ -353,15 +365,12 @@ io::ResultLayout make_layout(const PairCommand<T>& cmd, const Problem<T>& p,
     L.features = p.features;
     L.points_type = value_type<T>();
   }
-  const auto name_axes = [&](const io::DatasetSpec& x) {
-    if (!x.name.empty() && !L.dimensions.count(x.name)) L.dimensions[x.name] = axis_names(kind, x);
-  };
-  name_axes(L.result);
-  name_axes(L.companion);
+  for (const io::DatasetSpec* x : {&L.result, &L.companion})
+    if (!x->name.empty()) L.dimensions[x->name] = axis_names(kind, *x, L);
   for (const io::DatasetSpec& x : L.extras)
-    name_axes(x);
+    L.dimensions[x.name] = axis_names(kind, x, L);
   for (const io::DatasetSpec& x : L.lists)
-    name_axes(x);
+    L.dimensions[x.name] = axis_names(kind, x, L);
   return L;
 }
 

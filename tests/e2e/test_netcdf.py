@@ -1,7 +1,8 @@
 """Every tdsolve result file names its axes with HDF5 dimension scales
 (netCDF-4 "pure dimensions"), so that xarray opens it through h5netcdf
 without phony_dims, with the dimension names of docs/output.md; the scales
-take no storage; h5py, the tdsolve package and `tdsolve info` still read
+take no storage, but for coordinate variables (hist's /r, the bin centres,
+and /pair) whose values xarray reads as the axis' coordinates; h5py, the tdsolve package and `tdsolve info` still read
 everything, and files without scales (older versions) are still accepted.
 kNN and radius files are synthetic (tests/e2e/knn_files.py) until `tdsolve
 knn` writes them."""
@@ -80,7 +81,8 @@ EXPECTED = {
     "edm": ({"distances": ("pair",), "points": ("point", "feature")},
             {"done": ("chunk",), "offsets": ("chunk_edge",)}),
     "cross": ({"distances": ("row", "column")}, {"done": ("chunk",), "offsets": ("chunk_edge",)}),
-    "hist": ({"counts": ("bin",), "edges": ("edge",), "rdf": ("bin",), "underflow": (), "overflow": ()},
+    "hist": ({"counts": ("r",), "cumulative": ("r",), "edges": ("edge",), "rdf": ("r",), "underflow": (),
+              "overflow": (), "r": ("r",)},
              {"done": ("chunk",), "offsets": ("chunk_edge",)}),
     "triplet": ({"triplet_energy": ("triplet",), "energy": (), "energy_per_point": ("point",),
                  "forces": ("point", "axis"), "points": ("point", "feature")},
@@ -149,8 +151,9 @@ class XarrayTest(unittest.TestCase):
 
 class ScaleTest(unittest.TestCase):
     def test_scales_take_no_storage_and_are_no_variables(self):
-        names = {"edm": {"pair", "point", "feature"}, "cross": {"row", "column"}, "hist": {"bin", "edge"},
+        names = {"edm": {"pair", "point", "feature"}, "cross": {"row", "column"}, "hist": {"r", "edge"},
                  "fractal": {"snapshot", "cell", "step", "replica", "xy"}}
+        coordinates = {"hist": {"r"}}  # netCDF coordinate variables: values, named after themselves
         for kind in ("edm", "cross", "hist", "triplet", "triplet0", "fractal"):
             with self.subTest(kind=kind), h5py.File(F[kind], "r") as f:
                 found = []
@@ -158,6 +161,10 @@ class ScaleTest(unittest.TestCase):
                 def visit(name, obj):
                     if isinstance(obj, h5py.Dataset) and obj.attrs.get("CLASS") == b"DIMENSION_SCALE":
                         found.append(name)
+                        if name in coordinates.get(kind, ()):
+                            self.assertEqual(obj.attrs["NAME"], name.encode(), f"{kind}: /{name}")
+                            self.assertGreater(obj.id.get_storage_size(), 0, f"{kind}: /{name} holds no values")
+                            return
                         self.assertEqual(obj.id.get_storage_size(), 0, f"{kind}: /{name} takes storage")
                         self.assertIn(b"This is a netCDF dimension but not a netCDF variable", obj.attrs["NAME"])
                 f.visititems(visit)

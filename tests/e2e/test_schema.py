@@ -81,7 +81,7 @@ def stamp(path, kind):
     """What the program writes at the root, on a synthetic file."""
     with h5py.File(path, "a") as f:
         f.attrs["kind"] = kind
-        f.attrs["schema_version"] = np.uint64(2)
+        f.attrs["schema_version"] = np.uint64(_schema.SCHEMA_VERSION)
 
 
 def copy_with(path, dst, fn):
@@ -217,7 +217,7 @@ GENERIC = [
     ("kind: 2 strings", lambda f: _attr("kind", [f.attrs["kind"]] * 2)(f), "inconsistent"),
     ("kind empty", _attr("kind", ""), "unreadable"),
     ("kind unknown", _attr("kind", "voronoi"), "unreadable"),
-    ("schema_version 3 (newer)", _attr("schema_version", np.uint64(3)), "unreadable"),
+    ("schema_version 4 (newer)", _attr("schema_version", np.uint64(4)), "unreadable"),
     ("schema_version 1 (an earlier one)", _attr("schema_version", np.uint64(1)), None),
     ("schema_version 1000 as int64 (newer)", _attr("schema_version", np.int64(1000)), "unreadable"),
     ("schema_version a string", _attr("schema_version", "1"), "inconsistent"),
@@ -234,7 +234,7 @@ class SchemaTest(unittest.TestCase):
     def test_the_schema_is_well_formed(self):
         self.assertEqual(_schema.problems(), [])
         self.assertEqual(tuple(_schema.SCHEMA["kinds"]), KINDS)
-        self.assertEqual(tdpkg.SCHEMA_VERSION, 2)
+        self.assertEqual(tdpkg.SCHEMA_VERSION, 3)
         # The lint sees what is wrong.
         bad = {**_schema.SCHEMA, "kinds": {"edm": dict(_schema.SCHEMA["kinds"]["edm"])}}
         bad["kinds"]["edm"]["checks"] = bad["kinds"]["edm"]["checks"] + [{"check": "shape", "of": "nowhere",
@@ -265,7 +265,7 @@ class SchemaTest(unittest.TestCase):
                 read = path if os.path.exists(path) else path + ".partial"
                 with h5py.File(read, "r") as f:
                     self.assertEqual(f.attrs["kind"], KIND[name])
-                    self.assertEqual(f.attrs["schema_version"], 2)
+                    self.assertEqual(f.attrs["schema_version"], 3)
                     self.assertEqual(f.attrs["schema_version"].dtype, np.uint64)
                 self.assertEqual(tdpkg.validate(read), [])
 
@@ -302,14 +302,14 @@ class SchemaTest(unittest.TestCase):
                 self.assertEqual((ov.status, ov.kind, ov.dataset, ov.chunks, ov.chunks_done),
                                  (nv.status, nv.kind, nv.dataset, nv.chunks, nv.chunks_done))
                 self.assertEqual(ov.message.replace(OLD[name], F[name]), nv.message)
-                self.assertEqual((nv.schema_version, ov.schema_version), (2, None))
+                self.assertEqual((nv.schema_version, ov.schema_version), (3, None))
 
                 def lines(r):
                     return [l.replace(OLD[name], "FILE").replace(F[name], "FILE") for l in r.stdout.splitlines()
                             if not l.startswith(("file:", "kind:"))]
                 self.assertEqual(oi.returncode, ni.returncode)
                 self.assertEqual(lines(oi), lines(ni))
-                self.assertIn(f"kind:      {KIND[name]} (schema_version 2)", ni.stdout)
+                self.assertIn(f"kind:      {KIND[name]} (schema_version 3)", ni.stdout)
                 self.assertIn(f"kind:      {KIND[name]} (not recorded", oi.stdout)
                 if nv.complete:
                     with tdpkg.open(F[name]) as a, tdpkg.open(OLD[name]) as b:

@@ -146,11 +146,16 @@ TEST(SchemaExpr, FunctionsAreTheReadersArithmetic) {
   std::vector<std::string> calls;
   EXPECT_EQ(ev("dim(progress/sums, 1) + sum(counts)", {}, &calls), 14u);
   EXPECT_EQ(calls, (std::vector<std::string>{"dim progress/sums 1", "sum counts"}));
+  calls
+      .clear();  // at, rowsum: the index as written too (a number or a size, the checker's to bind)
+  EXPECT_EQ(ev("rowsum(counts, g) + at(pair_total, 2)", {}, &calls), 14u);
+  EXPECT_EQ(calls, (std::vector<std::string>{"rowsum counts g", "at pair_total 2"}));
 }
 
 TEST(SchemaExpr, MalformedIsAnError) {
-  for (const char* bad : {"", "1 +", "(1", "1 2", "a @ b", "f(1)", "C(1)", "pow(1,2,3)", "dim(x)",
-                          "dim(x, 1, 2)", "exists((x))", "1 === 1", ")"}) {
+  for (const char* bad :
+       {"", "1 +", "(1", "1 2", "a @ b", "f(1)", "C(1)", "pow(1,2,3)", "dim(x)", "dim(x, 1, 2)",
+        "exists((x))", "1 === 1", ")", "at(x)", "rowsum(x, 1, 2)", "at(x, g + 1)"}) {
     EXPECT_THROW(ev(bad, {{"a", 1}, {"b", 2}, {"x", 0}}), SchemaError) << bad;
     EXPECT_NE(expr_syntax(bad), "") << bad;
   }
@@ -161,7 +166,7 @@ TEST(SchemaExpr, MalformedIsAnError) {
 
 TEST(Schema, TheEmbeddedSchemaIsWellFormed) {
   EXPECT_EQ(schema_problems(), std::vector<std::string>{});
-  EXPECT_EQ(schema_version(), 2u);
+  EXPECT_EQ(schema_version(), 3u);
   EXPECT_EQ(schema_kinds(), (std::vector<std::string>{"edm", "cross", "hist", "knn", "radius",
                                                       "collide", "triplet", "fractal"}));
   EXPECT_EQ(schema_kind("nope"), nullptr);
@@ -170,6 +175,21 @@ TEST(Schema, TheEmbeddedSchemaIsWellFormed) {
   EXPECT_EQ(schema_dims("knn", "distances"), (std::vector<std::string>{"point", "neighbor"}));
   EXPECT_EQ(schema_dims("edm", "progress/done"), std::vector<std::string>{"progress/chunk"});
   EXPECT_EQ(schema_dims("edm", "weights"), std::vector<std::string>{});
+  // hist's forms: by rank, and by the coordinates (/r, /pair) the file has.
+  using Names = std::vector<std::string>;
+  const auto all = [](const std::string&) { return true; };
+  const auto none = [](const std::string&) { return false; };
+  EXPECT_EQ(schema_dims("hist", "counts"), Names{"r"});
+  EXPECT_EQ(schema_dims("hist", "counts", 1, all), Names{"r"});
+  EXPECT_EQ(schema_dims("hist", "counts", 1, none), Names{"bin"});  // schema_version 2's
+  EXPECT_EQ(schema_dims("hist", "counts", 2, all), (Names{"pair", "r"}));
+  EXPECT_EQ(schema_dims("hist", "counts", 3, all), Names{});
+  EXPECT_EQ(schema_dims("hist", "frame_counts", 3, all), (Names{"frame", "pair", "r"}));
+  EXPECT_EQ(schema_dims("hist", "underflow", 0, all), Names{});
+  EXPECT_EQ(schema_dims("hist", "underflow", 1, all), Names{"pair"});
+  EXPECT_EQ(schema_dims("hist", "r", 1, all), Names{"r"});
+  EXPECT_EQ(schema_dims("hist", "types", 1, none), Names{"type"});     // a pure dimension
+  EXPECT_EQ(schema_dims("edm", "distances", 1, none), Names{"pair"});  // no dataset /pair in edm
   EXPECT_EQ(schema_attr_type("triplet", "energy", "potential"), "string");
   EXPECT_EQ(schema_attr_type("triplet", "energy", "nu"), "");  // atm's, not common
   EXPECT_EQ(schema_attr_type("triplet", "energy", "nu", "atm"), "float64");
@@ -269,6 +289,41 @@ TEST(Schema, TheLintFindsWhatIsWrong) {
   EXPECT_GT(broken("{\"p\": \"float64\"}", "{\"n\": \"float64\"}"), 0u);  // also common
   EXPECT_GT(broken("{\"p\": \"float64\"}", "{\"p\": \"float\"}"), 0u);    // unknown type
   EXPECT_GT(broken("\"attrs\": [\"s\", \"p\"]", "\"attrs\": [\"s\", \"q\"]"), 0u);
+}
+
+TEST(Schema, TheLintKnowsFormsStringsAndEach) {
+  const auto lint = [](const std::string& dataset, const std::string& check) {
+    return schema_problems(Json::parse(
+        "{\"schema_version\": 1, \"root\": {\"kind\": \"string\"}, \"parts\": {}, \"kinds\": "
+        "{\"k\": "
+        "{\"result\": \"v\", \"datasets\": [" +
+        dataset +
+        ", {\"name\": \"s\", \"dtype\": [\"string\"], \"shape\": [\"g\"]}],"
+        " \"progress\": {\"dataset\": [\"/v\"], \"chunk\": \"chunk\", \"unit\": \"values\"},"
+        " \"checks\": [" +
+        check + ", {\"progress\": \"read\"}]}}}"));
+  };
+  const std::string v =
+      "{\"name\": \"v\", \"dtype\": [\"int64\"], \"shape\": [\"b\"], \"dims\": [\"x\"], "
+      "\"forms\": [{\"shape\": [\"g\", \"b\"], \"dims\": [\"s\", \"x\"]}]}";
+  const std::string each =
+      "{\"check\": \"each\", \"index\": \"i\", \"count\": \"g\", \"expr\": \"rowsum(v,i) == "
+      "at(v,i)\", \"message\": \"m\"}";
+  EXPECT_EQ(lint(v, each), std::vector<std::string>{});
+  const auto broken = [&](std::string in, const std::string& from, const std::string& to,
+                          bool dataset) {
+    const size_t at = in.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    in.replace(at, from.size(), to);
+    return (dataset ? lint(in, each) : lint(v, in)).size();
+  };
+  EXPECT_GT(broken(v, "\"dims\": [\"s\", \"x\"]", "\"dims\": [\"x\"]", true), 0u);
+  EXPECT_GT(broken(v, "[{\"shape\"", "[{\"shap\"", true), 0u);
+  EXPECT_GT(
+      broken(v, "\"dims\": [\"s\", \"x\"]", "\"dims\": [\"s\", \"x\"], \"when\": \"1\"", true), 0u);
+  EXPECT_GT(broken(each, "\"index\": \"i\", ", "", false), 0u);
+  EXPECT_GT(broken(each, "\"count\": \"g\"", "\"count\": \"g +\"", false), 0u);
+  EXPECT_GT(broken(each, "at(v,i)", "at(v)", false), 0u);
 }
 
 }  // namespace
