@@ -92,6 +92,16 @@ EXPECTED = [
     # exclusions, a --types run's type pairs); every kind's files say 3.
     (r".", r"^/ attribute schema_version: 2 \(old\) vs 3 \(new\)$",
      "schema_version 3: hist's bin centres, cumulative counts, norms, exclusions and type pairs"),
+    # ... and in every hist file: the bins' axis is /r, the bin centres (a
+    # coordinate variable, in place of the pure dimension /bin), /cumulative
+    # and /counts' `convention`, /rdf's `norm`; counts, edges, under- and
+    # overflow and rdf are compared byte for byte as before.
+    (r"^hist", r"^/(bin: only in old|r: only in new|cumulative: only in new)$",
+     "hist's bins' axis is /r, the bin centres, and /cumulative is new (schema_version 3)"),
+    (r"^hist", r"^/(counts|rdf) attribute DIMENSION_LIST: ",
+     "hist's counts and rdf are on the axis /r, no longer /bin (schema_version 3)"),
+    (r"^hist", r"^/counts attribute convention: only in new |^/rdf attribute norm: only in new \('rdf'\)$",
+     "hist's counts say their pair convention, its rdf its norm (schema_version 3)"),
 ]
 
 MANIFEST = "manifest.json"
