@@ -859,6 +859,14 @@ void show(hid_t file, const std::string& kind, const std::map<std::string, std::
     std::string parameters;
     for (const auto& [a, type] :
          schema_variant_attrs(kind, "energy", schema_variant(kind, "energy", potential))) {
+      // Optional ones (atm --nu-types: nu_types, type_names, type_source;
+      // no nu) only where the file has them, text as text.
+      if (!type.empty() && type.back() == '?' && !has_attr(energy, a.c_str())) continue;
+      if (type.rfind("string", 0) == 0) {
+        parameters +=
+            (parameters.empty() ? "" : ", ") + a + " " + read_attr_text(energy, a.c_str());
+        continue;
+      }
       const bool cutoff = a.rfind("cutoff", 0) == 0;
       const std::string v = cutoff                        ? length(a.c_str())
                             : has_attr(energy, a.c_str()) ? number(read_attr_f64(energy, a.c_str()))

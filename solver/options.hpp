@@ -123,8 +123,16 @@ struct HistOptions {
 };
 
 // triplet: the three-body potential and what to store.
+// atm --nu-types: ν of one unordered type triple, as named (types as text).
+struct NuTriple {
+  std::string a, b, c;
+  double nu = 0;
+};
+
 struct TripletOptions {
-  PotentialSpec potential;  // --potential and its parameters (atm: cutoffs 0 = none)
+  PotentialSpec potential;         // --potential and its parameters (atm: cutoffs 0 = none)
+  std::string types;               // atm --types SRC: each point's type (with --nu-types)
+  std::vector<NuTriple> nu_types;  // atm --nu-types, as given (empty: one ν, --nu)
   bool store_triplets = false;
   double store_limit_gb = 16;  // --store-triplets refused above this many GB (0: no limit)
   TripletKernel kernel = TripletKernel::potential;  // bench: dummy3 is TripletKernel::dummy

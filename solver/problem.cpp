@@ -175,6 +175,12 @@ void apply_cull(Problem<T>* p, CullMode mode, CullGeometry g, const CullBuilder<
   p->a.swap(a);
   if (knn) p->b = p->a;  // the points against themselves, in the run's order too
   c.squared = p->metric == Metric::sqeuclidean;
+  if (!p->three_body.types.empty()) {  // typed ATM: each point keeps its type
+    std::vector<std::int32_t> v(n);
+    for (index_t q = 0; q < n; ++q)
+      v[q] = p->three_body.types[order[q]];
+    p->three_body.types.swap(v);
+  }
   for (std::vector<double>* per_point : {&p->norms_a, &p->select_radii}) {
     if (per_point->empty()) continue;
     std::vector<double> v(n);

@@ -89,6 +89,11 @@ enum class TripletKernel { potential, dummy };
 struct TripletSpec {
   TripletKernel kernel = TripletKernel::potential;
   PotentialSpec potential;
+  // ATM per type triple (potential.atm.types > 0): each point's type code
+  // (the run's order: apply_cull permutes it with the points) and ν of
+  // every type triple, T × T × T, symmetric (AtmTypeTable's layout).
+  std::vector<std::int32_t> types;
+  std::vector<double> nu;
 };
 
 // Triplet reductions, per chunk, in exact accumulators (solver/exact_sum.hpp):

@@ -909,8 +909,11 @@ class TripletResult(Result):
     ("atm" or "sw"), parameters (a dict of the potential's parameters as
     floats: atm's nu, cutoff and cutoff_triple, inf where there is none; sw's
     epsilon, sigma, a, lambda, gamma, costheta0, the columns of a LAMMPS .sw
-    file), nu, cutoff and cutoff_triple (atm's; None for sw), triplets
-    (C(n,3)), precision, block, formula.
+    file; with `--nu-types`, atm's nu_types, type_names and type_source as
+    text and no nu), nu, cutoff and cutoff_triple (atm's; None for sw, nu
+    None with --nu-types), nu_types ({(A, B, C): nu} per unordered type
+    triple, the types as text; None without --nu-types), triplets (C(n,3)),
+    precision, block, formula.
 
     stored: True when the file holds each triplet's energy (`tdsolve triplet
     --store-triplets`): then shape == (C(n,3),) and r[...] indexes that
@@ -940,9 +943,17 @@ class TripletResult(Result):
         self.potential = _text(a["potential"]) if "potential" in a else None
         # The potential's parameters: those the schema gives its variant of /energy (atm's when it names
         # none the schema knows, as readers always took it); another potential's are not read.
+        # An optional one (atm's nu_types, type_names, type_source; nu, which a run with --nu-types leaves
+        # out) only when the file has it; text ones as text.
         names = _schema.variant_attrs("triplet", "energy", _schema.variant("triplet", "energy", self.potential))
-        self.parameters = {p: scalar(p, float) for p in names}
+        self.parameters = {p: _text(_one(a[p])) if decl.startswith("string") else scalar(p, float)
+                           for p, decl in names.items() if not decl.endswith("?") or p in a}
         self.nu = self.parameters.get("nu")
+        # --nu-types: nu of each unordered type triple, {(A, B, C): nu} with the types as text (None: one nu).
+        self.nu_types = None
+        if "nu_types" in self.parameters:
+            self.nu_types = {tuple(k.split("-")): float(v) for k, v in
+                             (item.rsplit(":", 1) for item in self.parameters["nu_types"].split(","))}
         self.cutoff = self.parameters.get("cutoff")
         self.cutoff_triple = self.parameters.get("cutoff_triple")
         self.triplets = scalar("triplets", int)

@@ -8,13 +8,18 @@
 #include "solver/commands/triplet.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
+#include <map>
+#include <set>
 #include <tuple>
 #include <utility>
 
 #include "core/error.hpp"
+#include "io/trajectory.hpp"
 #include "mapping/simplex.hpp"
 #include "solver/commands/pairs.hpp"
 #include "solver/commands/sinks.hpp"
@@ -28,7 +33,44 @@ namespace po = cli::po;
 namespace {
 
 // Each potential's options, as named on the command line.
-const std::vector<std::string> kAtmOptions = {"nu", "cutoff", "cutoff-triple"};
+const std::vector<std::string> kAtmOptions = {"nu", "cutoff", "cutoff-triple", "types", "nu-types"};
+
+std::vector<std::string> split_on(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  size_t at = 0;
+  for (size_t next; (next = s.find(sep, at)) != std::string::npos; at = next + 1)
+    out.push_back(s.substr(at, next - at));
+  out.push_back(s.substr(at));
+  return out;
+}
+
+// --nu-types A-B-C:NU,...: each unordered triple once (a triple is its
+// three names sorted as text). UsageError for bad syntax or a repeat.
+std::vector<NuTriple> parse_nu_types(const std::string& text) {
+  std::vector<NuTriple> out;
+  std::map<std::array<std::string, 3>, std::string> seen;
+  for (const std::string& item : split_on(text, ',')) {
+    const size_t colon = item.rfind(':');
+    const std::vector<std::string> names =
+        split_on(colon == std::string::npos ? item : item.substr(0, colon), '-');
+    if (colon == std::string::npos || names.size() != 3 || names[0].empty() || names[1].empty() ||
+        names[2].empty())
+      throw UsageError(
+          "--nu-types wants type triples and their nu, A-B-C:NU separated by "
+          "commas (as LAMMPS pair_coeff A B C NU), got '" +
+          item + "'");
+    NuTriple t{names[0], names[1], names[2],
+               cli::parse_finite(item.substr(colon + 1), "--nu-types " + item.substr(0, colon))};
+    std::array<std::string, 3> key = {t.a, t.b, t.c};
+    std::sort(key.begin(), key.end());
+    const auto [at, fresh] = seen.emplace(key, item.substr(0, colon));
+    if (!fresh)
+      throw UsageError("--nu-types gives the type triple " + item.substr(0, colon) + " twice (as " +
+                       at->second + ": the order of the types does not matter)");
+    out.push_back(t);
+  }
+  return out;
+}
 const std::vector<std::string> kSwOptions = {"epsilon", "sigma", "a",
                                              "lambda",  "gamma", "costheta0"};
 
@@ -52,6 +94,13 @@ po::options_description triplet_group(TripletOptions& t, TripletChoices& c, bool
       "atm: count a triplet only when each of its 3 distances is <= RC (LAMMPS cutoff; default: "
       "none)")("cutoff-triple", po::value(&c.cutoff_triple)->value_name("RT"),
                "atm: and only when r12 r23 r31 <= RT^3 (LAMMPS cutoff_triple; default: none)");
+  if (!bench)
+    g.add_options()("types", po::value(&t.types)->value_name("SRC"),
+                    "atm with --nu-types: each point's type, a column of the --input trajectory "
+                    "(a LAMMPS dump's `type`), FILE.h5:/dataset or a text file of labels, one per "
+                    "point")("nu-types", po::value(&c.nu_types)->value_name("A-B-C:NU,..."),
+                             "atm: nu per unordered type triple of --types instead of one --nu "
+                             "(LAMMPS pair_coeff A B C NU); every triple of the types needs one");
   // sw: the columns of a LAMMPS .sw file, defaults its Si.sw.
   SwParams& sw = t.potential.sw;
   const auto sw_value = [](double* v, const char* name, const char* value_name) {
@@ -93,6 +142,8 @@ void finish_triplet(TripletOptions& t, TripletChoices& c, const po::variables_ma
                        "; --potential " + c.potential + " takes" + list);
     }
   c.unused = other;
+  // --nu-types replaces --nu: the effective options (a config) leave it out.
+  if (!sw && !c.nu_types.empty()) c.unused.push_back("nu");
   if (sw) {
     const SwParams& p = t.potential.sw;
     const std::pair<const char*, double> values[] = {
@@ -116,6 +167,16 @@ void finish_triplet(TripletOptions& t, TripletChoices& c, const po::variables_ma
   } else {
     AtmParams& atm = t.potential.atm;
     if (!std::isfinite(atm.nu)) throw UsageError("--nu must be a finite number");
+    if (!c.nu_types.empty()) {
+      if (vm.count("nu") && !vm["nu"].defaulted())
+        throw UsageError(
+            "--nu and --nu-types are exclusive: one nu for every triplet, or one "
+            "per type triple");
+      if (t.types.empty()) throw UsageError("--nu-types needs --types SRC: each point's type");
+      t.nu_types = parse_nu_types(c.nu_types);
+    } else if (!t.types.empty()) {
+      throw UsageError("--types is read for --nu-types A-B-C:NU,...: give both (or neither)");
+    }
     if (!c.cutoff.empty()) {
       atm.cutoff = cli::parse_finite(c.cutoff, "--cutoff");
       if (!(atm.cutoff > 0)) throw UsageError("--cutoff must be positive, got '" + c.cutoff + "'");
@@ -161,7 +222,8 @@ void check_triplet_box(const TripletOptions& t, const BoxOptions& box) {
 
 const char* kUsage =
     "Usage: tdsolve triplet (--input SRC | --generate SPEC) --output FILE.h5\n"
-    "                       [--potential atm] [--nu NU] [--cutoff RC] [--cutoff-triple RT]\n"
+    "                       [--potential atm] [--nu NU | --types SRC --nu-types A-B-C:NU,...]\n"
+    "                       [--cutoff RC] [--cutoff-triple RT]\n"
     "                       [--store-triplets] [options]\n"
     "       tdsolve triplet ... --potential sw [--epsilon E] [--sigma S] [--a A] [--lambda L]\n"
     "                       [--gamma G] [--costheta0 C] [--store-triplets] [options]\n"
@@ -169,7 +231,8 @@ const char* kUsage =
     "\n"
     "Sums a three-body energy over every triplet i<j<k of n points in 3-D: the\n"
     "Axilrod-Teller-Muto potential (--potential atm, the default), as LAMMPS pair_style\n"
-    "atm with the same nu, cutoff and cutoff_triple; or the three-body term of the\n"
+    "atm with the same nu (or, with --nu-types, pair_coeff I J K nu per type triple),\n"
+    "cutoff and cutoff_triple; or the three-body term of the\n"
     "Stillinger-Weber potential (--potential sw), as LAMMPS pair_style sw with the same\n"
     "parameters (the columns of its .sw file; defaults: LAMMPS's Si.sw) and A = 0, no\n"
     "two-body term. Each potential refuses the other's options. Writes\n"
@@ -185,6 +248,10 @@ const char* kUsage =
 const char* kAtmFormula =
     "E = nu (1 + 3 cos g1 cos g2 cos g3) / (r12 r23 r31)^3 per triplet i<j<k, counted when "
     "r12, r23, r31 <= cutoff and r12 r23 r31 <= cutoff_triple^3 (LAMMPS pair_style atm)";
+const char* kAtmTypedFormula =
+    "E = nu(type_i, type_j, type_k) (1 + 3 cos g1 cos g2 cos g3) / (r12 r23 r31)^3 per triplet "
+    "i<j<k, nu of the unordered type triple (nu_types), counted when r12, r23, r31 <= cutoff and "
+    "r12 r23 r31 <= cutoff_triple^3 (LAMMPS pair_style atm, pair_coeff I J K nu)";
 const char* kSwFormula =
     "E = sum over the points i of triplet {i, j, k} with r_ij < a sigma and r_ik < a sigma of "
     "lambda epsilon (cos theta_jik - costheta0)^2 exp(gamma sigma / (r_ij - a sigma)) "
@@ -197,8 +264,9 @@ std::vector<std::pair<std::string, double>> sw_parameters(const SwParams& p) {
           {"lambda", p.lambda},   {"gamma", p.gamma}, {"costheta0", p.costheta0}};
 }
 
-// The summary line's words for the potential.
-std::string potential_summary(const PotentialSpec& pot) {
+// The summary line's words for the potential (nu_types: a typed ATM's
+// table as text).
+std::string potential_summary(const PotentialSpec& pot, const std::string& nu_types) {
   if (pot.kind == Potential::sw) {
     std::string s = "sw (";
     for (const auto& [k, v] : sw_parameters(pot.sw))
@@ -207,7 +275,9 @@ std::string potential_summary(const PotentialSpec& pot) {
   }
   char nu[32];
   std::snprintf(nu, sizeof nu, "%g", pot.atm.nu);
-  return std::string("atm (nu ") + nu + ", cutoff " +
+  const std::string strength =
+      pot.atm.types > 0 ? "nu per type triple " + nu_types : std::string("nu ") + nu;
+  return "atm (" + strength + ", cutoff " +
          (pot.atm.cutoff > 0 ? number_text(pot.atm.cutoff) : "none") + ", cutoff-triple " +
          (pot.atm.cutoff_triple > 0 ? number_text(pot.atm.cutoff_triple) : "none") + ")";
 }
@@ -274,6 +344,23 @@ void check_distinct(const std::vector<T>& x, index_t n, const std::string& sourc
     }
 }
 
+// A label that is an integer (LAMMPS's types 1, 2, ...): types sort as
+// integers when all are, else as text.
+bool integer_label(const std::string& s) {
+  size_t k = s[0] == '-' || s[0] == '+' ? 1 : 0;
+  if (k == s.size() || s.size() - k > 18) return false;
+  for (; k < s.size(); ++k)
+    if (s[k] < '0' || s[k] > '9') return false;
+  return true;
+}
+
+std::string joined(const std::vector<std::string>& v, const char* sep) {
+  std::string t;
+  for (size_t i = 0; i < v.size(); ++i)
+    t += (i ? sep : "") + v[i];
+  return t;
+}
+
 // The triplets of one point set (no metric: euclidean), reduced into exact
 // sums per point (TripletSink), their energies stored with --store-triplets.
 template <typename T>
@@ -320,8 +407,27 @@ class Triplet final : public PairCommand<T> {
     set_problem_box(&p, this->options().box);  // as complete() sets it
     check_distinct(p.a, p.rows, a.source, p.cell3());
   }
-  // --box: the pairs' differences minimum-image (the tiles' Cell3).
-  void complete(Problem<T>& p) const override { set_problem_box(&p, this->options().box); }
+  // --nu-types: rank 0 reads the types (before any file exists) and makes
+  // the ν table.
+  void take_input(io::PointSet& a) override {
+    if (!this->options().triplet.nu_types.empty()) take_types(a);
+  }
+  void broadcast(MPI_Comm comm) override {
+    bcast_vector(comm, &types_);
+    bcast_vector(comm, &nu_);
+    std::string names = joined(type_names_, ",");
+    bcast_string(comm, &names);
+    type_names_ = names.empty() ? std::vector<std::string>{} : split_on(names, ',');
+  }
+  // --box: the pairs' differences minimum-image (the tiles' Cell3); typed
+  // ATM: the points' types (input order: apply_cull permutes them) and ν.
+  void complete(Problem<T>& p) const override {
+    set_problem_box(&p, this->options().box);
+    if (type_names_.empty()) return;
+    p.three_body.potential.atm.types = static_cast<int>(type_names_.size());
+    p.three_body.types = types_;
+    p.three_body.nu = nu_;
+  }
 
   void identity(const Problem<T>&, const AddKey& add) const override {
     const TripletOptions& t = this->options().triplet;
@@ -331,7 +437,12 @@ class Triplet final : public PairCommand<T> {
       for (const auto& [k, v] : sw_parameters(pot.sw))
         add(k, number_text(v));
     } else {
-      add("nu", number_text(pot.atm.nu));
+      if (type_names_.empty()) {
+        add("nu", number_text(pot.atm.nu));
+      } else {
+        add("types", t.types + " (" + joined(type_names_, ", ") + ")");
+        add("nu_types", nu_types_text(true));
+      }
       add("cutoff", pot.atm.cutoff > 0 ? number_text(pot.atm.cutoff) : "none");
       add("cutoff_triple", pot.atm.cutoff_triple > 0 ? number_text(pot.atm.cutoff_triple) : "none");
     }
@@ -354,7 +465,13 @@ class Triplet final : public PairCommand<T> {
       for (const auto& [k, v] : sw_parameters(pot.sw))
         a.push_back(Attr{k, v});
     } else {
-      a.push_back(Attr{"nu", pot.atm.nu});
+      if (type_names_.empty()) {
+        a.push_back(Attr{"nu", pot.atm.nu});
+      } else {
+        a.push_back(Attr{"nu_types", nu_types_text(false)});
+        a.push_back(Attr{"type_names", joined(type_names_, ",")});
+        a.push_back(Attr{"type_source", this->options().triplet.types});
+      }
       a.push_back(Attr{"cutoff", pot.atm.cutoff > 0 ? pot.atm.cutoff : inf});
       a.push_back(Attr{"cutoff_triple", pot.atm.cutoff_triple > 0 ? pot.atm.cutoff_triple : inf});
     }
@@ -364,7 +481,9 @@ class Triplet final : public PairCommand<T> {
     a.push_back(Attr{"triplets", std::uint64_t(mapping::triplet_count(p.rows))});
     a.push_back(Attr{"precision", precision});
     a.push_back(Attr{"block", std::uint64_t(p.rho)});
-    a.push_back(Attr{"formula", std::string(pot.kind == Potential::sw ? kSwFormula : kAtmFormula)});
+    a.push_back(Attr{"formula", std::string(pot.kind == Potential::sw ? kSwFormula
+                                            : type_names_.empty()     ? kAtmFormula
+                                                                      : kAtmTypedFormula)});
     if (p.stores_values()) {
       L.result = {"triplet_energy",
                   vt,
@@ -433,8 +552,8 @@ class Triplet final : public PairCommand<T> {
                 this->name(), (unsigned long long)p.rows,
                 (unsigned long long)mapping::triplet_count(p.rows),
                 bytes > 0 ? (" (" + human_bytes(bytes) + " stored)").c_str() : "",
-                potential_summary(p.three_body.potential).c_str(), precision_name<T>(),
-                (unsigned long long)p.rho);
+                potential_summary(p.three_body.potential, nu_types_text(false)).c_str(),
+                precision_name<T>(), (unsigned long long)p.rho);
   }
   std::unique_ptr<Sink<T>> make_sink(io::ResultWriter& w, MPI_Comm comm, const Problem<T>& p,
                                      const Existing& ex) override {
@@ -449,6 +568,88 @@ class Triplet final : public PairCommand<T> {
                 (unsigned long long)now, what, human_seconds(total).c_str(), double(now) / total,
                 what);
   }
+
+ private:
+  // Rank 0: the labels of --types for the points as read, their types (as
+  // integers when all are, else as text), each point's code and the ν of
+  // every type triple from --nu-types: InputError naming a type that is not
+  // one of them or the first triple without a ν.
+  void take_types(const io::PointSet& a) {
+    const TripletOptions& t = this->options().triplet;
+    const InputOptions& in = this->options().in;
+    index_t frame = 0;
+    if (!in.input.empty() && io::is_trajectory(in.input))
+      frame = io::frame_index(in.frame, io::open_trajectory(in.input)->frames(), in.input);
+    const std::vector<std::string> labels =
+        io::read_labels(t.types, in.input, frame, a.n, "--types");
+    type_names_ = labels;
+    std::sort(type_names_.begin(), type_names_.end());
+    type_names_.erase(std::unique(type_names_.begin(), type_names_.end()), type_names_.end());
+    if (std::all_of(type_names_.begin(), type_names_.end(), integer_label))
+      std::stable_sort(
+          type_names_.begin(), type_names_.end(), [](const std::string& x, const std::string& y) {
+            return std::strtoll(x.c_str(), nullptr, 10) < std::strtoll(y.c_str(), nullptr, 10);
+          });
+    std::map<std::string, std::int32_t> code;
+    for (size_t k = 0; k < type_names_.size(); ++k)
+      code[type_names_[k]] = static_cast<std::int32_t>(k);
+    types_.resize(a.n);
+    for (index_t i = 0; i < a.n; ++i)
+      types_[i] = code[labels[i]];
+    const std::string their =
+        " (the types of --types " + t.types + ": " + joined(type_names_, ", ") + ")";
+    std::map<std::array<std::int32_t, 3>, double> given;
+    for (const NuTriple& x : t.nu_types) {
+      std::array<std::int32_t, 3> key{};
+      int k = 0;
+      for (const std::string* name : {&x.a, &x.b, &x.c}) {
+        const auto it = code.find(*name);
+        if (it == code.end())
+          throw InputError("--nu-types " + x.a + "-" + x.b + "-" + x.c + ": '" + *name +
+                           "' is not a type" + their);
+        key[k++] = it->second;
+      }
+      std::sort(key.begin(), key.end());
+      given[key] = x.nu;
+    }
+    // Every triple of the types needs its ν (LAMMPS: "All pair coeffs are
+    // not set"); the first missing one is found within given.size() + 1 steps.
+    const std::int32_t m = static_cast<std::int32_t>(type_names_.size());
+    for (std::int32_t x = 0; x < m; ++x)
+      for (std::int32_t y = x; y < m; ++y)
+        for (std::int32_t z = y; z < m; ++z)
+          if (!given.count({x, y, z}))
+            throw InputError("--nu-types gives no nu for the type triple " + type_names_[x] + "-" +
+                             type_names_[y] + "-" + type_names_[z] +
+                             "; every triple of the types needs one, as LAMMPS's pair_coeff I J "
+                             "K" +
+                             their);
+    nu_.assign(static_cast<size_t>(m) * m * m, 0.0);
+    for (const auto& [key, v] : given) {
+      std::array<std::int32_t, 3> q = key;
+      do {
+        nu_[(static_cast<size_t>(q[0]) * m + q[1]) * m + q[2]] = v;
+      } while (std::next_permutation(q.begin(), q.end()));
+    }
+  }
+  // The ν table as text, A-B-C:NU for each unordered triple in the types'
+  // order (exact: the identity's, %.17g; else the shortest text of each ν).
+  std::string nu_types_text(bool exact) const {
+    std::string s;
+    const size_t m = type_names_.size();
+    for (size_t x = 0; x < m; ++x)
+      for (size_t y = x; y < m; ++y)
+        for (size_t z = y; z < m; ++z) {
+          const double v = nu_[(x * m + y) * m + z];
+          s += (s.empty() ? "" : ",") + type_names_[x] + "-" + type_names_[y] + "-" +
+               type_names_[z] + ":" + (exact ? number_text(v) : cli::option_text("nu", v));
+        }
+    return s;
+  }
+
+  std::vector<std::string> type_names_;  // --nu-types: the types, in code order
+  std::vector<std::int32_t> types_;      // each point's type code, input order
+  std::vector<double> nu_;               // ν of types (x, y, z) at (x m + y) m + z
 };
 
 class TripletCommand final : public PairCommandOf<Triplet> {

@@ -17,6 +17,7 @@ namespace tdsolve {
 struct TripletChoices {
   std::string potential = "atm";  // --potential (bench: set from --problem)
   std::string cutoff, cutoff_triple;
+  std::string nu_types;             // --nu-types A-B-C:NU,... as given
   std::vector<std::string> unused;  // the other potentials' options: not in the effective options
 };
 

@@ -20,6 +20,10 @@ TripletView<T> triplet_view_of(const Problem<T>& p) {
   v.map = p.map;
   v.kernel = p.three_body.kernel;
   v.potential = p.three_body.potential;
+  if (p.three_body.potential.atm.types > 0) {
+    v.types = p.three_body.types.data();
+    v.nu.assign(p.three_body.nu.begin(), p.three_body.nu.end());
+  }
   v.epilogue = p.epilogue;
   if (p.culled) v.cull = &p.cull;
   v.cell = p.cell3();
@@ -156,7 +160,9 @@ void potential_tile(const Ev& ev, const TripletView<T>& v, mapping::Tile3 t, ind
           if (dst) dst[k] = 0;
           continue;
         }
-        const TripletTerms<T> e = ev.evaluate(a, b, c, ia, iB[j * rho + k], iC[i * rho + k]);
+        TripletTerms<T> e = ev.evaluate(a, b, c, ia, iB[j * rho + k], iC[i * rho + k]);
+        if constexpr (Ev::kTyped)
+          e = ev.scaled(e, ev.weight(ev.types[gi], ev.types[gj], ev.types[g0[2] + k]));
         if (dst) dst[k] = e.e;
         wa += e.ea;
         WB[j * rho + k] += e.eb;
@@ -216,7 +222,8 @@ void compute_triplet_chunk(const TripletView<T>& v, index_t layer_begin, index_t
   }
   const index_t out_offset = dom.elements_before(layer_begin);
   dispatch_map3(v.map, [&](auto map) {
-    dispatch_potential<T>(v.potential, [&](const auto& ev) {
+    const AtmTypeTable<T> typed{v.types, v.nu.data(), v.potential.atm.types};
+    dispatch_potential<T>(v.potential, typed, [&](const auto& ev) {
       epi::dispatch_triplet(v.epilogue, [&](auto e) {
         using Map = decltype(map);
         using E = decltype(e);

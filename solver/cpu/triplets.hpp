@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "solver/problem.hpp"
 
@@ -21,6 +22,8 @@ struct TripletView {
   MapKind map = MapKind::lambda;
   TripletKernel kernel = TripletKernel::potential;
   PotentialSpec potential;  // the tiles' evaluator: dispatch_potential<T>(potential, ...)
+  const std::int32_t* types = nullptr;           // typed ATM: each point's type (the problem's)
+  std::vector<T> nu;                             // ... and the ν table in T
   EpilogueKind epilogue = EpilogueKind::reduce;  // epi::Reduce, or epi::Store as well
   const Culled* cull = nullptr;                  // a culled domain's tiles; null: dense
   epilogue::Cell3<T> cell;                       // --box: pairs' differences minimum-image

@@ -176,13 +176,16 @@ __device__ __forceinline__ bool block_tile(const mapping::TripletDomain& dom,
 // K, all inside n), so no index masks; kCut: the evaluator's screen
 // (counts), else (kUncutPaths evaluators without cutoffs) counts_uncut —
 // kCheck = false: not even that (the tile's squared distances all lie in
-// [kTiny, kHuge)), every triplet counts, and evaluate<false>.
+// [kTiny, kHuge)), every triplet counts, and evaluate<false>. Typed
+// evaluators (kTyped): ts holds the types of the tile's 3 × 32 points
+// (strips I, J, K), and each triplet's terms are scaled by its ν.
 template <typename T, typename Eval, int NI, bool kFull, bool kCut, typename E, bool kCheck = true>
 __device__ __forceinline__ void potential_column(const TripletParams<T>& k, const Eval& ev,
-                                                 const T* A, const T* iA, const T* CC, int i0,
-                                                 int j, int lane, T b, T ib, bool jk, int ilim,
-                                                 index_t gi0, index_t gj, index_t gk, T (&ea)[NI],
-                                                 T (&wc)[NI], T (&ei)[NI], T& wb, T& ej, T& ek) {
+                                                 const T* A, const T* iA, const T* CC,
+                                                 const std::int32_t* ts, int i0, int j, int lane,
+                                                 T b, T ib, bool jk, int ilim, index_t gi0,
+                                                 index_t gj, index_t gk, T (&ea)[NI], T (&wc)[NI],
+                                                 T (&ei)[NI], T& wb, T& ej, T& ek) {
 #pragma unroll
   for (int i4 = 0; i4 < NI; i4 += 4) {
     T a4[4], ia4[4];
@@ -210,7 +213,9 @@ __device__ __forceinline__ void potential_column(const TripletParams<T>& k, cons
       } else {
         valid = jk && i < ilim && ev.counts(a, b, c);
       }
-      const TripletTerms<T> r = ev.template evaluate<kCheck>(a, b, c, ia, ib, ic);
+      TripletTerms<T> r = ev.template evaluate<kCheck>(a, b, c, ia, ib, ic);
+      if constexpr (Eval::kTyped)
+        r = ev.scaled(r, ev.weight(ts[i], ts[kRho + j], ts[2 * kRho + lane]));
       const T e = valid ? r.e : T(0);
       ea[ii] = valid ? r.ea : T(0);
       wb += valid ? r.eb : T(0);
@@ -231,26 +236,27 @@ __device__ __forceinline__ void potential_column(const TripletParams<T>& k, cons
 template <typename T, typename Eval, int NI, typename E>
 __device__ __forceinline__ void potential_column_any(
     bool full, bool cut, bool big, const TripletParams<T>& k, const Eval& ev, const T* A,
-    const T* iA, const T* CC, int i0, int j, int lane, T b, T ib, bool jk, int ilim, index_t gi0,
-    index_t gj, index_t gk, T (&ea)[NI], T (&wc)[NI], T (&ei)[NI], T& wb, T& ej, T& ek) {
+    const T* iA, const T* CC, const std::int32_t* ts, int i0, int j, int lane, T b, T ib, bool jk,
+    int ilim, index_t gi0, index_t gj, index_t gk, T (&ea)[NI], T (&wc)[NI], T (&ei)[NI], T& wb,
+    T& ej, T& ek) {
   if constexpr (Eval::kUncutPaths) {
     if (full && !cut && big) {
-      potential_column<T, Eval, NI, true, false, E>(k, ev, A, iA, CC, i0, j, lane, b, ib, jk, ilim,
-                                                    gi0, gj, gk, ea, wc, ei, wb, ej, ek);
+      potential_column<T, Eval, NI, true, false, E>(k, ev, A, iA, CC, ts, i0, j, lane, b, ib, jk,
+                                                    ilim, gi0, gj, gk, ea, wc, ei, wb, ej, ek);
       return;
     }
     if (full && !cut) {
       potential_column<T, Eval, NI, true, false, E, false>(
-          k, ev, A, iA, CC, i0, j, lane, b, ib, jk, ilim, gi0, gj, gk, ea, wc, ei, wb, ej, ek);
+          k, ev, A, iA, CC, ts, i0, j, lane, b, ib, jk, ilim, gi0, gj, gk, ea, wc, ei, wb, ej, ek);
       return;
     }
   }
   if (full) {
-    potential_column<T, Eval, NI, true, true, E>(k, ev, A, iA, CC, i0, j, lane, b, ib, jk, ilim,
+    potential_column<T, Eval, NI, true, true, E>(k, ev, A, iA, CC, ts, i0, j, lane, b, ib, jk, ilim,
                                                  gi0, gj, gk, ea, wc, ei, wb, ej, ek);
   } else {
-    potential_column<T, Eval, NI, false, true, E>(k, ev, A, iA, CC, i0, j, lane, b, ib, jk, ilim,
-                                                  gi0, gj, gk, ea, wc, ei, wb, ej, ek);
+    potential_column<T, Eval, NI, false, true, E>(k, ev, A, iA, CC, ts, i0, j, lane, b, ib, jk,
+                                                  ilim, gi0, gj, gk, ea, wc, ei, wb, ej, ek);
   }
 }
 
@@ -263,6 +269,8 @@ __global__ void __launch_bounds__(kThreads, NI == 16 ? 2 : 1)
     triplet_kernel(const TripletParams<T> k, const Eval ev, bool cut) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   __shared__ SharedTile st;
+  // Typed evaluators: the types of the tile's strips I, J, K (0 past n).
+  __shared__ std::int32_t ts[Eval::kTyped ? 3 * kRho : 1];
   T* smem = reinterpret_cast<T*>(smem_raw);
   T* xs = smem;                          // [3][3][32]
   T* A = xs + kXs;                       // r²(I_i, J_j) at [j][i]
@@ -293,6 +301,7 @@ __global__ void __launch_bounds__(kThreads, NI == 16 ? 2 : 1)
 #pragma unroll
         for (int c = 0; c < 3; ++c)
           xs[(s * 3 + c) * kRho + p] = gp < n ? k.x[gp * 3 + c] : T(0);
+        if constexpr (Eval::kTyped) ts[tid] = gp < n ? ev.types[gp] : 0;
       }
       __syncthreads();
       int large = 0;  // a squared distance outside [kTiny, kHuge): the careful path
@@ -354,8 +363,8 @@ __global__ void __launch_bounds__(kThreads, NI == 16 ? 2 : 1)
           const int ilim = gj <= g0[0] ? 0 : static_cast<int>(min(gj - g0[0], index_t(kRho)));
           T ea[NI];
           T wb = 0, ej = 0;
-          potential_column_any<T, Eval, NI, E>(full, cut, big, k, ev, A, iA, CC, i0, j, lane, b, ib,
-                                               jk, ilim, g0[0], gj, gk, ea, wc, ei, wb, ej, ek);
+          potential_column_any<T, Eval, NI, E>(full, cut, big, k, ev, A, iA, CC, ts, i0, j, lane, b,
+                                               ib, jk, ilim, g0[0], gj, gk, ea, wc, ei, wb, ej, ek);
           // (j, lane) and Ej[j] have one owner: the halves add in order.
           WB[j * kPadded + lane] = (i0 == 0 ? T(0) : WB[j * kPadded + lane]) + wb;
           const T sa = transpose_sum(ea, lane);  // Σ_k ∂E/∂r²_ij for i = i0 + lane mod NI
@@ -515,7 +524,8 @@ void launch_potential(const TripletParams<T>& k, const Eval& ev, cudaStream_t s)
 }
 
 template <typename T>
-void launch_triplets(const Problem<T>& p, const TripletParams<T>& k, cudaStream_t s) {
+void launch_triplets(const Problem<T>& p, const TripletParams<T>& k, const AtmTypeTable<T>& typed,
+                     cudaStream_t s) {
   dispatch_map3(p.map, [&](auto map) {
     using Map = decltype(map);
     if (p.three_body.kernel == TripletKernel::dummy) {
@@ -523,7 +533,7 @@ void launch_triplets(const Problem<T>& p, const TripletParams<T>& k, cudaStream_
       if (grid.x > 0 && grid.y > 0) dummy3_kernel<T, Map><<<grid, kThreads, 0, s>>>(k);
       return;
     }
-    dispatch_potential<T>(p.three_body.potential, [&](const auto& ev) {
+    dispatch_potential<T>(p.three_body.potential, typed, [&](const auto& ev) {
       using Eval = std::decay_t<decltype(ev)>;
       epi::dispatch_triplet(p.epilogue,
                             [&](auto e) { launch_potential<T, Map, Eval, decltype(e)>(k, ev, s); });
@@ -547,6 +557,11 @@ class CudaTripletBackend final : public Backend<T> {
       throw UsageError("--backend cuda computes triplets in tiles of 32 (--block 32)");
     x_.upload(p.a, "the points");
     if (p.culled) tiles_.upload(p.cull.tiles, "the culled domain's tiles");
+    if (p.three_body.potential.atm.types > 0) {  // typed ATM: the points' types and ν in T
+      types_.upload(p.three_body.types, "the points' types");
+      nu_.upload(std::vector<T>(p.three_body.nu.begin(), p.three_body.nu.end()), "the nu table");
+      typed_ = AtmTypeTable<T>{types_.get(), nu_.get(), p.three_body.potential.atm.types};
+    }
     // The running sums stay on the device (every chunk adds to them, then
     // they are normalised); each chunk's snapshot of them, taken on the
     // compute stream before the next chunk adds, goes to the host. So the
@@ -597,7 +612,7 @@ class CudaTripletBackend final : public Backend<T> {
     k.cell = p_.cell3();
     check(cudaStreamWaitEvent(compute_.s, copied_[s].e, 0), "cudaStreamWaitEvent");
     check(cudaEventRecord(kernel_start_[s].e, compute_.s), "cudaEventRecord");
-    launch_triplets<T>(p_, k, compute_.s);
+    launch_triplets<T>(p_, k, typed_, compute_.s);
     check(cudaGetLastError(), "kernel launch");
     const index_t slots = sum_words_ / kExactLimbs;
     normalise_sums<<<static_cast<unsigned>((slots + 255) / 256), 256, 0, compute_.s>>>(
@@ -659,6 +674,9 @@ class CudaTripletBackend final : public Backend<T> {
   bool keep_on_device_ = false;
   DeviceBuffer<T> x_;
   DeviceBuffer<std::uint32_t> tiles_;  // a culled domain's list
+  DeviceBuffer<std::int32_t> types_;   // typed ATM: each point's type
+  DeviceBuffer<T> nu_;                 // ... and the ν table
+  AtmTypeTable<T> typed_;
   DeviceBuffer<T> device_out_[2];
   PinnedBuffer<T> host_out_[2];
   DeviceBuffer<unsigned long long> running_;         // every chunk's sums so far

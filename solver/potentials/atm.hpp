@@ -27,6 +27,7 @@
 #pragma once
 
 #include <cmath>
+#include <cstdint>
 #include <limits>
 
 #include "core/types.hpp"
@@ -125,10 +126,14 @@ TDS_HD TripletTerms<T> atm_terms_fast(T a, T b, T c, T ia, T ib, T ic, T nu, T k
   return t;
 }
 
-// LAMMPS `pair_style atm cutoff cutoff_triple` with `pair_coeff * * * nu`.
+// LAMMPS `pair_style atm cutoff cutoff_triple` with `pair_coeff * * * nu`;
+// types > 0: with `pair_coeff I J K nu` per type triple instead (nu is then
+// unused; the per-point types and the ν table travel beside the spec,
+// AtmTypeTable).
 struct AtmParams {
   double nu = 1;
   double cutoff = 0, cutoff_triple = 0;  // <= 0: none
+  int types = 0;                         // > 0: ν per type triple (AtmTypedEvaluator)
 };
 
 template <typename T>
@@ -137,6 +142,7 @@ struct AtmEvaluator {
   // Without cutoffs the kernel screens only for a·b·c overflowing, and
   // tiles within [kTiny, kHuge) take atm_terms_fast unscaled.
   static constexpr bool kUncutPaths = true;
+  static constexpr bool kTyped = false;
 
   T nu = 1, k = T(3) / T(8);   // k = 3ν/8
   T cutoff2 = 0, triple6 = 0;  // atm_counts' bounds (largest T: none)
@@ -163,6 +169,50 @@ struct AtmEvaluator {
   template <bool kScaled = true>
   TDS_HD TripletTerms<T> evaluate(T a, T b, T c, T ia, T ib, T ic) const {
     return atm_terms_fast<T, kScaled>(a, b, c, ia, ib, ic, nu, k);
+  }
+};
+
+// The per-point types (in the run's order, codes 0 .. count-1) and the
+// count × count × count table of ν, symmetric, as the tiles read them:
+// host memory for the CPU, device memory for a kernel.
+template <typename T>
+struct AtmTypeTable {
+  const std::int32_t* types = nullptr;
+  const T* nu = nullptr;  // ν of types (x, y, z) at (x count + y) count + z
+  int count = 0;
+};
+
+// LAMMPS `pair_style atm` with `pair_coeff I J K nu`: E and every term of
+// its gradient are linear in ν, so the triplet is evaluated with ν = 1 (the
+// same arithmetic as AtmEvaluator's) and its terms times ν of its three
+// points' types (kTyped: the tiles call weight() and scale the terms).
+template <typename T>
+struct AtmTypedEvaluator : AtmEvaluator<T> {
+  static constexpr bool kTyped = true;
+  const std::int32_t* types = nullptr;
+  const T* nu_table = nullptr;
+  int count = 0;
+
+  AtmTypedEvaluator() = default;
+  AtmTypedEvaluator(const AtmParams& p, const AtmTypeTable<T>& t)
+      : AtmEvaluator<T>(unit(p)), types(t.types), nu_table(t.nu), count(t.count) {}
+
+  // ν of the type triple (x, y, z), in any order (the table is symmetric).
+  TDS_HD T weight(std::int32_t x, std::int32_t y, std::int32_t z) const {
+    return nu_table[(static_cast<index_t>(x) * count + y) * count + z];
+  }
+  static TDS_HD TripletTerms<T> scaled(TripletTerms<T> r, T w) {
+    r.e *= w;
+    r.ea *= w;
+    r.eb *= w;
+    r.ec *= w;
+    return r;
+  }
+
+ private:
+  static AtmParams unit(AtmParams p) {
+    p.nu = 1;
+    return p;
   }
 };
 

@@ -5,6 +5,9 @@
 // tile loop and the CUDA kernels.
 #pragma once
 
+#include <stdexcept>
+#include <utility>
+
 #include "solver/potentials/atm.hpp"
 #include "solver/potentials/sw.hpp"
 
@@ -22,11 +25,24 @@ struct PotentialSpec {
   SwParams sw;    // --potential sw
 };
 
-// Calls f(E<T>(params)) with the evaluator of s.kind.
+// Calls f(E<T>(params)) with the evaluator of s.kind; ATM with types
+// (s.atm.types > 0): AtmTypedEvaluator over `typed` (host or device memory,
+// as the caller's tiles read it).
+template <typename T, typename F>
+decltype(auto) dispatch_potential(const PotentialSpec& s, const AtmTypeTable<T>& typed, F&& f) {
+  if (s.kind == Potential::sw) return f(SwEvaluator<T>(s.sw));
+  if (s.atm.types > 0) {
+    if (typed.count != s.atm.types || !typed.types || !typed.nu)
+      throw std::logic_error("dispatch_potential: typed ATM without its type table");
+    return f(AtmTypedEvaluator<T>(s.atm, typed));
+  }
+  return f(AtmEvaluator<T>(s.atm));
+}
+
+// The untyped potentials (a typed ATM spec throws: it needs its table).
 template <typename T, typename F>
 decltype(auto) dispatch_potential(const PotentialSpec& s, F&& f) {
-  if (s.kind == Potential::sw) return f(SwEvaluator<T>(s.sw));
-  return f(AtmEvaluator<T>(s.atm));
+  return dispatch_potential<T>(s, AtmTypeTable<T>{}, std::forward<F>(f));
 }
 
 }  // namespace tdsolve

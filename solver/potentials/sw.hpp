@@ -50,6 +50,7 @@ template <typename T>
 struct SwEvaluator {
   using Params = SwParams;
   static constexpr bool kUncutPaths = false;  // always a cutoff
+  static constexpr bool kTyped = false;
 
   T lambda_epsilon = 0, sigma_gamma = 0, cut = 0, cut2 = 0, costheta0 = 0;
 

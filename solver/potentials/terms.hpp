@@ -36,6 +36,14 @@
 //                                        leaving the range of T) — ATM's
 //                                        fast paths; false: counts() and
 //                                        evaluate<true>() only.
+//   static constexpr bool kTyped;        false for a potential whose parameters
+//                                        are the same for every triplet; true
+//                                        (ATM per type triple) for one whose
+//                                        terms the tiles scale by
+//                                        weight(type_i, type_j, type_k) (any
+//                                        order), the per-point int32 codes at
+//                                        `types` (global point indices):
+//                                        evaluated terms t, scaled(t, w).
 //
 // New potentials: one file here with its Params and evaluator, its enum
 // value, spec member and dispatch line in potentials/potential.hpp, and in

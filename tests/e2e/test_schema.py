@@ -246,7 +246,8 @@ class SchemaTest(unittest.TestCase):
                          ["sw", "atm", "atm", "atm", "atm"])
         self.assertEqual(list(_schema.variant_attrs("triplet", "energy", "sw")),
                          ["epsilon", "sigma", "a", "lambda", "gamma", "costheta0"])
-        self.assertEqual(list(_schema.variant_attrs("triplet", "energy", "atm")), ["nu", "cutoff", "cutoff_triple"])
+        self.assertEqual(list(_schema.variant_attrs("triplet", "energy", "atm")),
+                         ["nu", "cutoff", "cutoff_triple", "nu_types", "type_names", "type_source"])
         trip = json.loads(json.dumps(_schema.SCHEMA["kinds"]["triplet"]))
         energy = next(d for d in trip["datasets"] if d["name"] == "energy")
         energy["variants"]["default"] = "lj"  # no such variant

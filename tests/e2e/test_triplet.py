@@ -21,7 +21,11 @@ The sums are exact (integer accumulators), so /energy, /energy_per_point and
 /forces must be the same bytes for any rank count, block map, thread count
 and chunk size; a stopped or killed run resumes to those bytes.
 
-LammpsTest runs LAMMPS's own pair_style atm (skips without `lmp` on PATH);
+TypedAtmTest: --types/--nu-types (nu per unordered type triple, LAMMPS's
+pair_coeff I J K nu) against the same brute force with nu per triplet.
+
+LammpsTest runs LAMMPS's own pair_style atm, one nu and per type triple
+(skips without `lmp` on PATH);
 TripletGpuTest compares --backend cuda with cpu (skips without a GPU, fails
 instead under TDSOLVE_REQUIRE_GPU=1).
 """
@@ -83,10 +87,12 @@ def atm_terms(a, b, c, nu):
     return e, ga, gb, gc, p, q, s
 
 
-def atm_reference(x, nu=1.0, cutoff=None, cutoff_triple=None, batch=1 << 19):
+def atm_reference(x, nu=1.0, cutoff=None, cutoff_triple=None, batch=1 << 19, types=None, table=None):
     """float64 brute force: dict(energy, per_point, forces, triplet (each
     triplet's E, 0 where a cutoff drops it), kept (mask), scale (a bound on
-    each triplet's |E| before the cutoffs: 4 |nu| / P^(3/2)))."""
+    each triplet's |E| before the cutoffs: 4 |nu| / P^(3/2))). With types
+    (a code per point) and table (nu of each code triple, symmetric), nu is
+    table[types[i], types[j], types[k]] per triplet (--nu-types)."""
     x = np.asarray(x, np.float64)
     n = len(x)
     idx = triplet_indices(n)
@@ -97,6 +103,8 @@ def atm_reference(x, nu=1.0, cutoff=None, cutoff_triple=None, batch=1 << 19):
     grad = np.zeros((n, 3))
     for lo in range(0, len(idx), batch):
         t = idx[lo:lo + batch]
+        if types is not None:
+            nu = np.asarray(table, np.float64)[types[t[:, 0]], types[t[:, 1]], types[t[:, 2]]]
         e, ga, gb, gc, p, q, s = atm_terms(x[t[:, 0]], x[t[:, 1]], x[t[:, 2]], nu)
         keep = np.ones(len(t), bool)
         if cutoff is not None:
@@ -106,7 +114,8 @@ def atm_reference(x, nu=1.0, cutoff=None, cutoff_triple=None, batch=1 << 19):
             rt3 = cutoff_triple ** 3
             keep &= p * q * s <= rt3 * rt3
         P = p * q * s
-        scale[lo:lo + len(t)] = 4 * abs(nu) / (P * np.sqrt(P))
+        # (nu = 0, a type triple's: the bound of nu = 1, so 0 stays comparable)
+        scale[lo:lo + len(t)] = 4 * np.where(np.asarray(nu) == 0, 1.0, np.abs(nu)) / (P * np.sqrt(P))
         e = np.where(keep, e, 0.0)
         ga, gb, gc = (np.where(keep[:, None], g, 0.0) for g in (ga, gb, gc))
         e_all[lo:lo + len(t)] = e
@@ -749,6 +758,164 @@ class TripletResumeTest(TripletCase):
             self.assertEqual(f.read(), before, "--resume of a complete file changed it")
 
 
+# --- nu per type triple (--types, --nu-types) ---------------------------------
+
+# LAMMPS's pair_coeff I J K nu (I <= J <= K) of types 1, 2, 3: every triple,
+# one of them 0.
+TYPED_NU = {(1, 1, 1): 0.7, (1, 1, 2): -0.4, (1, 1, 3): 1.3, (1, 2, 2): 0.0, (1, 2, 3): 2.1,
+            (1, 3, 3): 0.25, (2, 2, 2): 1.0, (2, 2, 3): -1.1, (2, 3, 3): 0.6, (3, 3, 3): 1.7}
+
+
+def typed_table(nu=TYPED_NU, names=(1, 2, 3)):
+    """TYPED_NU as the symmetric table of type codes 0, 1, 2."""
+    code = {t: k for k, t in enumerate(names)}
+    m = len(names)
+    table = np.full((m, m, m), np.nan)
+    for key, v in nu.items():
+        for q in itertools.permutations(key):
+            table[tuple(code[t] for t in q)] = v
+    return table
+
+
+def nu_types_arg(nu=TYPED_NU, names=None):
+    """--nu-types text, each triple's types in a shuffled order (the option
+    takes any order), named by `names` (a dict) or as numbers."""
+    rng = np.random.default_rng(7)
+    items = []
+    for key, v in nu.items():
+        key = [key[k] for k in rng.permutation(3)]
+        items.append("-".join(str(names[t] if names else t) for t in key) + ":" + num(v))
+    return ",".join(items)
+
+
+class TypedAtmTest(TripletCase):
+    """--nu-types against the NumPy brute force with nu per triplet (the
+    types' table); the same bytes for any rank count, the culled run the same
+    sums to rounding (it meets each triplet in another order) and the same
+    bytes for any rank count; the table in the file and the identity."""
+
+    N = 97  # not a multiple of the tile's 32
+
+    def setUp(self):
+        super().setUp()
+        self.x = random_points(self.N, 9797)
+        self.types = np.random.default_rng(97).integers(1, 4, self.N)
+        self.src = self.save_npy("x.npy", self.x)
+        self.tsrc = self.path("types.txt")
+        np.savetxt(self.tsrc, self.types, fmt="%d")
+        self.typed = ["--types", self.tsrc, "--nu-types", nu_types_arg()]
+
+    def reference(self, cutoff=None):
+        return atm_reference(self.x, cutoff=cutoff, types=self.types - 1, table=typed_table())
+
+    def test_matches_numpy_reference(self):
+        rc = gap_value(pdist(self.x), 0.4, 1e-4)
+        for cutoff in (None, rc):
+            ref = self.reference(cutoff)
+            cut = ["--cutoff", num(cutoff)] if cutoff else []
+            for precision in ("float64", "float32"):
+                what = f"typed {precision} cutoff {cutoff}"
+                h = self.triplet(self.src, self.path("t.h5"), precision, [*self.typed, *cut, "--store-triplets"])
+                self.assertEqual(self.check_against(h, ref, precision, what), [])
+                self.check_triplets(h, ref, precision, what)
+                # The triples of nu = 0 (1-2-2) store 0.
+                t = self.types - 1
+                idx = triplet_indices(self.N)
+                zero = np.sort(t[idx], axis=1).tolist()
+                zero = np.array([z == [0, 1, 1] for z in zero])
+                self.assertTrue(zero.any() and np.all(h["triplet"][zero] == 0), what)
+
+    def test_file_records_the_table(self):
+        out = self.path("t.h5")
+        self.triplet(self.src, out, "float64", self.typed)
+        with h5py.File(out, "r") as f:
+            a = f["energy"].attrs
+            self.assertNotIn("nu", a)
+            self.assertEqual(text(a["type_names"]), "1,2,3")
+            self.assertEqual(text(a["type_source"]), self.tsrc)
+            got = {}
+            for item in text(a["nu_types"]).split(","):
+                key, v = item.split(":")
+                got[tuple(int(t) for t in key.split("-"))] = float(v)
+            self.assertEqual(got, TYPED_NU)
+            self.assertIn("nu(type_i, type_j, type_k)", text(a["formula"]))
+        r = tdsolve("info", out)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        # Another table (or no table) is another job: --resume refuses it.
+        changed = {**TYPED_NU, (1, 2, 2): 0.5}
+        for args, named in ((["--types", self.tsrc, "--nu-types", nu_types_arg(changed)], "nu_types"),
+                            (["--nu", "1"], "nu")):
+            r = tdsolve("triplet", "--input", self.src, "--precision", "float64", *args, "--output", out, "--resume",
+                        "--progress", "none")
+            self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+            self.assertIn(named, r.stderr)
+        r = tdsolve("triplet", "--input", self.src, "--precision", "float64", *self.typed, "--output", out,
+                    "--resume")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("already complete", r.stdout)
+
+    def test_same_bytes_for_ranks_and_culled_to_rounding(self):
+        rc = 2.0
+        ref = self.reference(rc)
+        cut = ["--cutoff", num(rc)]
+        jobs = [dict(src=self.src, out=self.path(f"r{k}.h5"), precision="float64", extra=[*self.typed, *cut, *extra],
+                     np_=ranks)
+                for k, (extra, ranks) in enumerate([(["--cull", "off"], None), (["--cull", "off"], 3),
+                                                    (["--cull", "on"], None), (["--cull", "on"], 3)])]
+        dense1, dense3, cull1, cull3 = self.triplets(jobs, workers=2)
+        self.assertEqual(sums_bytes(dense3), sums_bytes(dense1), "dense: 3 ranks != 1 rank")
+        self.assertEqual(sums_bytes(cull3), sums_bytes(cull1), "culled: 3 ranks != 1 rank")
+        for h, what in ((dense1, "dense"), (cull1, "culled")):
+            self.assertEqual(self.check_against(h, ref, "float64", what), [])
+        self.assertLessEqual(abs(cull1["energy"] - dense1["energy"]), 1e-13 * abs(dense1["energy"]))
+        self.assertLessEqual(rel(cull1["forces"], dense1["forces"]), 1e-13)
+        self.assertLessEqual(rel(cull1["per_point"], dense1["per_point"]), 1e-13)
+
+    def test_types_from_a_dump_column_and_text_labels(self):
+        # A LAMMPS dump's `type` column (--types type), and labels that are
+        # not numbers (an HDF5 dataset of strings; sorted as text).
+        dump = self.path("x.dump")
+        lo, hi = self.x.min(0) - 1, self.x.max(0) + 1
+        with open(dump, "w") as f:
+            f.write(f"ITEM: TIMESTEP\n0\nITEM: NUMBER OF ATOMS\n{self.N}\nITEM: BOX BOUNDS ff ff ff\n")
+            for k in range(3):
+                f.write(f"{lo[k]!r} {hi[k]!r}\n")
+            f.write("ITEM: ATOMS id type x y z\n")
+            for i, (t, p) in enumerate(zip(self.types, self.x)):
+                f.write(f"{i + 1} {t} {p[0]!r} {p[1]!r} {p[2]!r}\n")
+        want = sums_bytes(self.triplet(self.src, self.path("a.h5"), "float64", self.typed))
+        h = self.triplet(["--input", dump], self.path("d.h5"), "float64",
+                         ["--types", "type", "--nu-types", nu_types_arg()])
+        self.assertEqual(sums_bytes(h), want, "--types type of a dump != the text file")
+        names = {1: "Kr", 2: "Ar", 3: "Xe"}  # as text: Ar, Kr, Xe
+        labels = self.save_h5("labels.h5", "/t", np.array([names[t].encode() for t in self.types]))
+        out = self.path("s.h5")
+        h = self.triplet(self.src, out, "float64", ["--types", labels + ":/t", "--nu-types", nu_types_arg(names=names)])
+        self.assertEqual(sums_bytes(h), want, "text labels != numbers")
+        with h5py.File(out, "r") as f:
+            self.assertEqual(text(f["energy"].attrs["type_names"]), "Ar,Kr,Xe")
+
+    def test_bad_input(self):
+        def bad(args, expect=()):
+            return self.run_bad_command("triplet", ["--input", self.src, *args], expect, casefold=True)
+
+        table = nu_types_arg()
+        missing = ",".join(i for i in table.split(",") if sorted(i.split(":")[0].split("-")) != ["1", "2", "3"])
+        bad(["--types", self.tsrc, "--nu-types", missing], ["no nu", "1-2-3"])
+        bad(["--types", self.tsrc, "--nu-types", table + ",1-1-4:0.5"], ["1-1-4", "'4' is not a type"])
+        bad(["--types", self.tsrc, "--nu-types", table + ",1-2-1:0.5"], ["1-2-1", "twice"])
+        bad(["--nu-types", table], ["--nu-types needs --types"])
+        bad(["--types", self.tsrc], ["--types", "--nu-types"])
+        bad(["--types", self.tsrc, "--nu-types", table, "--nu", "2"], ["--nu", "--nu-types", "exclusive"])
+        bad(["--types", self.tsrc, "--nu-types", table, "--potential", "sw"], ["--types", "--potential atm"])
+        bad(["--nu-types", table, "--potential", "sw"], ["--nu-types", "--potential atm"])
+        bad(["--types", self.tsrc, "--nu-types", "1-1:0.5"], ["--nu-types", "1-1:0.5"])
+        bad(["--types", self.tsrc, "--nu-types", table.replace(":0.7", ":nan")], ["--nu-types"])
+        short = self.path("short.txt")
+        np.savetxt(short, self.types[:-1], fmt="%d")
+        bad(["--types", short, "--nu-types", table], ["--types", str(self.N - 1)])
+
+
 # --- LAMMPS ------------------------------------------------------------------
 
 LMP = shutil.which("lmp") or shutil.which("lmp_serial") or shutil.which("lmp_mpi")
@@ -756,17 +923,25 @@ LMP = shutil.which("lmp") or shutil.which("lmp_serial") or shutil.which("lmp_mpi
 
 @unittest.skipUnless(LMP, "LAMMPS (lmp or lmp_serial) is not on PATH")
 class LammpsTest(TripletCase):
-    def lammps(self, x, nu, cutoff, cutoff_triple):
-        """LAMMPS pair_style atm on x (non-periodic box): (energy, forces)."""
+    def lammps(self, x, nu, cutoff, cutoff_triple, types=None):
+        """LAMMPS pair_style atm on x (non-periodic box): (energy, forces).
+        types: each atom's LAMMPS type (1, 2, ...), nu then a dict of
+        (I, J, K) with I <= J <= K to nu (pair_coeff I J K nu)."""
         data, dump, script = self.path("atoms.data"), self.path("forces.dump"), self.path("in.atm")
         lo, hi = x.min(0) - 1.0, x.max(0) + 1.0
+        types = np.ones(len(x), int) if types is None else np.asarray(types)
+        ntypes = int(types.max())
+        if isinstance(nu, dict):
+            coeffs = "\n".join(f"pair_coeff {i} {j} {k} {num(v)}" for (i, j, k), v in sorted(nu.items()))
+        else:
+            coeffs = f"pair_coeff * * * {num(nu)}"
         with open(data, "w") as f:
-            f.write(f"tdsolve triplet test\n\n{len(x)} atoms\n1 atom types\n\n")
+            f.write(f"tdsolve triplet test\n\n{len(x)} atoms\n{ntypes} atom types\n\n")
             for k, ax in enumerate("xyz"):
                 f.write(f"{lo[k]!r} {hi[k]!r} {ax}lo {ax}hi\n")
-            f.write("\nMasses\n\n1 1.0\n\nAtoms # atomic\n\n")
+            f.write("\nMasses\n\n" + "".join(f"{t} 1.0\n" for t in range(1, ntypes + 1)) + "\nAtoms # atomic\n\n")
             for i, p in enumerate(x):
-                f.write(f"{i + 1} 1 {p[0]!r} {p[1]!r} {p[2]!r}\n")
+                f.write(f"{i + 1} {types[i]} {p[0]!r} {p[1]!r} {p[2]!r}\n")
         with open(script, "w") as f:
             f.write(f"""units lj
 atom_style atomic
@@ -774,7 +949,7 @@ atom_modify map array
 boundary f f f
 read_data {data}
 pair_style atm {num(cutoff)} {num(cutoff_triple)}
-pair_coeff * * * {num(nu)}
+{coeffs}
 neighbor 0.3 bin
 neigh_modify one 10000 page 200000
 thermo_style custom step pe
@@ -806,6 +981,34 @@ write_dump all custom {dump} id fx fy fz modify sort id format float %.17g
             if extra:
                 full = atm_reference(x, nu)["energy"]
                 self.assertGreater(abs(e - full), 1e-6 * abs(full), f"{label}: the cutoff drops nothing")
+
+    def test_typed_same_as_lammps_pair_coeff_i_j_k(self):
+        # Three types, nu per unordered triple (one of them 0), given to
+        # tdsolve in shuffled orders (2-1-1 for LAMMPS's 1 1 2): energy and
+        # forces as LAMMPS's pair_coeff I J K, with and without a cutoff.
+        n = 34
+        x = random_points(n, 3434)
+        types = np.random.default_rng(34).integers(1, 4, n)
+        src = self.save_npy("x.npy", x)
+        tsrc = self.path("types.txt")
+        np.savetxt(tsrc, types, fmt="%d")
+        diag = float(np.linalg.norm(x.max(0) - x.min(0)))
+        rc = gap_value(pdist(x), 0.5, 1e-4)
+        table = typed_table()
+        for label, lmp_cut, extra in [("no cutoff", (2 * diag + 1, 2 * diag + 1), []),
+                                      ("cutoff", (rc, 2 * diag + 1), ["--cutoff", num(rc)])]:
+            e, f = self.lammps(x, TYPED_NU, *lmp_cut, types=types)
+            h = self.triplet(src, self.path("t.h5"), "float64",
+                             ["--types", tsrc, "--nu-types", nu_types_arg(), *extra])
+            self.assertLessEqual(abs(h["energy"] - e), 1e-8 * abs(e), f"{label}: tdsolve {h['energy']!r}, LAMMPS {e!r}")
+            self.assertLessEqual(rel(h["forces"], f), 1e-8, f"{label}: forces differ from LAMMPS's")
+            print(f"typed ATM vs LAMMPS, {label}: energy rel {abs(h['energy'] - e) / abs(e):.3g}, "
+                  f"forces max|diff|/max|f| {rel(h['forces'], f):.3g}")
+            # The per-type nu matters: LAMMPS's energy is not the one-nu energy.
+            one = atm_reference(x, 1.0, cutoff=rc if extra else None)["energy"]
+            ref = atm_reference(x, cutoff=rc if extra else None, types=types - 1, table=table)
+            self.assertLessEqual(abs(ref["energy"] - e), 1e-8 * abs(e), f"{label}: NumPy typed reference")
+            self.assertGreater(abs(e - one), 1e-3 * abs(one), f"{label}: nu per type made no difference")
 
 
 # --- GPU ---------------------------------------------------------------------
@@ -841,6 +1044,33 @@ class TripletGpuTest(TripletCase):
                 self.assertEqual(sums_bytes(two), sums_bytes(gpu), f"{what}: cuda 2 ranks != 1 rank")
                 bb = self.triplet(src, self.path("bb.h5"), precision, ["--map", "bb"], backend="cuda")
                 self.assertEqual(sums_bytes(bb), sums_bytes(gpu), f"{what}: cuda --map bb != lambda")
+
+    def test_cuda_typed_matches_cpu(self):
+        # --nu-types on the GPU: the types staged per tile, each triplet's
+        # terms times its nu. CPU and CUDA within GPU_TOL (their arithmetic
+        # differs, as untyped), each the same bytes on 1 and 2 ranks, culled too.
+        n = 301
+        x = random_points(n, 301)
+        types = np.random.default_rng(301).integers(1, 4, n)
+        src = self.save_npy("x.npy", x)
+        tsrc = self.path("types.txt")
+        np.savetxt(tsrc, types, fmt="%d")
+        typed = ["--types", tsrc, "--nu-types", nu_types_arg()]
+        for precision in ("float64", "float32"):
+            for extra in ([], ["--cutoff", "1.5", "--cull", "on"]):
+                what = f"typed {precision} {extra}"
+                cpu = self.triplet(src, self.path("c.h5"), precision, [*typed, *extra], backend="cpu")
+                gpu = self.triplet(src, self.path("g.h5"), precision, [*typed, *extra], backend="cuda")
+                tol = self.GPU_TOL[precision]
+                self.assertLessEqual(abs(gpu["energy"] - cpu["energy"]), tol * abs(cpu["energy"]), what)
+                self.assertLessEqual(rel(gpu["per_point"], cpu["per_point"]), tol, what)
+                self.assertLessEqual(rel(gpu["forces"], cpu["forces"]), tol, what)
+                two = self.triplet(src, self.path("g2.h5"), precision, [*typed, *extra], np_=2, backend="cuda")
+                self.assertEqual(sums_bytes(two), sums_bytes(gpu), f"{what}: cuda 2 ranks != 1 rank")
+        # Stored triplet energies: those of nu = 0 are 0 on the GPU too.
+        ref = atm_reference(x, types=types - 1, table=typed_table())
+        gpu = self.triplet(src, self.path("s.h5"), "float64", [*typed, "--store-triplets"], backend="cuda")
+        self.check_triplets(gpu, ref, "float64", "cuda typed stored")
 
     def test_cuda_stopped_runs_resume_to_the_same_bytes(self):
         # The GPU keeps each rank's running sums on the device and hands the
