@@ -10,6 +10,7 @@
 #include <map>
 #include <numeric>
 #include <sstream>
+#include <unordered_map>
 
 #include <sys/stat.h>
 
@@ -1111,6 +1112,43 @@ std::vector<std::string> read_labels(const std::string& src, const std::string& 
                        "' ('-' and ',' separate --pairs A-B,C-D: a label holds neither)");
   }
   return labels;
+}
+
+LabelCodes code_labels(const std::vector<std::string>& labels) {
+  // Codes in order of first sight (one hash a point), then renumbered in
+  // the labels' order.
+  std::unordered_map<std::string, std::int32_t> seen;
+  LabelCodes c;
+  c.code.resize(labels.size());
+  for (size_t i = 0; i < labels.size(); ++i) {
+    const auto [it, added] = seen.emplace(labels[i], static_cast<std::int32_t>(c.names.size()));
+    if (added) c.names.push_back(labels[i]);
+    c.code[i] = it->second;
+  }
+  const auto canonical_integer = [](const std::string& x) {
+    long long v;
+    return integer(x, &v) && std::to_string(v) == x;
+  };
+  std::vector<std::int32_t> order(c.names.size());
+  std::iota(order.begin(), order.end(), 0);
+  const bool numbers = std::all_of(c.names.begin(), c.names.end(), canonical_integer);
+  std::sort(order.begin(), order.end(), [&](std::int32_t x, std::int32_t y) {
+    if (numbers) return std::stoll(c.names[x]) < std::stoll(c.names[y]);
+    return c.names[x] < c.names[y];
+  });
+  std::vector<std::int32_t> place(order.size());
+  std::vector<std::string> names(order.size());
+  for (size_t k = 0; k < order.size(); ++k) {
+    place[order[k]] = static_cast<std::int32_t>(k);
+    names[k] = c.names[order[k]];
+  }
+  c.names = std::move(names);
+  c.sizes.assign(c.names.size(), 0);
+  for (std::int32_t& x : c.code) {
+    x = place[x];
+    ++c.sizes[x];
+  }
+  return c;
 }
 
 index_t frame_index(std::int64_t k, index_t frames, const std::string& source) {

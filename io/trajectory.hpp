@@ -82,6 +82,16 @@ std::unique_ptr<Trajectory> open_trajectory(const std::string& spec);
 std::vector<std::string> read_labels(const std::string& src, const std::string& input,
                                      index_t frame, index_t n, const char* option);
 
+// The distinct labels of read_labels in order (as integers where all are:
+// LAMMPS's types 1, 2, ..., 10; else as text), each point's code (its
+// label's place among them) and the points of each.
+struct LabelCodes {
+  std::vector<std::string> names;
+  std::vector<std::int32_t> code;
+  std::vector<index_t> sizes;
+};
+LabelCodes code_labels(const std::vector<std::string>& labels);
+
 // --frame K of F frames: 0 <= K < F, or -F <= K < 0 counted from the end (as
 // Python); InputError otherwise.
 index_t frame_index(std::int64_t k, index_t frames, const std::string& source);

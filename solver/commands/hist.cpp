@@ -2,7 +2,6 @@
 // periodic box), without storing a distance.
 #include <algorithm>
 #include <array>
-#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -375,25 +374,14 @@ class Hist final : public PairCommand<T> {
     if (!h.types.empty()) {
       const std::vector<std::string> labels =
           io::read_labels(h.types, in.input, a.frame, n, "--types");
-      type_names_ = labels;
-      std::sort(type_names_.begin(), type_names_.end());
-      type_names_.erase(std::unique(type_names_.begin(), type_names_.end()), type_names_.end());
-      // As integers where all are (LAMMPS's 1, 2, ..., 10), else as text.
-      if (std::all_of(type_names_.begin(), type_names_.end(), integer_label))
-        std::sort(
-            type_names_.begin(), type_names_.end(), [](const std::string& x, const std::string& y) {
-              return std::strtoll(x.c_str(), nullptr, 10) < std::strtoll(y.c_str(), nullptr, 10);
-            });
+      io::LabelCodes types = io::code_labels(labels);
+      type_names_ = std::move(types.names);
+      g.type = std::move(types.code);
+      type_sizes_ = std::move(types.sizes);
+      g.types = static_cast<std::int32_t>(type_names_.size());
       std::map<std::string, std::int32_t> code;
       for (size_t t = 0; t < type_names_.size(); ++t)
         code[type_names_[t]] = static_cast<std::int32_t>(t);
-      g.types = static_cast<std::int32_t>(type_names_.size());
-      g.type.resize(n);
-      type_sizes_.assign(type_names_.size(), 0);
-      for (index_t i = 0; i < n; ++i) {
-        g.type[i] = code[labels[i]];
-        ++type_sizes_[g.type[i]];
-      }
       if (h.pairs.empty()) {
         for (std::int32_t x = 0; x < g.types; ++x)
           for (std::int32_t y = x; y < g.types; ++y)
@@ -439,11 +427,7 @@ class Hist final : public PairCommand<T> {
     if (!h.exclude.empty()) {
       const std::vector<std::string> labels =
           io::read_labels(h.exclude, in.input, a.frame, n, "--exclude");
-      std::map<std::string, std::int32_t> code;
-      g.molecule.resize(n);
-      for (index_t i = 0; i < n; ++i)
-        g.molecule[i] =
-            code.emplace(labels[i], static_cast<std::int32_t>(code.size())).first->second;
+      g.molecule = io::code_labels(labels).code;
     } else if (h.exclude_block > 0) {
       g.molecule.resize(n);
       for (index_t i = 0; i < n; ++i)
@@ -483,13 +467,6 @@ class Hist final : public PairCommand<T> {
         count[t] = 0;
       s = e;
     }
-  }
-  // A label that is an integer in canonical form (one text per value).
-  static bool integer_label(const std::string& x) {
-    char* end = nullptr;
-    errno = 0;
-    const long long v = std::strtoll(x.c_str(), &end, 10);
-    return !x.empty() && *end == '\0' && errno == 0 && std::to_string(v) == x;
   }
 
   // "F frames of the input: K0, K1, K2, ..., the last three": what the

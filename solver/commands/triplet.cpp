@@ -344,16 +344,6 @@ void check_distinct(const std::vector<T>& x, index_t n, const std::string& sourc
     }
 }
 
-// A label that is an integer (LAMMPS's types 1, 2, ...): types sort as
-// integers when all are, else as text.
-bool integer_label(const std::string& s) {
-  size_t k = s[0] == '-' || s[0] == '+' ? 1 : 0;
-  if (k == s.size() || s.size() - k > 18) return false;
-  for (; k < s.size(); ++k)
-    if (s[k] < '0' || s[k] > '9') return false;
-  return true;
-}
-
 std::string joined(const std::vector<std::string>& v, const char* sep) {
   std::string t;
   for (size_t i = 0; i < v.size(); ++i)
@@ -577,25 +567,14 @@ class Triplet final : public PairCommand<T> {
   void take_types(const io::PointSet& a) {
     const TripletOptions& t = this->options().triplet;
     const InputOptions& in = this->options().in;
-    index_t frame = 0;
-    if (!in.input.empty() && io::is_trajectory(in.input))
-      frame = io::frame_index(in.frame, io::open_trajectory(in.input)->frames(), in.input);
     const std::vector<std::string> labels =
-        io::read_labels(t.types, in.input, frame, a.n, "--types");
-    type_names_ = labels;
-    std::sort(type_names_.begin(), type_names_.end());
-    type_names_.erase(std::unique(type_names_.begin(), type_names_.end()), type_names_.end());
-    if (std::all_of(type_names_.begin(), type_names_.end(), integer_label))
-      std::stable_sort(
-          type_names_.begin(), type_names_.end(), [](const std::string& x, const std::string& y) {
-            return std::strtoll(x.c_str(), nullptr, 10) < std::strtoll(y.c_str(), nullptr, 10);
-          });
+        io::read_labels(t.types, in.input, a.frame, a.n, "--types");
+    io::LabelCodes types = io::code_labels(labels);
+    type_names_ = std::move(types.names);
+    types_ = std::move(types.code);
     std::map<std::string, std::int32_t> code;
     for (size_t k = 0; k < type_names_.size(); ++k)
       code[type_names_[k]] = static_cast<std::int32_t>(k);
-    types_.resize(a.n);
-    for (index_t i = 0; i < a.n; ++i)
-      types_[i] = code[labels[i]];
     const std::string their =
         " (the types of --types " + t.types + ": " + joined(type_names_, ", ") + ")";
     std::map<std::array<std::int32_t, 3>, double> given;

@@ -353,10 +353,10 @@ class GroupsGpuTest(TempDirTest):
         np.savetxt(types, rng.choice(["A", "B", "C"], n, p=[0.5, 0.3, 0.2]), fmt="%s")
         for precision in ("float32", "float64"):
             for cull in ("on", "off"):
-                for extra in ([], ["--pairs", "A-B,C-C,B-B"], ["--exclude-block", 3]):
+                for v, extra in enumerate(([], ["--pairs", "A-B,C-C,B-B"], ["--exclude-block", 3])):
                     outs = []
                     for backend in ("cpu", "cuda"):
-                        out = self.path(f"{precision}-{cull}-{backend}-{len(extra)}.h5")
+                        out = self.path(f"{precision}-{cull}-{backend}-{v}.h5")
                         r = tdsolve("hist", "--input", path, "--types", types, *extra, "--bins", 64, "--range",
                                     "0:3", "--box", "20,20,20", "--precision", precision, "--cull", cull,
                                     "--backend", backend, "--output", out, "--quiet")
