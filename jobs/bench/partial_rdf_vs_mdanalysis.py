@@ -68,7 +68,8 @@ def main():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             t0 = time.perf_counter()
-            u = MDAnalysis.Universe(traj, format="H5MD")
+            u = MDAnalysis.Universe.empty(n, trajectory=True)
+            u.load_new(traj, format="H5MD", convert_units=False)
             O, H = u.atoms[names == "O"], u.atoms[names == "H"]
             moved = []
             for pair, (ga, gb, block, ordered) in (("H-H", (H, H, (2, 2), 2)), ("H-O", (H, O, (2, 1), 1)),

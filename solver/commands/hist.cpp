@@ -171,11 +171,13 @@ class Hist final : public PairCommand<T> {
     bcast_vector(comm, &g.ordered);
     bcast_vector(comm, &type_sizes_);
     bcast_u64(comm, &excluded_);
-    std::string names = join(type_names_) + ";" + join(pair_names_);
-    bcast_string(comm, &names);
-    const size_t semi = names.find(';');
-    type_names_ = split(names.substr(0, semi));
-    pair_names_ = split(names.substr(semi + 1));
+    for (std::vector<std::string>* names : {&type_names_, &pair_names_}) {
+      index_t count = names->size();  // labels hold no ',' (io::read_labels)
+      bcast_u64(comm, &count);
+      std::string text = join(*names);
+      bcast_string(comm, &text);
+      *names = count ? split(text) : std::vector<std::string>{};
+    }
   }
   index_t frame_count() const override { return frames_.size(); }
   io::PointSet read_frame(index_t q) override {
