@@ -275,8 +275,8 @@ namespace {
 
 // The options whose values are paths: relative ones in a config file are
 // relative to its folder (for input and with, the FILE of FILE.h5:/dataset).
-const char* const kPathOptions[] = {"input", "with",    "output",  "stats",
-                                    "csv",   "weights", "variance"};
+const char* const kPathOptions[] = {"input",   "with",     "output", "stats",  "csv",
+                                    "weights", "variance", "types",  "exclude"};
 // Pairs of options that are one choice (an input; continue or start over):
 // the layer that gives either wins.
 const char* const kChoicePairs[][2] = {
@@ -298,6 +298,13 @@ std::string resolve_path(const std::string& name, const std::string& value,
     return value;  // an inline list, not a file
   if (name == "input" || name == "with" || name == "weights" || name == "variance")
     s = io::split_input_spec(value);
+  if (name == "types" || name == "exclude") {
+    // A column of the input (a dump's `type`) or a file of labels: a path
+    // only where such a file exists.
+    s = io::split_input_spec(value);
+    std::error_code ec;
+    if (s.path.empty() || !std::filesystem::is_regular_file(dir / s.path, ec)) return value;
+  }
   if (s.path.empty() || dir.empty() || std::filesystem::path(s.path).is_absolute()) return value;
   std::filesystem::path file = dir / s.path;
   if (tidy) {
