@@ -3,8 +3,9 @@
 # and typed ATM (issue 30). Logs and a summary to $OUT (or /tmp/groups-gpu).
 #   PARTS="tests"  test_groups.py GroupsGpuTest (the CUDA backend writes the
 #                  CPU's bytes), and the GPU tests of the hist kernel's other
-#                  users: FramesGpuTest, PeriodicGpuTest, CullGpuTest; the
-#                  typed ATM GPU test where test_triplet.py has one
+#                  users: FramesGpuTest, PeriodicGpuTest, CullGpuTest; typed
+#                  ATM on the GPU (TripletGpuTest.test_cuda_typed_matches_cpu)
+#                  and the rest of TripletGpuTest (the triplet kernel changed)
 #   PARTS="bench"  hist of N uniform points in the periodic unit box, rmax =
 #                  0.05, 3 types: no types, --types (6 histograms), --types
 #                  --pairs A-B, --exclude-block 3; dense and culled; each
@@ -21,9 +22,8 @@ if [[ $parts == *" tests "* ]]; then
   step e2e_frames_gpu 300 python3 tests/e2e/test_trajectory.py -v FramesGpuTest
   step e2e_periodic_gpu 300 python3 tests/e2e/test_periodic.py -v PeriodicGpuTest
   step e2e_cull_gpu 300 python3 tests/e2e/test_cull.py -v CullGpuTest
-  if grep -q "class TypedAtmGpuTest" tests/e2e/test_triplet.py; then
-    step e2e_typed_atm_gpu 300 python3 tests/e2e/test_triplet.py -v TypedAtmGpuTest
-  fi
+  step e2e_typed_atm_gpu 300 python3 tests/e2e/test_triplet.py -v TripletGpuTest.test_cuda_typed_matches_cpu
+  step e2e_triplet_gpu 500 python3 tests/e2e/test_triplet.py -v TripletGpuTest
 fi
 if [[ $parts == *" bench "* ]]; then
   work=$(mktemp -d)

@@ -213,8 +213,13 @@ TEST(Schema, TheTripletEnergysAttributesDependOnItsPotential) {
   EXPECT_EQ(schema_variant("triplet", "energy", ""), "atm");
   EXPECT_EQ(schema_variant("triplet", "energy", "(not a string)"), "atm");
   EXPECT_EQ(schema_variant("edm", "distances", "sw"), "");
-  EXPECT_EQ(schema_variant_attrs("triplet", "energy", "atm"),
-            (Attrs{{"nu", "float64"}, {"cutoff", "float64"}, {"cutoff_triple", "float64"}}));
+  // nu, or a typed run's table (--nu-types) with its types in its place.
+  EXPECT_EQ(schema_variant_attrs("triplet", "energy", "atm"), (Attrs{{"nu", "float64?"},
+                                                                     {"cutoff", "float64"},
+                                                                     {"cutoff_triple", "float64"},
+                                                                     {"nu_types", "string?"},
+                                                                     {"type_names", "string?"},
+                                                                     {"type_source", "string?"}}));
   // The columns of a LAMMPS .sw file, in their order (tdsolve info shows them so).
   EXPECT_EQ(schema_variant_attrs("triplet", "energy", "sw"), (Attrs{{"epsilon", "float64"},
                                                                     {"sigma", "float64"},
