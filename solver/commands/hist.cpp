@@ -25,7 +25,9 @@ const char* kUsage =
     "of the distances d in the run's precision; /underflow and /overflow count those\n"
     "outside. With --box, distances are minimum-image and /rdf is the radial distribution\n"
     "function as MDAnalysis InterRDF normalises it (a triclinic cell: --tilt, or --box with\n"
-    "the cell's 9 numbers). Same counts on any rank count.\n";
+    "the cell's 9 numbers). --types gives one histogram per pair of point types (partial\n"
+    "RDFs, in one pass), --exclude or --exclude-block leaves out pairs of one molecule.\n"
+    "Same counts on any rank count.\n";
 
 const char* kRdfFormula =
     "rdf[b] = counts[b] / ((4/3) pi (edges[b+1]^3 - edges[b]^3) n (n-1) / (2 volume)), "
