@@ -711,6 +711,8 @@ ExistingResult read_existing(const std::string& path) {
     r.version = text("version");
     r.command = text("command");
     r.job = text("job");
+    if (has_attr(file, "schema_version"))
+      r.schema_version = static_cast<std::int64_t>(read_attr_u64(file, "schema_version"));
     Hid progress = group_handle(H5Gopen2(file, "progress", H5P_DEFAULT), "H5Gopen /progress");
     r.dataset = read_attr_string(progress, "dataset");
     Hid done = dataset_handle(H5Dopen2(progress, "done", H5P_DEFAULT), "H5Dopen /progress/done");

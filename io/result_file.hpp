@@ -121,6 +121,7 @@ void create_file_image(const std::string& path, const std::function<void(hid_t f
 // InputError naming the file when it cannot be read or is not a result.
 struct ExistingResult {
   std::string version, command, job, dataset;
+  std::int64_t schema_version = 0;  // the file's (0: none recorded)
   std::vector<index_t> offsets;     // K+1
   std::vector<unsigned char> done;  // K flags
   bool has_points = false;

@@ -450,8 +450,15 @@ Existing inspect_output(const PairCommand<T>& cmd, const Problem<T>& p, const So
     try {
       return io::check_resumable(path, make_layout(cmd, p, plan, src, ""));
     } catch (const InputError& x) {
-      throw InputError("cannot resume '" + path + "': " + x.what() +
-                       ": the file is damaged; start over with --overwrite (without --resume)");
+      // An older layout of the same job is no damage: say which.
+      const std::int64_t now = static_cast<std::int64_t>(io::schema_version());
+      const std::string why = r.schema_version > 0 && r.schema_version < now
+                                  ? ": it was written by an older tdsolve (schema_version " +
+                                        std::to_string(r.schema_version) + "; this one writes " +
+                                        std::to_string(now) + ")"
+                                  : ": the file is damaged";
+      throw InputError("cannot resume '" + path + "': " + x.what() + why +
+                       "; start over with --overwrite (without --resume)");
     }
   };
   if (stat(partial.c_str(), &st) == 0) {

@@ -286,6 +286,18 @@ class GroupsTest(TempDirTest):
             time.sleep(1.0)
             p.send_signal(sig)
             _, err = p.communicate(timeout=120)
+            if sig == signal.SIGTERM:
+                # the same job's .partial as a schema_version 2 tdsolve left it
+                # (no /r, no /cumulative): refused as older, not as damaged
+                old = self.path("older.h5")
+                shutil.copy(out + ".partial", old + ".partial")
+                with h5py.File(old + ".partial", "a") as f:
+                    f.attrs["schema_version"] = np.uint64(2)
+                    del f["cumulative"]
+                r = tdsolve(*args(old), "--resume")
+                self.assertEqual(r.returncode, 1, r.stderr)
+                self.assertIn("older tdsolve (schema_version 2", r.stderr)
+                self.assertNotIn("damaged", r.stderr)
             with self.subTest(signal=sig):
                 with h5py.File(out + ".partial", "r") as f:
                     done = int(f["progress/done"][()].sum())
