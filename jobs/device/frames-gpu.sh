@@ -12,25 +12,9 @@
 # (tdsolve, stripped), unpacked into .devbin.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-out=${OUT:-/tmp/frames-gpu}
-mkdir -p "$out"
+DEVICE_JOB=frames-gpu
+source jobs/device/lib.sh
 parts=" ${PARTS:-tests bench} "
-gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | tr ' ' '-' | tr -d '\n')
-summary=$out/summary-$gpu.txt
-step() {  # step NAME SECONDS COMMAND...: run with a time limit, log, record the status
-  local name=$1 limit=$2; shift 2
-  local t0=$SECONDS
-  timeout "$limit" bash .devrun/on-device.sh "$@" >"$out/$name-$gpu.log" 2>&1
-  local rc=$?
-  printf '%-34s rc=%-3d %4ds\n' "$name" "$rc" $((SECONDS - t0)) | tee -a "$summary"
-  [ $rc -eq 0 ] || tail -n 30 "$out/$name-$gpu.log"
-}
-mkdir -p .devbin
-for pack in .devpack/*.tar.xz; do [ -f "$pack" ] && tar -C .devbin -xJf "$pack"; done
-nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv | tee -a "$summary"
-nproc | sed 's/^/cores: /' | tee -a "$summary"
-export TDSOLVE_REQUIRE_GPU=1 TDSOLVE_BIN=$PWD/.devbin/tdsolve TDSOLVE_MPIEXEC=mpirun
-bin=$PWD/.devbin/tdsolve
 
 if [[ $parts == *" tests "* ]]; then
   step e2e_frames_gpu 300 python3 tests/e2e/test_trajectory.py -v FramesGpuTest
