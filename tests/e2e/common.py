@@ -156,3 +156,13 @@ class TempDirTest(unittest.TestCase):
         with h5py.File(p, "a") as f:
             f.create_dataset(dataset, data=x)
         return p
+
+
+def set_value(name, index, value):
+    """A damage for the file tests: element `index` of dataset `name` set
+    to `value` (the function that does it to an open h5py.File)."""
+    def fn(f):
+        a = f[name][()]
+        a[index] = value
+        f[name][...] = a
+    return fn

@@ -37,7 +37,7 @@ import unittest
 import h5py
 import numpy as np
 
-from common import BIN, TempDirTest, tdsolve
+from common import BIN, TempDirTest, set_value, tdsolve
 
 PACKAGE_SRC = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../python"))
 if PACKAGE_SRC not in sys.path:
@@ -555,14 +555,6 @@ def _replace(f, name, data):
         f[name].attrs[k] = v
 
 
-def _set(name, index, value):
-    def fn(f):
-        a = f[name][()]
-        a[index] = value
-        f[name][...] = a
-    return fn
-
-
 def _attr(obj, name, value):
     def fn(f):
         if value is None:
@@ -589,9 +581,9 @@ def _regroup(name):
 # (name, edit, the package's status): the base file is a complete carpet run.
 CASES = [
     ("complete", None, "complete"),
-    ("last done flag cleared", _set("progress/done", -1, 0), "incomplete"),
-    ("first done flag cleared", _set("progress/done", 0, 0), "incomplete"),
-    ("a done flag of 2", _set("progress/done", 1, 2), "incomplete"),
+    ("last done flag cleared", set_value("progress/done", -1, 0), "incomplete"),
+    ("first done flag cleared", set_value("progress/done", 0, 0), "incomplete"),
+    ("a done flag of 2", set_value("progress/done", 1, 2), "incomplete"),
     ("no flag set", lambda f: f["progress/done"].__setitem__(Ellipsis, 0), "incomplete"),
     ("/states one row short", lambda f: _replace(f, "states", f["states"][:-1]), "inconsistent"),
     ("/states one cell short", lambda f: _replace(f, "states", f["states"][:, :-1]), "inconsistent"),
@@ -602,9 +594,9 @@ CASES = [
     ("/steps a group", _regroup("steps"), "unreadable"),
     ("/steps one short", lambda f: _replace(f, "steps", f["steps"][:-1]), "inconsistent"),
     ("/steps 2-D", lambda f: _replace(f, "steps", f["steps"][()][:, None]), "inconsistent"),
-    ("/steps not increasing", _set("steps", 1, 0), "inconsistent"),
-    ("/steps not from 0", _set("steps", 0, 1), "inconsistent"),
-    ("/steps end past T", _set("steps", -1, 10 ** 6), "inconsistent"),
+    ("/steps not increasing", set_value("steps", 1, 0), "inconsistent"),
+    ("/steps not from 0", set_value("steps", 0, 1), "inconsistent"),
+    ("/steps end past T", set_value("steps", -1, 10 ** 6), "inconsistent"),
     ("/steps strings", lambda f: _replace(f, "steps", np.array([b"x"] * len(f["steps"]))), "unreadable"),
     ("no /live", lambda f: f.__delitem__("live"), "inconsistent"),
     ("/live one short", lambda f: _replace(f, "live", f["live"][:-1]), "inconsistent"),
@@ -679,7 +671,7 @@ class VerdictTest(TempDirTest):
                 os.rename(path, path + ".partial")
             elif edit == "partial-cleared":
                 with h5py.File(path, "a") as f:
-                    _set("progress/done", 2, 0)(f)
+                    set_value("progress/done", 2, 0)(f)
                 os.rename(path, path + ".partial")
             elif edit == "truncate":
                 os.truncate(path, os.path.getsize(path) // 2)

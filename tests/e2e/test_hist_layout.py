@@ -32,7 +32,7 @@ import unittest
 import h5py
 import numpy as np
 
-from common import BIN
+from common import BIN, set_value
 
 PACKAGE_SRC = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../python"))
 if PACKAGE_SRC not in sys.path:
@@ -244,14 +244,6 @@ def _replace(f, name, data):
         f[name].attrs[k] = v
 
 
-def _set(name, index, value):
-    def fn(f):
-        a = f[name][()]
-        a[index] = value
-        f[name][...] = a
-    return fn
-
-
 def _swap_pair_totals(f):
     a = f["pair_total"][()]
     f["pair_total"][...] = a[::-1]  # the sum (and the `pairs` attribute) unchanged
@@ -268,7 +260,7 @@ def _attr(obj, name, value):
 
 # (what, base, edit, words of the verdict, both readers alike)
 DAMAGED = [
-    ("pair_total one pair off", "grouped", _set("pair_total", 0, 1),
+    ("pair_total one pair off", "grouped", set_value("pair_total", 0, 1),
      "the `pairs` attribute of /counts is not `frames` × the sum of /pair_total"),
     ("pair_total of two pairs swapped (same sum)", "grouped", _swap_pair_totals,
      "counts + underflow + overflow of type pair g is not `frames` × /pair_total[g] (g = 0)"),
@@ -284,7 +276,7 @@ DAMAGED = [
     ("no /type_sizes", "grouped", lambda f: f.__delitem__("type_sizes"), "no /type_sizes"),
     ("type_sizes one short", "grouped", lambda f: _replace(f, "type_sizes", f["type_sizes"][:1]),
      "/type_sizes does not hold one size per type"),
-    ("type_sizes more atoms than n", "grouped", _set("type_sizes", 0, 1000),
+    ("type_sizes more atoms than n", "grouped", set_value("type_sizes", 0, 1000),
      "/type_sizes add up to more atoms than the `n` attribute of /counts"),
     ("no /pair_total", "grouped", lambda f: f.__delitem__("pair_total"), "no /pair_total"),
     ("no `types` attribute", "grouped", _attr("counts", "types", None), "no `types` attribute"),
@@ -292,7 +284,7 @@ DAMAGED = [
      "/pair, /types, /type_sizes or /pair_total is there, but /counts has no `groups` attribute"),
     ("underflow a scalar", "grouped", lambda f: _replace(f, "underflow", np.int64(0)),
      "/underflow does not hold one value per type pair"),
-    ("overflow one more pair", "grouped", _set("overflow", 2, 1),
+    ("overflow one more pair", "grouped", set_value("overflow", 2, 1),
      "counts + underflow + overflow of type pair g is not `frames` × /pair_total[g] (g = 2)"),
     ("rdf 1-D in a grouped file", "grouped", lambda f: _replace(f, "rdf", f["rdf"][0]), "/rdf is not groups × bins"),
     ("cumulative one bin short", "grouped", lambda f: _replace(f, "cumulative", f["cumulative"][:, 1:]),

@@ -19,7 +19,7 @@ import h5py
 import numpy as np
 from scipy.spatial.distance import cdist, pdist, squareform
 
-from common import BIN, tdsolve, tdsolve_h5
+from common import BIN, set_value, tdsolve, tdsolve_h5
 from knn_files import write_knn, write_radius
 
 PACKAGE_SRC = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../python"))
@@ -602,14 +602,6 @@ def _replace(f, name, data):
         f[name].attrs[k] = v
 
 
-def _set(name, index, value):
-    def fn(f):
-        a = f[name][()]
-        a[index] = value
-        f[name][...] = a
-    return fn
-
-
 def _hist_cover_first(k):
     """Flags only chunks 0..k-1; counts that cover exactly their pairs."""
     def fn(f):
@@ -642,11 +634,11 @@ CASES = [
     ("complete edm", "edm", None, "complete", False),
     ("complete cross", "cross", None, "complete", False),
     ("complete hist", "hist", None, "complete", False),
-    ("edm: last done flag cleared", "edm", _set("progress/done", -1, 0), "incomplete", False),
-    ("cross: first done flag cleared", "cross", _set("progress/done", 0, 0), "incomplete", False),
-    ("edm: a done flag of 2", "edm", _set("progress/done", 0, 2), "incomplete", False),
-    ("edm: offsets end short of C(n,2)", "edm", _set("progress/offsets", -1, 1000), "inconsistent", False),
-    ("edm: offsets not sorted", "edm", _set("progress/offsets", 1, 10 ** 9), "inconsistent", False),
+    ("edm: last done flag cleared", "edm", set_value("progress/done", -1, 0), "incomplete", False),
+    ("cross: first done flag cleared", "cross", set_value("progress/done", 0, 0), "incomplete", False),
+    ("edm: a done flag of 2", "edm", set_value("progress/done", 0, 2), "incomplete", False),
+    ("edm: offsets end short of C(n,2)", "edm", set_value("progress/offsets", -1, 1000), "inconsistent", False),
+    ("edm: offsets not sorted", "edm", set_value("progress/offsets", 1, 10 ** 9), "inconsistent", False),
     ("edm: one offset too few", "edm", lambda f: _replace(f, "progress/offsets", f["progress/offsets"][:-1]),
      "inconsistent", False),
     ("edm: /distances one value short", "edm", lambda f: _replace(f, "distances", f["distances"][:-1]),
@@ -662,9 +654,9 @@ CASES = [
      "inconsistent", False),
     ("cross: rows attribute wrong", "cross", lambda f: f["distances"].attrs.__setitem__("rows", np.uint64(7)),
      "inconsistent", False),
-    ("hist: counts+under+over one too many", "hist", _set("counts", 0, 10 ** 6), "inconsistent", False),
+    ("hist: counts+under+over one too many", "hist", set_value("counts", 0, 10 ** 6), "inconsistent", False),
     ("hist: counts cover just the flagged chunks", "hist", _hist_cover_first(2), "incomplete", False),
-    ("hist: flag 0 cleared, counts cover all", "hist", _set("progress/done", 0, 0), "inconsistent", False),
+    ("hist: flag 0 cleared, counts cover all", "hist", set_value("progress/done", 0, 0), "inconsistent", False),
     ("hist: no flag set", "hist", lambda f: f["progress/done"].__setitem__(Ellipsis, 0), "incomplete", False),
     ("hist: no /edges", "hist", lambda f: f.__delitem__("edges"), "inconsistent", False),
     ("hist: /underflow not a scalar", "hist", lambda f: _replace(f, "underflow", np.zeros(2, np.int64)),
@@ -710,10 +702,10 @@ CASES = [
     ("/progress dataset attribute: 2 strings", "edm", _grow_attr("progress", "dataset", 2), "inconsistent", False),
     ("complete triplet (stored energies)", "trip", None, "complete", False),
     ("complete triplet (sums only)", "trip0", None, "complete", False),
-    ("triplet: a done flag cleared", "trip", _set("progress/done", 1, 0), "incomplete", False),
-    ("triplet (sums only): last flag cleared", "trip0", _set("progress/done", -1, 0), "incomplete", False),
+    ("triplet: a done flag cleared", "trip", set_value("progress/done", 1, 0), "incomplete", False),
+    ("triplet (sums only): last flag cleared", "trip0", set_value("progress/done", -1, 0), "incomplete", False),
     ("triplet: stopped run, only .partial", "trip", "trip-stopped", "incomplete", False),
-    ("triplet: offsets end short of C(n,3)", "trip", _set("progress/offsets", -1, 1000), "inconsistent", False),
+    ("triplet: offsets end short of C(n,3)", "trip", set_value("progress/offsets", -1, 1000), "inconsistent", False),
     ("triplet: one offset too few", "trip0",
      lambda f: _replace(f, "progress/offsets", f["progress/offsets"][:-1]), "inconsistent", False),
     ("triplet: /forces n x 2", "trip", lambda f: _replace(f, "forces", f["forces"][:, :2]), "inconsistent", False),
@@ -763,7 +755,7 @@ CASES = [
     ("complete knn", "knn", None, "complete", False),
     ("complete knn (float32, cityblock)", "knn32", None, "complete", False),
     ("complete knn without dimension scales", "knn_plain", None, "complete", False),
-    ("knn: a done flag cleared", "knn", _set("progress/done", 2, 0), "incomplete", False),
+    ("knn: a done flag cleared", "knn", set_value("progress/done", 2, 0), "incomplete", False),
     ("knn: every flag 0", "knn", lambda f: f["progress/done"].__setitem__(Ellipsis, 0), "incomplete", False),
     ("knn: no /indices", "knn", lambda f: f.__delitem__("indices"), "inconsistent", False),
     ("knn: /indices one row short", "knn", lambda f: _replace(f, "indices", f["indices"][:-1]), "inconsistent",
@@ -792,9 +784,9 @@ CASES = [
                 f["progress"].attrs.__setitem__("elements", np.uint64(90000))), "inconsistent", False),
     ("knn: /indices n attribute wrong", "knn", lambda f: f["indices"].attrs.__setitem__("n", np.uint64(3)),
      "inconsistent", False),
-    ("knn: offsets not multiples of K", "knn", _set("progress/offsets", 1, 50), "inconsistent", False),
-    ("knn: offsets end short of n*K", "knn", _set("progress/offsets", -1, 2093), "inconsistent", False),
-    ("knn: offsets not sorted", "knn", _set("progress/offsets", 1, 1400), "inconsistent", False),
+    ("knn: offsets not multiples of K", "knn", set_value("progress/offsets", 1, 50), "inconsistent", False),
+    ("knn: offsets end short of n*K", "knn", set_value("progress/offsets", -1, 2093), "inconsistent", False),
+    ("knn: offsets not sorted", "knn", set_value("progress/offsets", 1, 1400), "inconsistent", False),
     ("knn: one offset too few", "knn", lambda f: _replace(f, "progress/offsets", f["progress/offsets"][:-1]),
      "inconsistent", False),
     ("knn: elements attribute wrong", "knn", lambda f: f["progress"].attrs.__setitem__("elements", np.uint64(9)),
@@ -829,7 +821,7 @@ CASES = [
     ("radius: no n attribute", "radius", lambda f: f["pairs"].attrs.__delitem__("n"), "inconsistent", False),
     ("radius: n too small for m", "radius", lambda f: f["pairs"].attrs.__setitem__("n", np.uint64(10)),
      "inconsistent", False),
-    ("radius: offsets end short of C(n,2)", "radius", _set("progress/offsets", -1, 100), "inconsistent", False),
+    ("radius: offsets end short of C(n,2)", "radius", set_value("progress/offsets", -1, 100), "inconsistent", False),
     ("radius: one offset too few", "radius",
      lambda f: _replace(f, "progress/offsets", f["progress/offsets"][:-1]), "inconsistent", False),
     ("radius: elements attribute wrong", "radius",

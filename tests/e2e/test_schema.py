@@ -30,7 +30,7 @@ import unittest
 import h5py
 import numpy as np
 
-from common import BIN, tdsolve
+from common import BIN, set_value, tdsolve
 import test_fractal as tfr
 import test_package as tp
 
@@ -157,14 +157,6 @@ def _attr(name, value):
     return fn
 
 
-def _set(name, index, value):
-    def fn(f):
-        a = f[name][()]
-        a[index] = value
-        f[name][...] = a
-    return fn
-
-
 def _drop(name):
     def fn(f):
         del f[name]
@@ -207,7 +199,7 @@ POTENTIAL = [
 # (name, edit, the verdict on a file written with kind; None: as that file is written)
 GENERIC = [
     ("as written", None, None),
-    ("a done flag cleared", _set("progress/done", 0, 0), None),
+    ("a done flag cleared", set_value("progress/done", 0, 0), None),
     ("no /progress/done", _drop("progress/done"), "inconsistent"),
     ("kind and schema_version removed (an older file)", lambda f: (_attr("kind", None)(f),
                                                                   _attr("schema_version", None)(f)), None),
@@ -350,7 +342,7 @@ class SchemaTest(unittest.TestCase):
                     os.rename(path, path + ".partial")
                 elif edit == "partial-cleared":
                     with h5py.File(path, "a") as f:
-                        tfr._set("progress/done", 2, 0)(f)
+                        tfr.set_value("progress/done", 2, 0)(f)
                     os.rename(path, path + ".partial")
                 elif edit == "truncate":
                     os.truncate(path, os.path.getsize(path) // 2)
