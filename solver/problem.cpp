@@ -175,28 +175,21 @@ void apply_cull(Problem<T>* p, CullMode mode, CullGeometry g, const CullBuilder<
   p->a.swap(a);
   if (knn) p->b = p->a;  // the points against themselves, in the run's order too
   c.squared = p->metric == Metric::sqeuclidean;
-  if (!p->three_body.types.empty()) {  // typed ATM: each point keeps its type
-    std::vector<std::int32_t> v(n);
-    for (index_t q = 0; q < n; ++q)
-      v[q] = p->three_body.types[order[q]];
-    p->three_body.types.swap(v);
-  }
-  for (std::vector<double>* per_point : {&p->norms_a, &p->select_radii}) {
-    if (per_point->empty()) continue;
-    std::vector<double> v(n);
+  // Every per-point vector (empty: none) in the points' new order: norms,
+  // radii, hist's labels, typed ATM's types.
+  const auto reorder = [&](auto* per_point) {
+    if (per_point->empty()) return;
+    std::remove_reference_t<decltype(*per_point)> v(n);
 #pragma omp parallel for schedule(static)
     for (index_t q = 0; q < n; ++q)
       v[q] = (*per_point)[order[q]];
     per_point->swap(v);
-  }
-  for (std::vector<std::int32_t>* label : {&p->hist.groups.type, &p->hist.groups.molecule}) {
-    if (label->empty()) continue;
-    std::vector<std::int32_t> v(n);
-#pragma omp parallel for schedule(static)
-    for (index_t q = 0; q < n; ++q)
-      v[q] = (*label)[order[q]];
-    label->swap(v);
-  }
+  };
+  reorder(&p->norms_a);
+  reorder(&p->select_radii);
+  reorder(&p->hist.groups.type);
+  reorder(&p->hist.groups.molecule);
+  reorder(&p->three_body.types);
   p->cull = std::move(c);
   p->culled = true;
   setup_mark("cull_reorder");
