@@ -302,7 +302,7 @@ std::string guess_kind(hid_t file, std::string* why) {
   const bool has_progress =
       exists(file, "progress") && exists(file, "progress/done") && exists(file, "progress/offsets");
   // The result dataset is the one /progress names: /distances (edm, cross,
-  // knn), /counts (hist), /triplet_energy or "" (triplet), "" (radius, collide).
+  // knn), /counts (hist, adf), /triplet_energy or "" (triplet), "" (radius, collide).
   std::string name = "distances";
   if (has_progress) {
     Hid progress = group_handle(H5Gopen2(file, "progress", H5P_DEFAULT), "H5Gopen /progress");
@@ -324,7 +324,7 @@ std::string guess_kind(hid_t file, std::string* why) {
   if (radius) name = "pairs";
   Hid values = dataset_handle(H5Dopen2(file, name.c_str(), H5P_DEFAULT), "H5Dopen /" + name);
   if (radius) return has_attr(values, "criterion") ? "collide" : "radius";
-  if (name == "counts") return "hist";
+  if (name == "counts") return exists(file, "dropped") ? "adf" : "hist";  // adf: /dropped
   if (is_knn(file, values)) return "knn";
   return dataset_shape(values).size() == 2 ? "cross" : "edm";
 }
@@ -823,6 +823,25 @@ void show(hid_t file, const std::string& kind, const std::map<std::string, std::
       Hid c = dataset_handle(H5Dopen2(file, "cumulative", H5P_DEFAULT), "H5Dopen /cumulative");
       out << "cumulative: /cumulative " << type_name(c) << shape_of(c) << attributes(c) << "\n";
     }
+  } else if (kind == "adf") {
+    Hid counts = dataset_handle(H5Dopen2(file, "counts", H5P_DEFAULT), "H5Dopen /counts");
+    out << "angles:    " << at("adfs") << " ADF" << (at("adfs") == 1 ? "" : "s") << " ("
+        << text_attr(counts, "triples") << "), " << at("bins") << " bins in "
+        << text_attr(counts, "ordinate") << "s"
+        << (has_attr(counts, "box")
+                ? " (periodic box " + read_attr_text(counts, "box") +
+                      (has_attr(counts, "tilt") ? ", tilt " + read_attr_text(counts, "tilt") : "") +
+                      ")"
+                : "")
+        << "\n";
+    out << "centres:   " << dataset_line(file, "centres") << "\n";
+    out << "dropped:   " << dataset_line(file, "dropped") << "\n";
+    for (const char* name : {"pdf", "cumulative"})
+      if (exists(file, name)) {
+        Hid d = dataset_handle(H5Dopen2(file, name, H5P_DEFAULT), std::string("H5Dopen /") + name);
+        out << name << (name[0] == 'p' ? ":       /" : ": /") << name << " " << type_name(d)
+            << shape_of(d) << "\n";
+      }
   } else if (kind == "knn") {
     Hid d = dataset_handle(H5Dopen2(file, "distances", H5P_DEFAULT), "H5Dopen /distances");
     out << "knn:       " << at("n") << " points, the " << at("K") << " nearest of each (metric "

@@ -748,7 +748,11 @@ ExistingResult read_existing(const std::string& path) {
       check_status(
           H5Dread(values, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, r.counts.data()),
           "reading /counts");
+      // adf keeps one /dropped a row (the overflow slot; underflow 0).
+      const bool dropped = H5Lexists(file, "dropped", H5P_DEFAULT) > 0;
       for (const char* extra : {"underflow", "overflow"}) {
+        if (dropped && extra[0] == 'u') continue;
+        if (dropped) extra = "dropped";
         Hid x =
             dataset_handle(H5Dopen2(file, extra, H5P_DEFAULT), std::string("H5Dopen /") + extra);
         const auto xs = dataset_shape(x);

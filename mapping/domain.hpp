@@ -85,4 +85,17 @@ struct RectDomain {
   index_t largest_block_row() const { return m > 0 ? elements_in_rows(0, 1) : 0; }
 };
 
+// The centres of adf: n points, each an element (its neighbours' angles),
+// block rows of rho of them.
+struct CentreDomain {
+  index_t n = 0, rho = 1;
+  TDS_HD index_t block_rows() const { return (n + rho - 1) / rho; }
+  TDS_HD index_t total() const { return n; }
+  TDS_HD index_t elements_before(index_t I) const { return I * rho < n ? I * rho : n; }
+  TDS_HD index_t elements_in_rows(index_t I0, index_t I1) const {
+    return elements_before(I1) - elements_before(I0);
+  }
+  index_t largest_block_row() const { return n > 0 ? elements_in_rows(0, 1) : 0; }
+};
+
 }  // namespace tdsolve::mapping

@@ -189,6 +189,31 @@ inline void check_variance(const std::vector<double>& v, const std::string& what
 
 // What one command of the pair and triplet family asks for
 // (solver/commands/pairs.hpp); each reads the groups it offers.
+// adf: LAMMPS compute adf's ADFs. One per --triples entry (I, J, K: a
+// type label of --types or "*", every type), or with --cutoff RC one of
+// every type, both legs within [0, RC].
+struct AdfTriple {
+  std::string i, j, k;
+  double rj_in = 0, rj_out = 0, rk_in = 0, rk_out = 0;
+};
+
+struct AdfOptions {
+  index_t bins = 0;
+  std::string ordinate = "degree";  // degree, radian or cosine (LAMMPS's ordinate)
+  std::vector<AdfTriple> triples;   // as given, or the one of --cutoff
+  bool typed = false;               // --triples given (2-D /counts, /triple)
+  std::string types;                // --types SRC ("": one type)
+  BoxOptions box;
+  bool input_box = true;  // without --box: a trajectory frame's periodic cell (--box none: no)
+  std::string frames;     // --frames ("": one point set)
+  double outer() const {
+    double r = 0;
+    for (const AdfTriple& t : triples)
+      r = std::max(r, std::max(t.rj_out, t.rk_out));
+    return r;
+  }
+};
+
 struct CommandOptions {
   InputOptions in, with;  // `with`: cross only
   OutputOptions out;
@@ -196,6 +221,7 @@ struct CommandOptions {
   RunOptions run;
   HistOptions hist;        // hist only
   TripletOptions triplet;  // triplet only
+  AdfOptions adf;          // adf only
   KnnOptions knn;          // knn only
   BoxOptions box;          // knn --radius, collide (hist has its own, in hist)
 };

@@ -205,6 +205,7 @@ template <typename T>
 mapping::ChunkPlan make_plan(const Problem<T>& p, index_t max_elements) {
   if (p.culled) return mapping::ChunkPlan(CulledDomain{&p.cull}, max_elements);
   if (p.triplets()) return mapping::ChunkPlan(p.triplet_domain(), max_elements);
+  if (p.centres()) return mapping::ChunkPlan(p.centre_domain(), max_elements);
   if (p.domain == DomainKind::rect) return mapping::ChunkPlan(p.rect_domain(), max_elements);
   return mapping::ChunkPlan(p.pair_domain(), max_elements);
 }
@@ -213,6 +214,7 @@ template <typename T>
 mapping::ChunkPlan plan_from_offsets(const Problem<T>& p, const std::vector<index_t>& offsets) {
   if (p.culled) return mapping::ChunkPlan::from_offsets(CulledDomain{&p.cull}, offsets);
   if (p.triplets()) return mapping::ChunkPlan::from_offsets(p.triplet_domain(), offsets);
+  if (p.centres()) return mapping::ChunkPlan::from_offsets(p.centre_domain(), offsets);
   if (p.domain == DomainKind::rect)
     return mapping::ChunkPlan::from_offsets(p.rect_domain(), offsets);
   return mapping::ChunkPlan::from_offsets(p.pair_domain(), offsets);

@@ -15,6 +15,7 @@
 #include "io/input.hpp"
 #include "mapping/block_map.hpp"
 #include "mapping/partition.hpp"
+#include "solver/adf_bins.hpp"
 #include "solver/cull.hpp"
 #include "solver/epi.hpp"
 #include "solver/epilogue.hpp"
@@ -24,7 +25,9 @@
 
 namespace tdsolve {
 
-enum class DomainKind { pairs, rect, triplets };
+// centres: each point as a centre with its neighbours (adf); an element a
+// centre, block rows of rho centres.
+enum class DomainKind { pairs, rect, triplets, centres };
 enum class MapKind { lambda, bb };
 
 inline const char* map_name(MapKind m) {
@@ -63,9 +66,12 @@ struct HistSpec {
   double margin = 1;            // epilogue::histogram_slot's fast-path margin (1: never)
   epilogue::HistFast32 fast32;  // the float32 screen (float32 runs)
   HistGroups groups;
+  // Histograms that are not type pairs' (adf: one per triple); 0: the
+  // groups' count, or one.
+  index_t rows = 0;
   // Counts are kept as [underflow, bin 0 .. bin B-1, overflow], one such
   // row per histogram.
-  index_t histograms() const { return groups.count > 0 ? groups.count : 1; }
+  index_t histograms() const { return groups.count > 0 ? groups.count : rows > 0 ? rows : 1; }
   index_t slots() const { return (bins + 2) * histograms(); }
 };
 
@@ -80,6 +86,29 @@ std::vector<double> linspace_edges(double lo, double hi, index_t bins);
 // lo_f, norm_f and the product). TDSOLVE_HIST_EXACT_ALWAYS=1 turns both
 // fast paths off (to measure them).
 HistSpec make_hist_spec(double lo, double hi, index_t bins);
+
+// The angle distributions of `tdsolve adf` (LAMMPS `compute adf`), over
+// the centres domain: for each ADF m, each centre i whose type is in I_m
+// and each unordered pair {j, k} of its neighbours that can be taken as
+// (j in J_m with rj_in² <= r_ij² <= rj_out², k in K_m likewise), the angle
+// θ_jik binned as LAMMPS bins it (solver/adf_bins.hpp). The neighbours
+// come from a cell list (solver/cell_list.hpp) over the outer cutoff.
+enum class AdfOrdinate { degree, radian, cosine };
+
+struct AdfSpec {
+  index_t count = 0;  // ADFs (histogram rows)
+  index_t bins = 0;
+  AdfOrdinate ordinate = AdfOrdinate::degree;
+  std::vector<std::int32_t> type;  // each point's type code (one type: all 0)
+  // AdfTable's: masks[3 t + s], the ADFs whose I (s = 0), J (1), K (2) hold
+  // type t; cut2[4 m ..]: rj_in², rj_out², rk_in², rk_out² (float64, as
+  // LAMMPS squares them)
+  std::vector<std::uint16_t> masks;
+  std::vector<double> cut2;
+  double outer = 0;              // the largest outer cutoff (the cells')
+  double widths[3] = {0, 0, 0};  // a periodic box's perpendicular widths
+  AdfTable table() const { return AdfTable{int(count), masks.data(), cut2.data()}; }
+};
 
 // The three-body problem: a potential (solver/potentials/: LAMMPS
 // `pair_style atm` or the three-body term of `pair_style sw`) summed over
@@ -127,6 +156,7 @@ struct Problem {
   bool triclinic = false;
   std::array<T, 3> tilt{};
   TripletSpec three_body;  // triplets
+  AdfSpec adf;             // centres
   index_t k = 0;           // topk: neighbours per row
   // select: the test (select.radii: set by each backend to its copy of
   // select_radii, for overlaps)
@@ -140,6 +170,7 @@ struct Problem {
   std::string cull_note;  // what the run chose and why (the log line, the file)
 
   bool triplets() const { return domain == DomainKind::triplets; }
+  bool centres() const { return domain == DomainKind::centres; }
   // The box as the triplet tiles take it (3-D).
   epilogue::Cell3<T> cell3() const {
     epilogue::Cell3<T> c;
@@ -163,11 +194,13 @@ struct Problem {
     return d;
   }
   mapping::RectDomain rect_domain() const { return mapping::RectDomain(rows, cols, rho); }
+  mapping::CentreDomain centre_domain() const { return mapping::CentreDomain{rows, rho}; }
   // Elements of the domain: pairs, distances or triplets (culled: the pairs
   // its tiles test).
   index_t total() const {
     if (culled) return cull.tested();
     if (domain == DomainKind::triplets) return triplet_domain().total();
+    if (domain == DomainKind::centres) return centre_domain().total();
     return domain == DomainKind::pairs ? pair_domain().total() : rect_domain().total();
   }
   const T* col_points() const { return domain == DomainKind::pairs ? a.data() : b.data(); }

@@ -48,7 +48,7 @@ result files fast.
 `python3 -m tdsolve FILE.h5` prints the verdict and exits as `tdsolve info`;
 `python3 -m tdsolve png FILE.h5 OUT.png [--snapshot I]` draws a fractal's snapshot.
 """
-from ._result import (CollideResult, CrossResult, EdmResult, HistResult, IncompleteResult, KnnResult, PairsResult,
+from ._result import (AdfResult, CollideResult, CrossResult, EdmResult, HistResult, IncompleteResult, KnnResult, PairsResult,
                       Result, TripletResult, UnreadableResult, open, pair_index, triplet_index)
 from ._fractal import FractalMaps, FractalResult, fractal_presets, parse_table
 from ._verdict import (COMPLETE, INCOMPLETE, INCONSISTENT, NOT_A_RESULT, UNREADABLE, Verdict, check,
@@ -59,7 +59,7 @@ from ._api import Error, NearestNeighbors, atm, cdist, collide, hist, knn, pdist
 
 __version__ = "0.1.0"
 
-__all__ = ["pdist", "cdist", "hist", "knn", "collide", "atm", "NearestNeighbors", "Error", "open", "check", "validate", "SCHEMA", "SCHEMA_VERSION", "Verdict", "Result", "EdmResult", "CrossResult", "HistResult", "TripletResult",
+__all__ = ["pdist", "cdist", "hist", "knn", "collide", "atm", "NearestNeighbors", "Error", "open", "check", "validate", "SCHEMA", "SCHEMA_VERSION", "Verdict", "Result", "EdmResult", "CrossResult", "HistResult", "AdfResult", "TripletResult",
            "KnnResult", "PairsResult", "CollideResult", "FractalResult", "FractalMaps", "fractal_presets", "parse_table",
            "IncompleteResult", "UnreadableResult", "pair_index", "pair_count", "triplet_index", "triplet_count",
            "COMPLETE", "INCOMPLETE", "INCONSISTENT", "NOT_A_RESULT", "UNREADABLE"]

@@ -426,6 +426,7 @@ class Result:
     _hints = {"edm": "r[...], rows(), block(), square(), pair(), iter_chunks()",
               "cross": "r[...], rows(), block(), matrix(), iter_chunks()",
               "hist": "counts, edges, r, underflow, overflow, rdf, cumulative, pair, partial(), r[...] (the counts)",
+              "adf": "counts, theta, edges, pdf, cumulative, centres, dropped, triple, adf(), r[...] (the counts)",
               "triplet": "energy, energy_per_point, forces; with --store-triplets also r[...], triplet(), "
                          "triplet_energies(), iter_chunks()",
               "fractal": "state(i), steps, live, image(i), save_png(), lambda_map(), nu_map(), iter_chunks()",
@@ -668,7 +669,36 @@ class CrossResult(Result):
             yield a // K, rr.contiguous(a, b).reshape(-1, K)
 
 
-class HistResult(Result):
+class _Histogram(Result):
+    """What hist and adf files share: /counts, read only when every chunk
+    is done (the counts of a stopped run cover the chunks it flags done),
+    r[...] indexing them, label lists, the frames of a run over frames."""
+
+    _unit = "pairs"  # what the chunks' offsets count
+
+    def _find_unwritten(self):
+        return None  # the offsets count the domain's elements, not bins: what is not written yet is the whole count
+
+    def _counted(self, what):
+        self._needs_all_done(what, f"covers only the {self._unit} of the chunks flagged done until every chunk is")
+
+    def __getitem__(self, key):
+        self._counted("/counts")
+        return self._d[key]
+
+    def _strings(self, name):
+        if name not in self._f:
+            return None
+        return [_text(v) for v in np.asarray(self._f[name][()], dtype=object).reshape(-1)]
+
+    @property
+    def frames(self):
+        """int64[F]: the trajectory frames a --frames run took, in order
+        (its counts are their sum); None for a run of one point set."""
+        return self._f["frames"][()] if "frames" in self._f else None
+
+
+class HistResult(_Histogram):
     """`tdsolve hist`: pair counts per bin.
 
     n: the number of points; counts, edges (as numpy.histogram), r (the bin
@@ -721,23 +751,10 @@ class HistResult(Result):
         self.box = tuple(float(s) for s in _text(a["box"]).split(",")) if "box" in a else None
         self.tilt = tuple(float(s) for s in _text(a["tilt"]).split(",")) if "tilt" in a else None
 
-    @property
-    def frames(self):
-        """int64[F]: the trajectory frames a `hist --frames` run binned, in
-        order (its counts are their sum, its rdf their average); None for a
-        run of one point set."""
-        return self._f["frames"][()] if "frames" in self._f else None
-
-    def _find_unwritten(self):
-        return None  # the offsets count pairs, not bins: what is not written yet is the whole count
-
     def _describe(self):
         lo, hi = self.range or (None, None)
         grouped = f", {self.groups} type pairs" if self.groups else ""
         return f"n={self.n}, {self.bins} bins over [{lo}, {hi}]{grouped}, {self.metric} {self.precision}"
-
-    def _counted(self, what):
-        self._needs_all_done(what, "covers only the pairs of the chunks flagged done until every chunk is")
 
     @property
     def counts(self):
@@ -747,10 +764,6 @@ class HistResult(Result):
         sum)."""
         self._counted("/counts")
         return self._d[()]
-
-    def __getitem__(self, key):
-        self._counted("/counts")
-        return self._d[key]
 
     @property
     def edges(self):
@@ -825,11 +838,6 @@ class HistResult(Result):
 
     # --- type pairs (hist --types) ---------------------------------------------
 
-    def _strings(self, name):
-        if name not in self._f:
-            return None
-        return [_text(v) for v in np.asarray(self._f[name][()], dtype=object).reshape(-1)]
-
     @property
     def pair(self):
         """[str]: the names of the type pairs, "A-B", a name per row of
@@ -892,6 +900,108 @@ class HistResult(Result):
         rdf = self.rdf
         cumulative = self.cumulative
         return (self._d[g], None if rdf is None else rdf[g], None if cumulative is None else cumulative[g])
+
+
+class AdfResult(_Histogram):
+    """`tdsolve adf`: angle distributions, as LAMMPS compute adf.
+
+    n: the number of points; counts (int64[bins], or [adfs, bins] with
+    --triples: a row per ADF of `triple`), theta (the bin centres in the
+    ordinate's unit, LAMMPS's first column), edges, pdf and cumulative
+    (LAMMPS's two columns per ADF), centres (the centre atoms counted, over
+    the frames), dropped (angles LAMMPS does not bin: theta = pi, cos = 1
+    exactly), cutoffs (Rjinner, Rjouter, Rkinner, Rkouter per ADF),
+    ordinate ("degree", "radian" or "cosine"), bins, delta (the bin width),
+    triple (["I-J-K", ...] with --triples, else None), types, frames;
+    adf("I-J-K") is (counts, pdf, cumulative) of one ADF.
+
+    counts, pdf, cumulative, dropped and adf() raise IncompleteResult in an
+    incomplete file (the counts cover the chunks flagged done only)."""
+
+    kind = "adf"
+    _unit = "centres"
+
+    def __init__(self, f, verdict, access="auto"):
+        super().__init__(f, verdict, access)
+        a = self.attrs
+        self.n = int(_one(a["n"]))
+        self.bins = int(_one(a["bins"]))
+        self.ordinate = _text(a["ordinate"])
+        self.delta = float(_one(a["delta"]))
+        self.adfs = int(_one(a["adfs"]))
+        self.type_source = _text(a["type_source"]) if "type_source" in a else None
+        self.box = tuple(float(s) for s in _text(a["box"]).split(",")) if "box" in a else None
+        self.tilt = tuple(float(s) for s in _text(a["tilt"]).split(",")) if "tilt" in a else None
+
+    def _describe(self):
+        return f"n={self.n}, {self.adfs} ADF(s), {self.bins} bins in {self.ordinate}s, {self.precision}"
+
+    @property
+    def counts(self):
+        """int64[bins] (with --triples [adfs, bins]): the angles per bin, summed over the frames."""
+        self._counted("/counts")
+        return self._d[()]
+
+    @property
+    def theta(self):
+        """float64[bins]: the bin centres in the ordinate's unit (LAMMPS's first column)."""
+        return self._f["theta"][()]
+
+    @property
+    def edges(self):
+        """float64[bins+1]: the bin edges in the ordinate's unit."""
+        return self._f["edges"][()]
+
+    @property
+    def pdf(self):
+        """float64, counts' shape: counts / (delta × the ADF's binned angles) (LAMMPS's column 2m+1)."""
+        self._counted("/pdf")
+        return self._f["pdf"][()]
+
+    @property
+    def cumulative(self):
+        """float64, counts' shape: the running sum of counts / centres (LAMMPS's column 2m+2)."""
+        self._counted("/cumulative")
+        return self._f["cumulative"][()]
+
+    @property
+    def centres(self):
+        """The centre atoms counted (each frame's, summed): int, or int64[adfs] with --triples."""
+        v = self._f["centres"][()]
+        return int(v) if np.ndim(v) == 0 else v
+
+    @property
+    def dropped(self):
+        """Angles not binned (theta = pi or cos = 1 exactly): int, or int64[adfs] with --triples."""
+        self._counted("/dropped")
+        v = self._f["dropped"][()]
+        return int(v) if np.ndim(v) == 0 else v
+
+    @property
+    def cutoffs(self):
+        """float64[4] (with --triples [adfs, 4]): Rjinner, Rjouter, Rkinner, Rkouter."""
+        return self._f["cutoffs"][()]
+
+    @property
+    def triple(self):
+        """["I-J-K", ...]: the ADFs' type triples (--triples), None for one ADF of --cutoff."""
+        return self._strings("triple")
+
+    @property
+    def types(self):
+        """[str]: the type labels of --types, None without."""
+        return self._strings("types")
+
+    def adf(self, name):
+        """(counts, pdf, cumulative) of the ADF named "I-J-K" (a --triples entry)."""
+        names = self.triple
+        if names is None:
+            raise TypeError(f"{self.path}: adf() is for files of adf --triples; this one holds one ADF "
+                            "(use counts, pdf, cumulative)")
+        if name not in names:
+            raise KeyError(f"{self.path}: no ADF {name!r}; the file's are {', '.join(names)}")
+        m = names.index(name)
+        return self.counts[m], self.pdf[m], self.cumulative[m]
 
 
 class TripletResult(Result):
@@ -1371,7 +1481,7 @@ def _size(b):
         b /= 1024
 
 
-_CLASSES = {"edm": EdmResult, "cross": CrossResult, "hist": HistResult, "triplet": TripletResult,
+_CLASSES = {"edm": EdmResult, "cross": CrossResult, "hist": HistResult, "adf": AdfResult, "triplet": TripletResult,
             "knn": KnnResult, "radius": PairsResult, "collide": CollideResult}
 
 from ._fractal import FractalResult  # noqa: E402 (it builds on Result, above)
@@ -1380,7 +1490,7 @@ _CLASSES["fractal"] = FractalResult
 
 
 def open(path, require_complete=True, access="auto", _classes=None):  # noqa: A001
-    """Opens a tdsolve result (edm, cross, hist, triplet, fractal, knn, radius or collide) for reading.
+    """Opens a tdsolve result (edm, cross, hist, adf, triplet, fractal, knn, radius or collide) for reading.
 
     Raises IncompleteResult unless the file is complete by the rules of
     `tdsolve info` (pass require_complete=False to read a partial file; an

@@ -59,7 +59,7 @@ class Verdict:
     status: "complete", "incomplete", "inconsistent", "not a result" or
     "unreadable"; exit_code: info's exit status (0, 3 or 1); message: one
     line; path: the path asked about; file: the file actually read (path, or
-    path + ".partial" when only that exists); kind: "edm", "cross", "hist",
+    path + ".partial" when only that exists); kind: "edm", "cross", "hist", "adf",
     "triplet", "fractal", "knn", "radius", "collide" or None; schema_version:
     the root's `schema_version` (None in files written before files recorded
     their kind); dataset: the dataset whose
@@ -337,8 +337,8 @@ def _guess(f):
     values = _dataset(f, name)
     if radius:
         return ("collide" if _has_attr(values, "criterion") else "radius"), None
-    if name == "counts":
-        return "hist", None
+    if name == "counts":  # adf keeps /dropped
+        return ("adf" if _exists(f, "dropped") else "hist"), None
     if _is_knn(f, values):
         return "knn", None
     return ("cross" if len(_dims(values)) == 2 else "edm"), None

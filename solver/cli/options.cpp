@@ -133,7 +133,7 @@ po::options_description output_group(OutputOptions& o, const char* what, bool po
 
 po::options_description compute_group(ComputeOptions& o, Choices& c, int flags) {
   po::options_description g("Computation");
-  const bool metric = !(flags & (kTriplets | kCollide));
+  const bool metric = !(flags & (kTriplets | kCollide | kCentres));
   if (metric)
     g.add_options()(
         "metric", po::value(&c.metric)->default_value("euclidean")->value_name("NAME"),
@@ -159,6 +159,9 @@ po::options_description compute_group(ComputeOptions& o, Choices& c, int flags) 
                     (flags & kTriplets)
                         ? "float32 or float64: the arithmetic of each triplet (and the stored "
                           "triplet energies); sums are exact and written as float64"
+                    : (flags & kCentres)
+                        ? "float32 or float64: the arithmetic of the legs and their cosines (each "
+                          "angle's bin is then found in float64)"
                         : "float32 or float64: the arithmetic and the stored values");
   g.add_options()("backend", po::value(&c.backend)->default_value("auto")->value_name("B"),
                   "auto (cuda when a GPU is visible, else cpu), cpu or cuda");
@@ -166,6 +169,10 @@ po::options_description compute_group(ComputeOptions& o, Choices& c, int flags) 
     g.add_options()("block", po::value(&o.block)->default_value(kTripletBlock)->value_name("RHO"),
                     "tile side ρ: each block of work is a ρ×ρ×ρ tile of triplets; 32 is the only "
                     "size (a warp along each edge)");
+  else if (flags & kCentres)
+    g.add_options()("block", po::value(&o.block)->default_value(128)->value_name("RHO"),
+                    "centres a block row, 1 to 65536: chunks (and ranks' shares) are whole "
+                    "block rows");
   else
     g.add_options()(
         "block", po::value(&o.block)->default_value(128)->value_name("RHO"),
@@ -244,7 +251,8 @@ po::options_description hist_group(HistOptions& h, Choices& c) {
       "frames", po::value(&h.frames)->value_name("START:STOP[:STEP]"),
       "of a trajectory --input: bin these frames (Python's slice: 0:100, ::10, -50:) into one "
       "histogram in one run, each frame's pairs once; /rdf is their average (InterRDF over "
-      "those frames); the frames share one cell (or --box). Resumes frame by frame")(
+      "those frames, normalised by the mean volume of their cells, each frame in its own cell, "
+      "as for an NPT run; or all in --box). Resumes frame by frame")(
       "per-frame", po::bool_switch(&h.per_frame),
       "with --frames: also each frame's counts, /frame_counts (frames × bins)")(
       "types", po::value(&h.types)->value_name("SRC"),

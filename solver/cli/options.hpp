@@ -44,6 +44,7 @@ po::options_description output_group(OutputOptions& o, const char* what, bool po
                                      const char* resume_help = nullptr);
 
 // kTriplets: no --metric (euclidean), tiles of 32³ (--block 32 only).
+// kCentres: no --metric (euclidean), --block the centres of a block row.
 // kCollide: no --metric (euclidean) and its parameters, no --precision
 // (float64 always).
 // kSelectChunks: --chunk-mb for a selection (collide): 0 (default) cuts
@@ -57,7 +58,8 @@ enum ComputeFlags {
   kCollide = 16,
   kSelectChunks = 32,
   kKnnChunks = 64,
-  kCull = 128  // --cull: a cutoff's culled domain (solver/cull.hpp)
+  kCull = 128,    // --cull: a cutoff's culled domain (solver/cull.hpp)
+  kCentres = 256  // adf: no --metric (euclidean); --block is centres a block row
 };
 
 // The triplet tile side: one warp along each edge of a tile.

@@ -6,8 +6,10 @@
 #include <cstdlib>
 #include <map>
 #include <numeric>
+#include <utility>
 
 #include "io/trajectory.hpp"
+#include "solver/commands/frames.hpp"
 #include "solver/commands/pairs.hpp"
 #include "solver/commands/sinks.hpp"
 #include "solver/progress.hpp"
@@ -34,8 +36,8 @@ const char* kRdfFormula =
     "as MDAnalysis InterRDF(g, g, exclusion_block=(1, 1)) for one frame";
 const char* kRdfFramesFormula =
     "rdf[b] = counts[b] / (F (4/3) pi (edges[b+1]^3 - edges[b]^3) n (n-1) / (2 volume)), F the "
-    "frames (/frames), as MDAnalysis InterRDF(g, g, exclusion_block=(1, 1)) over those frames "
-    "(one fixed cell)";
+    "frames (/frames), volume the mean of the frames' cells (one fixed cell: its volume), as "
+    "MDAnalysis InterRDF(g, g, exclusion_block=(1, 1)) over those frames";
 const char* kConvention =
     "counts are of unordered pairs i < j, each once (MDAnalysis InterRDF(g, g)'s count holds "
     "each twice)";
@@ -76,27 +78,56 @@ std::string rdf_formula(const std::string& norm, bool frames, bool plain) {
          "MDAnalysis InterRDF norm='none'";
 }
 
-std::string join(const std::vector<std::string>& v) {
-  std::string t;
-  for (size_t i = 0; i < v.size(); ++i)
-    t += (i ? "," : "") + v[i];
-  return t;
+// What /rdf holds: --norm as given, else g(r) where there is a box ("": no
+// /rdf).
+std::string rdf_norm(const HistOptions& h) {
+  if (!h.norm.empty()) return h.norm;
+  return h.box.dims > 0 ? "rdf" : "";
 }
-std::vector<std::string> split(const std::string& t) {
-  std::vector<std::string> v;
-  if (t.empty()) return v;
-  for (size_t at = 0;;) {
-    const size_t comma = t.find(',', at);
-    v.push_back(t.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
-    if (comma == std::string::npos) return v;
-    at = comma + 1;
+
+// Rank 0, every frame binned: /rdf as MDAnalysis InterRDF's norm makes it
+// of the (ordered) counts, and /cumulative, their running sum per frame
+// (InterRDF_s's get_cdf summed over the sites). A histogram's ordered
+// counts are twice its pairs where they are of one type; its ordered
+// pairs (InterRDF's N) likewise, so g(r) is the same either way.
+std::vector<std::pair<std::string, std::vector<double>>> normalise(
+    const HistSpec& hist, index_t n, const std::string& norm, double volume, index_t frame_count,
+    const std::vector<std::int64_t>& counts) {
+  const index_t bins = hist.bins, H = hist.histograms();
+  const HistGroups& g = hist.groups;
+  const double frames = double(std::max<index_t>(frame_count, 1));
+  const std::vector<double>& e = hist.edges;
+  std::vector<double> rdf(norm.empty() ? 0 : H * bins, 0.0), cumulative(H * bins, 0.0);
+  for (index_t r = 0; r < H; ++r) {
+    const double ordered = g.count > 0 ? g.ordered[r] : 2.0;
+    const double pairs = g.count > 0 ? double(g.pairs[r]) : double(mapping::pair_count(n));
+    double running = 0;
+    for (index_t b = 0; b < bins; ++b) {
+      const double c = static_cast<double>(counts[r * bins + b]);
+      running += ordered * c;
+      cumulative[r * bins + b] = running / frames;
+      if (norm.empty()) continue;
+      const double shell = 4.0 / 3.0 * kPi * (e[b + 1] * e[b + 1] * e[b + 1] - e[b] * e[b] * e[b]);
+      // MDAnalysis's count / norm, norm = F (× shell) (× N / volume).
+      double v;
+      if (norm == "rdf")
+        v = c / (shell * (pairs / volume * frames));
+      else
+        v = ordered * c / (norm == "density" ? frames * shell : frames);
+      rdf[r * bins + b] = v;
+    }
   }
+  std::vector<std::pair<std::string, std::vector<double>>> out;
+  if (!norm.empty()) out.emplace_back("rdf", std::move(rdf));
+  out.emplace_back("cumulative", std::move(cumulative));
+  return out;
 }
 
 template <typename T>
 class Hist final : public PairCommand<T> {
  public:
-  Hist(const char* name, const CommandOptions& o) : PairCommand<T>(name, o), h_(o.hist) {}
+  Hist(const char* name, const CommandOptions& o)
+      : PairCommand<T>(name, o), h_(o.hist), frames_("hist --frames bins") {}
 
   void configure(Problem<T>& p) const override { p.epilogue = EpilogueKind::histogram; }
   // No bound on the bytes: the file holds a few counts.
@@ -106,13 +137,8 @@ class Hist final : public PairCommand<T> {
   // A trajectory frame's periodic cell is the box when none is given.
   bool takes_cell() const override { return true; }
   void take_input(io::PointSet& a) override {
-    if (!a.frames.empty()) {  // load_problem's: the first frame of a run over frames
-      frames_ = a.frames;
-      const index_t pairs = mapping::pair_count(a.n);
-      if (pairs > 0 && frames_.size() > (index_t(1) << 62) / pairs)
-        throw InputError(std::to_string(frames_.size()) + " frames of C(" + std::to_string(a.n) +
-                         ",2) pairs are more than tdsolve indexes (2^62)");
-    } else if (!frames_.empty()) {  // a later frame: checked before the run (check_frames)
+    if (!frames_.first(a, mapping::pair_count(a.n))) {  // a later frame: checked before
+      frames_.next_cell(a, &h_.box);
       return;
     }
     take_cell(a);
@@ -120,49 +146,36 @@ class Hist final : public PairCommand<T> {
       throw InputError(
           "--norm rdf normalises by the box's volume: give --box (or an input "
           "with a periodic cell), or --norm density or none");
-    if (!frames_.empty()) check_frames(a.n);
+    const double reach = cull_cutoff(this->options().compute.metric, h_.hi);
+    frames_.check(a.n, this->options().in, h_.box, h_.input_box,
+                  [&](const BoxOptions& b, const std::string& where) {
+                    if (b.triclinic && reach > b.half_width())
+                      throw InputError("--range HI " + number_text(h_.hi) +
+                                       " reaches past half the shortest width (" +
+                                       number_text(b.half_width()) + ") of " + where +
+                                       ": a pair's minimum image is not certain there");
+                  });
     take_groups(a);
   }
   // Rank 0, the first points: the box is their frame's periodic cell where
   // no --box is given (and --box none does not turn it off).
   void take_cell(const io::PointSet& a) {
-    const io::Cell& c = a.cell;
-    if (h_.box.dims > 0 || !h_.input_box || !c.present) return;
-    if (!c.periodic) {
-      if (!this->options().run.quiet)
-        std::fprintf(stderr,
-                     "tdsolve: note: '%s' has a cell that is not periodic on every axis "
-                     "(boundaries %s): binned without a box\n",
-                     a.source.c_str(), c.boundary.c_str());
-      return;
-    }
     const Metric m = this->options().compute.metric;
-    const bool triclinic = c.tilt[0] != 0 || c.tilt[1] != 0 || c.tilt[2] != 0;
+    const bool triclinic = FrameRun::tilted(a.cell);
     const bool box_metric = m == Metric::euclidean || m == Metric::sqeuclidean ||
                             (!triclinic && (m == Metric::cityblock || m == Metric::chebyshev));
+    std::string refuse;
     if (!box_metric || !this->options().compute.weights.empty())
-      throw InputError("'" + a.source + "' has a periodic " + (triclinic ? "triclinic " : "") +
-                       "cell, which --metric " + metric_name(m) +
-                       (this->options().compute.weights.empty() ? "" : " with --weights") +
-                       " does not take: give --box none to bin without it");
-    BoxOptions& b = h_.box;
-    b.dims = 3;
-    for (int k = 0; k < 3; ++k) {
-      b.lengths[k] = c.lengths[k];
-      b.tilt[k] = c.tilt[k];
-    }
-    b.triclinic = triclinic;
-    from_cell_ = true;
-    cell_ = c;
-    if (triclinic && cull_cutoff(m, h_.hi) > b.half_width())
-      throw InputError("--range HI " + number_text(h_.hi) +
-                       " reaches past half the shortest width (" + number_text(b.half_width()) +
-                       ") of the triclinic cell of '" + a.source +
-                       "': a pair's minimum image is not certain there");
+      refuse = "'" + a.source + "' has a periodic " + (triclinic ? "triclinic " : "") +
+               "cell, which --metric " + metric_name(m) +
+               (this->options().compute.weights.empty() ? "" : " with --weights") +
+               " does not take: give --box none to bin without it";
+    frames_.take_cell(a, &h_.box, h_.input_box, refuse, "--range HI", cull_cutoff(m, h_.hi),
+                      this->options().run.quiet);
   }
   void broadcast(MPI_Comm comm) override {
     bcast_bytes(comm, &h_.box, sizeof h_.box);
-    bcast_vector(comm, &frames_);
+    frames_.broadcast(comm);
     HistGroups& g = groups_;
     bcast_u64(comm, &g.count);
     bcast_bytes(comm, &g.types, sizeof g.types);
@@ -173,24 +186,11 @@ class Hist final : public PairCommand<T> {
     bcast_vector(comm, &g.ordered);
     bcast_vector(comm, &type_sizes_);
     bcast_u64(comm, &excluded_);
-    for (std::vector<std::string>* names : {&type_names_, &pair_names_}) {
-      index_t count = names->size();  // labels hold no ',' (io::read_labels)
-      bcast_u64(comm, &count);
-      std::string text = join(*names);
-      bcast_string(comm, &text);
-      *names = count ? split(text) : std::vector<std::string>{};
-    }
+    bcast_strings(comm, &type_names_);
+    bcast_strings(comm, &pair_names_);
   }
-  index_t frame_count() const override { return frames_.size(); }
-  io::PointSet read_frame(index_t q) override {
-    const InputOptions& in = this->options().in;
-    if (!trajectory_) trajectory_ = io::open_trajectory(in.input);
-    io::Frame f = trajectory_->read(frames_[q]);
-    f.points.source = in.input + ", frame " + std::to_string(frames_[q]);
-    io::arrange_points(f.points, in.transpose, in.columns);
-    io::check_finite(f.points);
-    return std::move(f.points);
-  }
+  index_t frame_count() const override { return frames_.count(); }
+  io::PointSet read_frame(index_t q) override { return frames_.read(q, this->options().in); }
   void check_output(const Problem<T>& p, const io::PointSet& a, bool) const override {
     const HistOptions& h = h_;
     checked_total(p.rows, p.cols, sizeof(T), a.source);
@@ -211,10 +211,11 @@ class Hist final : public PairCommand<T> {
     add("range", num);
     add("box", h.box.dims > 0 ? box_text(h.box) : "none");
     if (h.box.triclinic) add("tilt", tilt_text(h.box));
-    if (!frames_.empty()) add("frames", frames_text());
+    if (frames_.count()) add("frames", frames_.text());
     if (h.per_frame) add("per_frame", "true");
     if (!h.types.empty())
-      add("types", h.types + " (" + join(type_names_) + "), pairs " + join(pair_names_));
+      add("types",
+          h.types + " (" + joined(type_names_, ",") + "), pairs " + joined(pair_names_, ","));
     if (!h.exclude.empty()) add("exclude", h.exclude);
     if (h.exclude_block > 0) add("exclude_block", std::to_string(h.exclude_block));
     if (!h.norm.empty()) add("norm", h.norm);
@@ -225,7 +226,8 @@ class Hist final : public PairCommand<T> {
     using io::Attr;
     const HistOptions& h = h_;
     const std::string precision = precision_name<T>(), metric = metric_name(p.metric);
-    const index_t F = std::max<index_t>(1, frames_.size()), bins = p.hist.bins;
+    const std::vector<index_t>& frames = frames_.frames();
+    const index_t F = std::max<index_t>(1, frames.size()), bins = p.hist.bins;
     // Partial histograms: one row per type pair, the pair its first axis.
     const bool typed = !h.types.empty();
     const index_t H = p.hist.histograms();
@@ -247,7 +249,7 @@ class Hist final : public PairCommand<T> {
                            Attr{"convention", std::string(typed ? kTypedConvention : kConvention)}};
     if (h.box.dims > 0) a.push_back(Attr{"box", box_text(h.box)});
     if (h.box.triclinic) a.push_back(Attr{"tilt", tilt_text(h.box)});
-    if (!frames_.empty()) a.push_back(Attr{"frames", std::uint64_t(frames_.size())});
+    if (!frames.empty()) a.push_back(Attr{"frames", std::uint64_t(frames.size())});
     if (typed) {
       a.push_back(Attr{"groups", std::uint64_t(H)});
       a.push_back(Attr{"types", std::uint64_t(type_names_.size())});
@@ -285,14 +287,14 @@ class Hist final : public PairCommand<T> {
                           {},
                           std::vector<double>(groups_.pairs.begin(), groups_.pairs.end())});
     }
-    if (!frames_.empty())
+    if (!frames.empty())
       L.extras.push_back({"frames",
                           io::ValueType::i64,
-                          {frames_.size()},
+                          {frames.size()},
                           {},
-                          std::vector<double>(frames_.begin(), frames_.end())});
+                          std::vector<double>(frames.begin(), frames.end())});
     if (h.per_frame) {
-      L.extras.push_back({"frame_counts", io::ValueType::i64, shape({frames_.size()}), {}, {}});
+      L.extras.push_back({"frame_counts", io::ValueType::i64, shape({frames.size()}), {}, {}});
     }
     const std::vector<index_t> per_row = typed ? std::vector<index_t>{H} : std::vector<index_t>{};
     L.extras.push_back({"underflow", io::ValueType::i64, per_row, {}, {}});
@@ -301,9 +303,9 @@ class Hist final : public PairCommand<T> {
     if (!norm.empty()) {
       std::vector<Attr> ra = {
           Attr{"norm", norm},
-          Attr{"formula", rdf_formula(norm, !frames_.empty(), groups_.count == 0)},
+          Attr{"formula", rdf_formula(norm, !frames.empty(), groups_.count == 0)},
           Attr{"n", std::uint64_t(p.rows)}};
-      if (h.box.dims > 0) ra.push_back(Attr{"volume", h.box.volume()});
+      if (h.box.dims > 0) ra.push_back(Attr{"volume", frames_.volume(h.box)});
       L.extras.push_back({"rdf", io::ValueType::f64, shape({}), ra, {}});
     }
     L.extras.push_back({"cumulative",
@@ -327,16 +329,23 @@ class Hist final : public PairCommand<T> {
                                      const Existing& ex) override {
     const bool complete = !ex.done.empty() && std::all_of(ex.done.begin(), ex.done.end(),
                                                           [](unsigned char d) { return d != 0; });
-    return std::make_unique<HistogramSink<T>>(w, comm, p, h_, ex.slots, complete, frames_.size(),
-                                              &ex.frame_counts);
+    HistOutputs out;
+    out.per_frame = h_.per_frame;
+    const index_t n = p.rows, frames = frames_.count();
+    out.derive = [&hist = p.hist, n, norm = rdf_norm(h_), volume = frames_.volume(h_.box),
+                  frames](const std::vector<std::int64_t>& counts) {
+      return normalise(hist, n, norm, volume, frames, counts);
+    };
+    return std::make_unique<HistogramSink<T>>(w, comm, p, std::move(out), ex.slots, complete,
+                                              frames, &ex.frame_counts);
   }
   bool checkpoints() const override { return true; }
   void print_after(const Problem<T>& p, index_t now, double total) const override {
     const char* what = element_name(p);
-    if (!frames_.empty()) {
-      std::printf("tdsolve %s: binned %llu %s of %zu frames in %s (%.3g %s/s", this->name(),
-                  (unsigned long long)now, what, frames_.size(), human_seconds(total).c_str(),
-                  double(now) / total, what);
+    if (frames_.count()) {
+      std::printf("tdsolve %s: binned %llu %s of %llu frames in %s (%.3g %s/s", this->name(),
+                  (unsigned long long)now, what, (unsigned long long)frames_.count(),
+                  human_seconds(total).c_str(), double(now) / total, what);
       return;
     }
     if (p.culled) {
@@ -391,7 +400,7 @@ class Hist final : public PairCommand<T> {
           for (std::int32_t y = x; y < g.types; ++y)
             pairs.push_back({x, y});
       } else {
-        for (const std::string& name : split(h.pairs)) {
+        for (const std::string& name : split_on(h.pairs, ',')) {
           const size_t dash = name.find('-');
           const std::string A = name.substr(0, dash),
                             B = dash == std::string::npos ? "" : name.substr(dash + 1);
@@ -402,7 +411,7 @@ class Hist final : public PairCommand<T> {
           for (const std::string& t : {A, B})
             if (!code.count(t))
               throw InputError("--pairs " + name + ": '" + t + "' is not a type of --types " +
-                               h.types + " (its types: " + join(type_names_) + ")");
+                               h.types + " (its types: " + joined(type_names_, ",") + ")");
           std::array<std::int32_t, 2> q = {code[A], code[B]};
           if (q[0] > q[1]) std::swap(q[0], q[1]);
           if (std::find(pairs.begin(), pairs.end(), q) != pairs.end())
@@ -476,66 +485,12 @@ class Hist final : public PairCommand<T> {
     }
   }
 
-  // "F frames of the input: K0, K1, K2, ..., the last three": what the
-  // identity records (a slice's frames are its first, its step and its count).
-  std::string frames_text() const {
-    std::string t = std::to_string(frames_.size()) + " frames of the input: ";
-    for (size_t i = 0; i < frames_.size(); ++i) {
-      if (i == 3 && frames_.size() > 6) {
-        t += "..., ";
-        i = frames_.size() - 3;
-      }
-      t += std::to_string(frames_[i]) + (i + 1 < frames_.size() ? ", " : "");
-    }
-    return t;
-  }
-  // Rank 0, a run over frames: every frame's number of atoms is the first
-  // frame's, and unless --box gives the box (or --box none drops it) so is
-  // its cell, or its lack of one (as the file indexes them: an InputError
-  // before the file exists, naming the first frame that differs).
-  void check_frames(index_t n) {
-    if (frames_.size() < 2) return;
-    const InputOptions& in = this->options().in;
-    const bool cells = h_.input_box && (from_cell_ || h_.box.dims == 0);
-    if (!trajectory_) trajectory_ = io::open_trajectory(in.input);
-    const auto differs = [&](index_t q, const std::string& has, const std::string& first,
-                             const char* what) {
-      return InputError("frame " + std::to_string(frames_[q]) + " of '" + in.input + "' has " +
-                        has + " where its frame " + std::to_string(frames_[0]) + " has " + first +
-                        ": hist --frames bins frames of " + what);
-    };
-    for (size_t q = 1; q < frames_.size(); ++q) {
-      if (const index_t m = trajectory_->atoms(frames_[q]); m != n)
-        throw differs(q, std::to_string(m) + " atoms", std::to_string(n), "one set of atoms");
-      if (!cells) continue;
-      const io::Cell c = trajectory_->cell(frames_[q]);
-      const bool periodic = c.present && c.periodic;
-      if (from_cell_ == periodic &&
-          (!periodic || (std::equal(c.lengths, c.lengths + 3, cell_.lengths) &&
-                         std::equal(c.tilt, c.tilt + 3, cell_.tilt))))
-        continue;
-      throw differs(q, periodic ? "the cell " + cell_text(c) : std::string("no periodic cell"),
-                    from_cell_ ? cell_text(cell_) : std::string("none"),
-                    "one fixed cell (give --box to bin them all in one box, or --box none)");
-    }
-  }
-  static std::string cell_text(const io::Cell& c) {
-    BoxOptions b;
-    b.dims = 3;
-    std::copy(c.lengths, c.lengths + 3, b.lengths);
-    std::copy(c.tilt, c.tilt + 3, b.tilt);
-    return "(" + box_text(b) + "; tilt " + tilt_text(b) + ")";
-  }
-
   HistOptions h_;      // the options' (its box: a trajectory's cell where none is given)
   HistGroups groups_;  // the partial histograms, labels in input order
   std::vector<std::string> type_names_, pair_names_;  // --types: the types, the histograms' pairs
   std::vector<index_t> type_sizes_;                   // points of each type
-  index_t excluded_ = 0;         // pairs of one molecule left out of the histograms, a frame
-  std::vector<index_t> frames_;  // hist --frames: the input's frames it takes, in order
-  std::unique_ptr<io::Trajectory> trajectory_;  // rank 0, a run over frames
-  bool from_cell_ = false;                      // the box is the first frame's cell
-  io::Cell cell_;                               // ... that cell
+  index_t excluded_ = 0;  // pairs of one molecule left out of the histograms, a frame
+  FrameRun frames_;       // hist --frames: the input's frames it takes
 };
 
 class HistCommand final : public PairCommandOf<Hist> {

@@ -397,8 +397,9 @@ mapping::ChunkPlan plan_of_file(const Problem<T>& p, std::vector<index_t> offset
   return plan_from_offsets(p, offsets);
 }
 
-// A run over frames (hist --frames): its file's block row r is frame r,
-// each C(n,2) pairs, so that its chunks are the frames.
+// A run over frames (hist and adf --frames): its file's block row r is
+// frame r, each C(n,2) pairs (adf: n centres), so that its chunks are the
+// frames.
 struct FrameDomain {
   index_t frames = 0, per_frame = 0;
   index_t block_rows() const { return frames; }
@@ -406,6 +407,12 @@ struct FrameDomain {
   index_t largest_block_row() const { return per_frame; }
   index_t elements_before(index_t r) const { return r * per_frame; }
 };
+template <typename T>
+FrameDomain frame_domain(index_t frames, const Problem<T>& p) {
+  return {frames, p.triplets()  ? mapping::triplet_count(p.rows)
+                  : p.centres() ? p.rows
+                                : mapping::pair_count(p.rows)};
+}
 
 // The plan of a file's /progress/offsets for cmd's run (plan_of_file; a
 // run over frames: a chunk a frame). std::invalid_argument when they do not
@@ -414,8 +421,7 @@ template <typename T>
 mapping::ChunkPlan file_plan(const PairCommand<T>& cmd, const Problem<T>& p,
                              const std::vector<index_t>& offsets) {
   if (const index_t frames = cmd.frame_count())
-    return mapping::ChunkPlan::from_offsets(FrameDomain{frames, mapping::pair_count(p.rows)},
-                                            offsets);
+    return mapping::ChunkPlan::from_offsets(frame_domain(frames, p), offsets);
   return plan_of_file(p, offsets);
 }
 
@@ -579,7 +585,7 @@ class PairRun final : public OutputRun {
     setup_mark("backend");
     const std::string partial = io::partial_path(o_.out.output);
     if (const index_t frames = cmd_.frame_count()) {  // rank 0 checked a resumed file's
-      const FrameDomain fd{frames, mapping::pair_count(p_.rows)};
+      const FrameDomain fd = frame_domain(frames, p_);
       all_agree(comm_, [&] {
         plan_ = resuming ? file_plan(cmd_, p_, ex_.offsets) : mapping::ChunkPlan(fd, fd.per_frame);
       });
@@ -829,6 +835,30 @@ index_t pair_total(index_t n, const std::string& source) {
     throw InputError("n = " + std::to_string(n) + " points (" + source +
                      ") give more pairs than tdsolve indexes (C(n,2) must stay below 2^62)");
   return total;
+}
+
+std::vector<std::string> split_on(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  size_t at = 0;
+  for (size_t next; (next = s.find(sep, at)) != std::string::npos; at = next + 1)
+    out.push_back(s.substr(at, next - at));
+  out.push_back(s.substr(at));
+  return out;
+}
+
+std::string joined(const std::vector<std::string>& v, const char* sep) {
+  std::string t;
+  for (size_t i = 0; i < v.size(); ++i)
+    t += (i ? sep : "") + v[i];
+  return t;
+}
+
+void bcast_strings(MPI_Comm comm, std::vector<std::string>* v) {
+  index_t count = v->size();
+  bcast_u64(comm, &count);
+  v->resize(count);
+  for (std::string& s : *v)
+    bcast_string(comm, &s);
 }
 
 index_t triplet_total(index_t n, const std::string& source) {

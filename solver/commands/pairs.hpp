@@ -227,12 +227,21 @@ void set_problem_box(Problem<T>* p, const BoxOptions& b) {
 // datasets /weights and /variance (float64[d]) they name.
 template <typename T>
 void add_metric_attrs(const CommandOptions& o, const Problem<T>& p, io::ResultLayout* L);
-// "pairs", "distances" (rectangles) or "triplets": what the domain's
+// "pairs", "distances" (rectangles), "triplets" or "centres": what the domain's
 // elements are called in the progress and summary lines.
 template <typename T>
 const char* element_name(const Problem<T>& p) {
-  return p.domain == DomainKind::rect ? "distances" : p.triplets() ? "triplets" : "pairs";
+  return p.domain == DomainKind::rect ? "distances"
+         : p.triplets()               ? "triplets"
+         : p.centres()                ? "centres"
+                                      : "pairs";
 }
+
+// s cut at each sep ("" gives one empty piece), and v's pieces joined by sep.
+std::vector<std::string> split_on(const std::string& s, char sep);
+std::string joined(const std::vector<std::string>& v, const char* sep);
+// Collective: the strings of rank 0's *v on every rank.
+void bcast_strings(MPI_Comm comm, std::vector<std::string>* v);
 
 // Collective: v on every rank as on rank 0.
 template <typename T>

@@ -13,6 +13,7 @@
   X(knn)                    \
   X(collide)                \
   X(triplet)                \
+  X(adf)                    \
   X(fractal)                \
   X(info)                   \
   X(bench)

@@ -18,9 +18,11 @@
 #include <cstdint>
 #include <cstring>
 #include <exception>
+#include <functional>
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "io/result_file.hpp"
@@ -429,15 +431,18 @@ class OverlapSink final : public PairListSink<T> {
       : PairListSink<T>(w, true, held, p.culled ? p.cull.order.data() : nullptr, p.rows) {}
 };
 
-// What /rdf holds: --norm as given, else g(r) where there is a box ("": no
-// /rdf).
-inline std::string rdf_norm(const HistOptions& h) {
-  if (!h.norm.empty()) return h.norm;
-  return h.box.dims > 0 ? "rdf" : "";
-}
-inline bool rdf_written(const HistOptions& h) {
-  return !rdf_norm(h).empty();
-}
+// What a histogram's file holds beside /counts: hist's /underflow and
+// /overflow, /rdf and /cumulative (and --per-frame's rows); adf's /dropped
+// (its rows' two outer slots together), /pdf and /cumulative.
+struct HistOutputs {
+  bool dropped = false;    // one /dropped per row instead of /underflow and /overflow
+  bool per_frame = false;  // /frame_counts: every frame's rows
+  // Rank 0, every chunk done: the datasets computed from the counts (rows
+  // × bins), each a name and its values, in the order written.
+  std::function<std::vector<std::pair<std::string, std::vector<double>>>(
+      const std::vector<std::int64_t>& counts)>
+      derive;
+};
 
 // Partial counts summed per rank (integers: the same sum in any order),
 // reduced to rank 0 at the end, at a clean stop and at each checkpoint, and
@@ -451,14 +456,14 @@ class HistogramSink final : public Sink<T> {
   // initial_complete: `initial` is a complete run's (every flag was set), so
   // it already holds a culled run's skipped pairs. frames: a run over that
   // many frames of a trajectory (0: one point set), whose counts are taken
-  // a frame at a time (end_frame) and whose /rdf divides by the frames too.
-  HistogramSink(io::ResultWriter& w, MPI_Comm comm, const Problem<T>& p, const HistOptions& h,
+  // a frame at a time (end_frame).
+  HistogramSink(io::ResultWriter& w, MPI_Comm comm, const Problem<T>& p, HistOutputs out,
                 const std::vector<std::uint64_t>& initial, bool initial_complete,
                 index_t frames = 0, const std::vector<std::int64_t>* frame_counts = nullptr)
       : w_(w),
         comm_(comm),
         p_(p),
-        h_(h),
+        out_(std::move(out)),
         frames_(frames),
         sum_(p.hist.slots(), 0),
         taken_(p.hist.slots(), 0) {
@@ -468,7 +473,7 @@ class HistogramSink final : public Sink<T> {
     }
     // --per-frame: rank 0 holds every frame's rows (a resumed run's rows of
     // the frames done before as it left them).
-    if (comm_rank(comm) == 0 && h.per_frame) {
+    if (comm_rank(comm) == 0 && out_.per_frame) {
       rows_.assign(frames_ * p.hist.histograms() * p.hist.bins, 0);
       if (frame_counts && frame_counts->size() == rows_.size()) rows_ = *frame_counts;
     }
@@ -537,75 +542,52 @@ class HistogramSink final : public Sink<T> {
     const bool complete = std::all_of(done.begin(), done.end(), [](unsigned char d) { return d; });
     const index_t bins = p_.hist.bins, H = p_.hist.histograms();
     std::vector<std::int64_t> counts(H * bins), under(H), over(H);
-    std::vector<double> rdf, cumulative;
+    std::vector<std::pair<std::string, std::vector<double>>> derived;
     if (root) {
       if (complete && !frames_ && !skipped_added_) settle_overflow(&total, 1);
       for (index_t g = 0; g < H; ++g) {
         const std::uint64_t* row = &total[g * (bins + 2)];
         under[g] = static_cast<std::int64_t>(row[0]);
         over[g] = static_cast<std::int64_t>(row[bins + 1]);
+        if (out_.dropped) over[g] += under[g];
         for (index_t b = 0; b < bins; ++b)
           counts[g * bins + b] = static_cast<std::int64_t>(row[b + 1]);
       }
-      if (complete) normalise(counts, &rdf, &cumulative);
+      if (complete && out_.derive) derived = out_.derive(counts);
+    }
+    // Every rank makes the same calls: the names come from rank 0.
+    index_t count = derived.size();
+    bcast_u64(comm_, &count);
+    std::vector<std::string> names(count);
+    for (index_t k = 0; k < count; ++k) {
+      if (root) names[k] = derived[k].first;
+      bcast_string(comm_, &names[k]);
     }
     const std::vector<unsigned char> none(done.size(), 0);
     step_together(comm_, [&] { w_.set_done(root ? none.data() : nullptr); });
     step_together(comm_, [&] { w_.flush(); });
     step_together(comm_, [&] { w_.write_extra("counts", root ? counts.data() : nullptr); });
-    step_together(comm_, [&] { w_.write_extra("underflow", root ? under.data() : nullptr); });
-    step_together(comm_, [&] { w_.write_extra("overflow", root ? over.data() : nullptr); });
-    if (complete && rdf_written(h_))
-      step_together(comm_, [&] { w_.write_extra("rdf", root ? rdf.data() : nullptr); });
-    if (complete)
-      step_together(comm_,
-                    [&] { w_.write_extra("cumulative", root ? cumulative.data() : nullptr); });
-    if (h_.per_frame)
+    if (out_.dropped) {
+      step_together(comm_, [&] { w_.write_extra("dropped", root ? over.data() : nullptr); });
+    } else {
+      step_together(comm_, [&] { w_.write_extra("underflow", root ? under.data() : nullptr); });
+      step_together(comm_, [&] { w_.write_extra("overflow", root ? over.data() : nullptr); });
+    }
+    for (index_t k = 0; k < count; ++k)
+      step_together(comm_, [&] {
+        w_.write_extra(names[k].c_str(), root ? derived[k].second.data() : nullptr);
+      });
+    if (out_.per_frame)
       step_together(comm_, [&] { w_.write_extra("frame_counts", root ? rows_.data() : nullptr); });
     step_together(comm_, [&] { w_.flush(); });
     step_together(comm_, [&] { w_.set_done(root ? done.data() : nullptr); });
     step_together(comm_, [&] { w_.flush(); });
   }
-  // Rank 0, every frame binned: /rdf as MDAnalysis InterRDF's norm makes it
-  // of its (ordered) counts, and /cumulative, their running sum per frame
-  // (InterRDF_s's get_cdf summed over the sites). A histogram's ordered
-  // counts are twice its pairs where they are of one type; its ordered
-  // pairs (InterRDF's N) likewise, so g(r) is the same either way.
-  void normalise(const std::vector<std::int64_t>& counts, std::vector<double>* rdf,
-                 std::vector<double>* cumulative) const {
-    const index_t bins = p_.hist.bins, H = p_.hist.histograms();
-    const HistGroups& g = p_.hist.groups;
-    const double frames = double(std::max<index_t>(frames_, 1));
-    const std::vector<double>& e = p_.hist.edges;
-    const std::string norm = rdf_norm(h_);
-    rdf->assign(norm.empty() ? 0 : H * bins, 0.0);
-    cumulative->assign(H * bins, 0.0);
-    for (index_t h = 0; h < H; ++h) {
-      const double ordered = g.count > 0 ? g.ordered[h] : 2.0;
-      const double pairs = g.count > 0 ? double(g.pairs[h]) : double(mapping::pair_count(p_.rows));
-      double running = 0;
-      for (index_t b = 0; b < bins; ++b) {
-        const double c = static_cast<double>(counts[h * bins + b]);
-        running += ordered * c;
-        (*cumulative)[h * bins + b] = running / frames;
-        if (norm.empty()) continue;
-        const double shell =
-            4.0 / 3.0 * kPi * (e[b + 1] * e[b + 1] * e[b + 1] - e[b] * e[b] * e[b]);
-        // MDAnalysis's count / norm, norm = F (× shell) (× N / volume).
-        double v;
-        if (norm == "rdf")
-          v = c / (shell * (pairs / h_.box.volume() * frames));
-        else
-          v = ordered * c / (norm == "density" ? frames * shell : frames);
-        (*rdf)[h * bins + b] = v;
-      }
-    }
-  }
 
   io::ResultWriter& w_;
   MPI_Comm comm_;
   const Problem<T>& p_;
-  const HistOptions& h_;
+  HistOutputs out_;
   index_t frames_;
   std::vector<std::uint64_t> sum_;    // this rank's counts since the last reduction
   std::vector<std::uint64_t> taken_;  // frames: rank 0's counts of the frames done

@@ -35,15 +35,6 @@ namespace {
 // Each potential's options, as named on the command line.
 const std::vector<std::string> kAtmOptions = {"nu", "cutoff", "cutoff-triple", "types", "nu-types"};
 
-std::vector<std::string> split_on(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  size_t at = 0;
-  for (size_t next; (next = s.find(sep, at)) != std::string::npos; at = next + 1)
-    out.push_back(s.substr(at, next - at));
-  out.push_back(s.substr(at));
-  return out;
-}
-
 // --nu-types A-B-C:NU,...: each unordered triple once (a triple is its
 // three names sorted as text). UsageError for bad syntax or a repeat.
 std::vector<NuTriple> parse_nu_types(const std::string& text) {
@@ -344,13 +335,6 @@ void check_distinct(const std::vector<T>& x, index_t n, const std::string& sourc
     }
 }
 
-std::string joined(const std::vector<std::string>& v, const char* sep) {
-  std::string t;
-  for (size_t i = 0; i < v.size(); ++i)
-    t += (i ? sep : "") + v[i];
-  return t;
-}
-
 // The triplets of one point set (no metric: euclidean), reduced into exact
 // sums per point (TripletSink), their energies stored with --store-triplets.
 template <typename T>
@@ -405,9 +389,7 @@ class Triplet final : public PairCommand<T> {
   void broadcast(MPI_Comm comm) override {
     bcast_vector(comm, &types_);
     bcast_vector(comm, &nu_);
-    std::string names = joined(type_names_, ",");
-    bcast_string(comm, &names);
-    type_names_ = names.empty() ? std::vector<std::string>{} : split_on(names, ',');
+    bcast_strings(comm, &type_names_);
   }
   // --box: the pairs' differences minimum-image (the tiles' Cell3); typed
   // ATM: the points' types (input order: apply_cull permutes them) and ν.

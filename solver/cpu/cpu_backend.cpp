@@ -12,6 +12,7 @@
 #include <string>
 #include <thread>
 
+#include "solver/cpu/adf.hpp"
 #include "solver/cpu/tiles.hpp"
 #include "solver/cpu/triplets.hpp"
 #include "solver/exact_sum.hpp"
@@ -177,9 +178,15 @@ class CpuBackend final : public Backend<T> {
         tview_(triplets_ ? triplet_view_of(p) : TripletView<T>{}),
         threads_(threads),
         local_ranks_(local_ranks),
-        slots_(p.epilogue == EpilogueKind::histogram ? p.hist.slots() : 0) {
+        slots_(p.epilogue == EpilogueKind::histogram ? p.hist.slots() : 0),
+        problem_(p) {
     for (auto& c : counts_)
       c.resize(slots_);
+    if (p.centres()) {  // adf: the centres' neighbours from a cell list
+      const double lengths[3] = {double(p.box[0]), double(p.box[1]), double(p.box[2])};
+      const double tilt[3] = {double(p.tilt[0]), double(p.tilt[1]), double(p.tilt[2])};
+      cells_ = build_cell_list(p.a.data(), p.rows, lengths, tilt, p.adf.widths, p.adf.outer);
+    }
     if (triplets_)
       for (auto& s : sums_)
         s.resize(triplet_sum_slots(p.rows) * kExactLimbs);
@@ -247,6 +254,11 @@ class CpuBackend final : public Backend<T> {
         const index_t r0 = job.row_begin * view_.rho;
         const index_t r1 = std::min(job.row_end * view_.rho, view_.rows);
         compute_knn_chunk<T>(view_, k_, r0, r1, out, idx, threads_);
+      } else if (problem_.centres()) {
+        std::fill(counts, counts + slots_, std::uint64_t(0));
+        const index_t r0 = std::min(job.row_begin * view_.rho, view_.rows);
+        const index_t r1 = std::min(job.row_end * view_.rho, view_.rows);
+        adf_centres<T>(problem_, cells_.view(), r0, r1, nullptr, counts, threads_);
       } else if (triplets_) {
         compute_triplet_chunk<T>(tview_, job.row_begin, job.row_end, out, sums, threads_);
       } else {
@@ -297,6 +309,8 @@ class CpuBackend final : public Backend<T> {
   TripletView<T> tview_;
   int threads_, local_ranks_;
   index_t slots_;
+  const Problem<T>& problem_;
+  CellList cells_;  // adf
   std::vector<T> buffers_[2];
   std::vector<std::uint64_t> counts_[2];
   std::vector<std::int64_t> sums_[2];

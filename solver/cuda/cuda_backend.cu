@@ -681,6 +681,7 @@ template <typename T>
 std::unique_ptr<Backend<T>> make_cuda_backend(const Problem<T>& problem,
                                               const CudaOptions& options) {
   if (problem.triplets()) return make_cuda_triplet_backend<T>(problem, options);
+  if (problem.centres()) return make_cuda_adf_backend<T>(problem, options);
   return std::make_unique<CudaBackend<T>>(problem, options);
 }
 

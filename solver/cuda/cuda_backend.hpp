@@ -28,6 +28,11 @@ template <typename T>
 std::unique_ptr<Backend<T>> make_cuda_triplet_backend(const Problem<T>& problem,
                                                       const CudaOptions& options);
 
+// adf's angle histograms over the triplet domain (solver/cuda/adf_backend.cu).
+template <typename T>
+std::unique_ptr<Backend<T>> make_cuda_adf_backend(const Problem<T>& problem,
+                                                  const CudaOptions& options);
+
 // A culled pair domain built on the rank's GPU (solver/cuda/cull_build.cu):
 // the list build_culled makes, tile for tile. False when it cannot (no
 // device, minkowski's pow, 2^31 points or more, d > 8, out of GPU memory):

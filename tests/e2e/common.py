@@ -119,6 +119,24 @@ class TempDirTest(unittest.TestCase):
             time.sleep(0.02)
         return True
 
+    def run_ok(self, args, ranks=None):
+        """tdsolve with args (on `ranks` ranks), which must succeed."""
+        r = tdsolve(*args, np_=ranks)
+        self.assertEqual(r.returncode, 0, f"{args}:\n{r.stderr}")
+        return r
+
+    def interrupted_run(self, args, out, sig, **env):
+        """Runs tdsolve with args in the background (env added to the
+        environment), waits for out's .partial, lets it run a second more,
+        sends sig and returns (returncode, stderr)."""
+        p = subprocess.Popen([os.environ.get("TDSOLVE_BIN", "tdsolve"), *map(str, args)], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env=dict(os.environ, **env))
+        self.wait_for(out + ".partial", p)
+        time.sleep(1.0)
+        p.send_signal(sig)
+        _, err = p.communicate(timeout=120)
+        return p.returncode, err
+
     def save_npy(self, name, x):
         p = self.path(name)
         np.save(p, x)

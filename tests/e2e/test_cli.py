@@ -26,7 +26,7 @@ class CliTest(TempDirTest):
         # One registry drives the unknown-command message, the top help and the dispatch.
         bad = tdsolve("frobnicate")
         names = re.search(r"\(commands: ([a-z, ]+); see tdsolve --help\)", bad.stderr).group(1).split(", ")
-        self.assertEqual(names, ["edm", "hist", "cross", "knn", "collide", "triplet", "fractal", "info", "bench"])
+        self.assertEqual(names, ["edm", "hist", "cross", "knn", "collide", "triplet", "adf", "fractal", "info", "bench"])
         commands = tdsolve("--help").stdout.split("Commands:\n")[1].split("\n\n")[0]
         self.assertEqual(re.findall(r"^  ([a-z]+) +\S", commands, re.M), names)
         for name in names:

@@ -167,7 +167,7 @@ class ConfigTest(TempDirTest):
             self.assertIn(f"[{section}]", r.stderr)
             self.assertIn("bad.ini", r.stderr)
             # The sections a file may hold are the registry's commands that take options.
-            self.assertIn("(sections name a command: edm, hist, cross, knn, collide, triplet, fractal or bench)",
+            self.assertIn("(sections name a command: edm, hist, cross, knn, collide, triplet, adf, fractal or bench)",
                           r.stderr)
 
     def test_options_attribute_is_the_effective_config(self):

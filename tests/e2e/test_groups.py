@@ -15,8 +15,6 @@ input: one line each, nothing written.
 import os
 import shutil
 import signal
-import subprocess
-import time
 import unittest
 import warnings
 
@@ -72,11 +70,6 @@ class GroupsTest(TempDirTest):
     @classmethod
     def tearDownClass(cls):
         shutil.rmtree(cls.root, ignore_errors=True)
-
-    def run_ok(self, args, ranks=None):
-        r = tdsolve(*args, np_=ranks)
-        self.assertEqual(r.returncode, 0, f"{args}:\n{r.stderr}")
-        return r
 
     def read(self, out):
         with h5py.File(out, "r") as f:
@@ -276,17 +269,10 @@ class GroupsTest(TempDirTest):
         keys = ("counts", "underflow", "overflow", "rdf", "cumulative", "frame_counts")
         for sig in (signal.SIGTERM, signal.SIGKILL):
             out = self.path(f"cut{int(sig)}.h5")
-            env = dict(os.environ, TDSOLVE_TEST_CHECKPOINT_S="0.001", TDSOLVE_TEST_SLOW_MS="30")
-            p = subprocess.Popen([os.environ.get("TDSOLVE_BIN", "tdsolve"), *map(str, args(out))],
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-            for _ in range(600):
-                if os.path.exists(out + ".partial") or p.poll() is not None:
-                    break
-                time.sleep(0.05)
-            time.sleep(1.0)
-            p.send_signal(sig)
-            _, err = p.communicate(timeout=120)
+            rc, err = self.interrupted_run(args(out), out, sig, TDSOLVE_TEST_CHECKPOINT_S="0.001",
+                                           TDSOLVE_TEST_SLOW_MS="30")
             if sig == signal.SIGTERM:
+                self.assertEqual(rc, 75, err)
                 # the same job's .partial as a schema_version 2 tdsolve left it
                 # (no /r, no /cumulative): refused as older, not as damaged
                 old = self.path("older.h5")

@@ -40,7 +40,7 @@ from tdsolve import _schema  # noqa: E402
 
 WORKERS = 4
 DIR = None
-KINDS = ("edm", "cross", "hist", "knn", "radius", "collide", "triplet", "fractal")
+KINDS = ("edm", "cross", "hist", "knn", "radius", "collide", "triplet", "adf", "fractal")
 # The package suite's files (test_package.F) and their kinds; knn* and radius* are synthetic
 # (tests/e2e/knn_files.py), written without kind.
 TP_KINDS = {"edm": "edm", "edm32": "edm", "cross": "cross", "hist": "hist", "stopped": "edm", "trip": "triplet",
@@ -60,6 +60,11 @@ OWN = {
     "knn_radius": ("radius", ["knn", "--generate", "uniform:300:3:5", "--radius", "0.2", "--metric", "cityblock"]),
     "collide3": ("collide", ["collide", "--generate", "spheres:400:3:7"]),
     "collide1": ("collide", ["collide", "--generate", "spheres:200:1:7"]),
+    "adf_box": ("adf", ["adf", "--generate", "uniform:300:3:3", "--bins", "12", "--cutoff", "0.2", "--box",
+                        "1,1,1"]),
+    # Two ADFs (2-D /counts, /triple) of every type, as cosines.
+    "adf_triples": ("adf", ["adf", "--generate", "uniform:200:3:4", "--bins", "10", "--ordinate", "cosine",
+                            "--triples", "*-*-*:0:0.2:0:0.3,*-*-*:0.1:0.3:0:0.2"]),
     "trip_points": ("triplet", ["triplet", "--generate", "uniform:60:3:9", "--store-points"]),
     # Stillinger-Weber: /energy carries sw's parameters, not atm's (the schema's variants of /energy).
     "trip_sw": ("triplet", ["triplet", "--generate", "uniform:60:3:9", "--potential", "sw", "--sigma", "0.3",

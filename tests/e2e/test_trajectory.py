@@ -83,6 +83,30 @@ def dump_frames(path):
     return frames
 
 
+def write_dump(path, frames, types):
+    """frames [(H, x)] as a LAMMPS text dump (`id type x y z`, %.17g; a
+    tilted cell's bounds and tilts as LAMMPS writes them)."""
+    with open(path, "w") as f:
+        for step, (H, x) in enumerate(frames):
+            (lx, _, _), (xy, ly, _), (xz, yz, lz) = H
+            f.write(f"ITEM: TIMESTEP\n{step}\nITEM: NUMBER OF ATOMS\n{len(x)}\n")
+            if xy or xz or yz:
+                f.write("ITEM: BOX BOUNDS xy xz yz pp pp pp\n")
+                f.write(f"{min(0.0, xy, xz, xy + xz)!r} {lx + max(0.0, xy, xz, xy + xz)!r} {xy!r}\n")
+                f.write(f"{min(0.0, yz)!r} {ly + max(0.0, yz)!r} {xz!r}\n0.0 {lz!r} {yz!r}\n")
+            else:
+                f.write(f"ITEM: BOX BOUNDS pp pp pp\n0.0 {lx!r}\n0.0 {ly!r}\n0.0 {lz!r}\n")
+            f.write("ITEM: ATOMS id type x y z\n")
+            for i, (p, t) in enumerate(zip(x, types)):
+                f.write(f"{i + 1} {t} {p[0]!r} {p[1]!r} {p[2]!r}\n")
+
+
+def npt_frames(frames):
+    """The frames as an NPT run's: frame q's cell and points scaled by
+    1 + 0.03 sin(q) (every cell's shortest half-width stays above 3.5)."""
+    return [(H * (1 + 0.03 * np.sin(q)), x * (1 + 0.03 * np.sin(q))) for q, (H, x) in enumerate(frames)]
+
+
 def reference_counts(frames, bins=24, hi=3.5):
     """numpy.histogram of the float64 nearest-image distances, summed over frames."""
     return sum(np.histogram(nearest_image_pairs(x, H)[2], bins, (0, hi))[0] for H, x in frames)
@@ -125,11 +149,6 @@ class TrajectoryTest(TempDirTest):
     @classmethod
     def tearDownClass(cls):
         shutil.rmtree(cls.root, ignore_errors=True)
-
-    def run_ok(self, args):
-        r = tdsolve(*args)
-        self.assertEqual(r.returncode, 0, f"{args}:\n{r.stderr}")
-        return r
 
     def counts(self, out):
         with h5py.File(out, "r") as f:
@@ -463,6 +482,34 @@ class FramesTest(TempDirTest):
                         TrajectoryTest.assert_float32_agreement(self, counts, rdf, ref.results.count,
                                                                 ref.results.rdf)
 
+    def test_npt_frames_in_their_own_cells(self):
+        """A cell a frame (an NPT run's, orthorhombic and triclinic): the
+        counts are the sum of each frame's float64 nearest-image histogram
+        in its own cell, /rdf divides by the frames' mean volume (its
+        `volume` attribute), as InterRDF computes it over the same frames."""
+        for box, dumps in self.dumps.items():
+            frames = npt_frames(dump_frames(dumps["plain"])[::5])
+            path = self.path(f"npt-{box}.dump")
+            write_dump(path, frames, np.ones(500, int))
+            out = self.path(f"npt-{box}.h5")
+            self.run_ok(hist_args(path, out, "--frames", "::", "--per-frame"))
+            counts, rdf, attrs, _ = self.counts(out)
+            with h5py.File(out, "r") as f:
+                edges, rows, volume = f["edges"][()], f["frame_counts"][()], f["rdf"].attrs["volume"]
+            with self.subTest(box=box):
+                volumes = [abs(np.linalg.det(H)) for H, _ in frames]
+                self.assertGreater(max(volumes) / min(volumes), 1.1)
+                np.testing.assert_array_equal(rows, [reference_counts([fr]) for fr in frames])
+                np.testing.assert_array_equal(counts, reference_counts(frames))
+                self.assertAlmostEqual(volume / np.mean(volumes), 1.0, places=13)
+                np.testing.assert_allclose(rdf, counts / shell_density(edges, 500, volume, len(frames)), rtol=1e-12)
+                if HAVE_MDA:
+                    u = TrajectoryTest.universe(self, path, "LAMMPSDUMP")
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        ref = InterRDF(u.atoms, u.atoms, nbins=24, range=(0, 3.5), exclusion_block=(1, 1)).run()
+                    TrajectoryTest.assert_float32_agreement(self, counts, rdf, ref.results.count, ref.results.rdf)
+
     def test_ranks_and_culling_give_the_same_bytes(self):
         dumps = self.dumps["tri"]
         runs = {}
@@ -495,7 +542,6 @@ class FramesTest(TempDirTest):
 
     def test_stopped_and_killed_runs_resume_to_the_same_counts(self):
         import signal
-        import time
         spec = self.stack()
         whole = self.path("whole.h5")
         r = tdsolve(*self.stack_args(spec, whole))
@@ -503,16 +549,10 @@ class FramesTest(TempDirTest):
         expect = self.counts(whole)
         for sig in (signal.SIGTERM, signal.SIGKILL):
             out = self.path(f"cut{int(sig)}.h5")
-            env = dict(os.environ, TDSOLVE_TEST_CHECKPOINT_S="0.001")
-            p = subprocess.Popen([os.environ.get("TDSOLVE_BIN", "tdsolve"), *map(str, self.stack_args(spec, out))],
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-            self.wait_for(out + ".partial", p)
-            time.sleep(1.0)
-            p.send_signal(sig)
-            _, err = p.communicate(timeout=120)
+            rc, err = self.interrupted_run(self.stack_args(spec, out), out, sig, TDSOLVE_TEST_CHECKPOINT_S="0.001")
             with self.subTest(signal=sig):
                 if sig == signal.SIGTERM:
-                    self.assertEqual(p.returncode, 75, err)
+                    self.assertEqual(rc, 75, err)
                     self.assertIn("stopped cleanly (SIGTERM)", err)
                 with h5py.File(out + ".partial", "r") as f:
                     done = int(f["progress/done"][()].sum())
@@ -533,19 +573,26 @@ class FramesTest(TempDirTest):
         dumps = self.dumps["ortho"]
         with open(dumps["plain"]) as f:
             text = f.read()
-        # frame 2's cell differs (an NPT run's)
+        # frame 2's cell is not periodic along y where frame 0's is
         starts = [i for i in range(len(text)) if text.startswith("ITEM: TIMESTEP", i)]
         head = text[starts[2]:starts[3]].splitlines()
-        lo, hi = head[5].split()[:2]
-        head[5] = f"{lo} {float(hi) + 0.25!r}"
-        npt = self.path("npt.dump")
-        with open(npt, "w") as f:
+        head[4] = head[4].replace("pp pp pp", "pp ff pp")
+        open_y = self.path("open_y.dump")
+        with open(open_y, "w") as f:
             f.write(text[:starts[2]] + "\n".join(head) + "\n" + text[starts[3]:])
         pts = self.path("p.npy")
         np.save(pts, np.random.default_rng(1).random((20, 3)))
         base = ["--bins", 10, "--range", "0:2"]
-        self.run_bad_command("hist", ["--input", npt, "--frames", "0:5", *base],
-                             expect=["frame 2", "one fixed cell", "--box"])
+        self.run_bad_command("hist", ["--input", open_y, "--frames", "0:5", *base],
+                             expect=["frame 2", "no periodic cell", "periodic cells throughout", "--box"])
+        # a frame's cell too small for the range (NPT): refused before the run
+        head = text[starts[3]:starts[4]].splitlines()
+        head[5:8] = [f"0 {0.3 * float(l.split()[1])!r}" for l in head[5:8]]
+        small = self.path("small.dump")
+        with open(small, "w") as f:
+            f.write(text[:starts[3]] + "\n".join(head) + "\n" + text[starts[4]:])
+        self.run_bad_command("adf", ["--input", small, "--frames", "0:5", "--bins", 10, "--cutoff", 1.5],
+                             expect=["frame 3", "half the shortest width"])
         # frame 3 loses its last atom: refused before the file exists
         head = text[starts[3]:starts[4]].splitlines()
         head[3] = str(int(head[3]) - 1)
@@ -571,7 +618,7 @@ class FramesTest(TempDirTest):
                              expect=["--per-frame goes with --frames"])
         # a fixed --box bins the changing cells in one box
         out = self.path("boxed.h5")
-        r = tdsolve(*hist_args(npt, out, "--frames", "0:5", "--box", "5,5,5"))
+        r = tdsolve(*hist_args(small, out, "--frames", "0:5", "--box", "5,5,5"))
         self.assertEqual(r.returncode, 0, r.stderr)
 
 

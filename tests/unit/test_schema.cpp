@@ -168,7 +168,7 @@ TEST(Schema, TheEmbeddedSchemaIsWellFormed) {
   EXPECT_EQ(schema_problems(), std::vector<std::string>{});
   EXPECT_EQ(schema_version(), 3u);
   EXPECT_EQ(schema_kinds(), (std::vector<std::string>{"edm", "cross", "hist", "knn", "radius",
-                                                      "collide", "triplet", "fractal"}));
+                                                      "collide", "triplet", "adf", "fractal"}));
   EXPECT_EQ(schema_kind("nope"), nullptr);
   EXPECT_EQ(schema_dims("edm", "distances"), std::vector<std::string>{"pair"});
   EXPECT_EQ(schema_dims("radius", "distances"), std::vector<std::string>{"pair"});
