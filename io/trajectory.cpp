@@ -1033,6 +1033,30 @@ std::unique_ptr<Trajectory> open_trajectory(const std::string& spec) {
   return std::make_unique<Hdf5Trajectory>(spec, path, dataset);
 }
 
+std::shared_ptr<Trajectory> shared_trajectory(const std::string& spec) {
+  struct Opened {
+    std::shared_ptr<Trajectory> t;
+    off_t size = 0;
+    timespec mtime{};
+  };
+  static std::map<std::string, Opened> opened;
+  struct stat st {};
+  const bool seen = ::stat(split_input_spec(spec).path.c_str(), &st) == 0;
+  const auto it = opened.find(spec);
+  if (seen && it != opened.end() && it->second.size == st.st_size &&
+      it->second.mtime.tv_sec == st.st_mtim.tv_sec &&
+      it->second.mtime.tv_nsec == st.st_mtim.tv_nsec)
+    return it->second.t;
+  Opened o;
+  o.t = open_trajectory(spec);
+  if (seen) {
+    o.size = st.st_size;
+    o.mtime = st.st_mtim;
+    opened[spec] = o;
+  }
+  return o.t;
+}
+
 void Trajectory::no_column(const std::string& column,
                            const std::vector<std::string>& columns) const {
   throw InputError("input '" + source_ + "' has no column '" + column + "' (" +
@@ -1099,7 +1123,7 @@ std::vector<std::string> read_labels(const std::string& src, const std::string& 
   bool column = false;
   const bool trajectory = is_trajectory(input);
   if (trajectory) {
-    const std::unique_ptr<Trajectory> t = open_trajectory(input);
+    const std::shared_ptr<Trajectory> t = shared_trajectory(input);
     columns = t->columns();
     column = std::find(columns.begin(), columns.end(), src) != columns.end();
     if (column) labels = t->labels(frame, src);

@@ -71,6 +71,11 @@ bool is_trajectory(const std::string& spec);
 // Opens `spec` (is_trajectory) and indexes its frames. InputError naming the
 // file and the problem.
 std::unique_ptr<Trajectory> open_trajectory(const std::string& spec);
+// The process's one open_trajectory of `spec`: opened (a text file indexed)
+// at the first call, the same object at the next while the file's size and
+// modification time are unchanged — the input's reader, its labels and a
+// run's later frames share one index pass.
+std::shared_ptr<Trajectory> shared_trajectory(const std::string& spec);
 
 // The labels of --types or --exclude (`option`) SRC, one per atom of the
 // input's `n`: a column of frame `frame` (as frame_index gives it) when

@@ -175,7 +175,7 @@ class FrameRun {
 
  private:
   void open(const InputOptions& in) {
-    if (!trajectory_) trajectory_ = io::open_trajectory(in.input);
+    if (!trajectory_) trajectory_ = io::shared_trajectory(in.input);  // the input's index
   }
   static std::string cell_text(const io::Cell& c) {
     const BoxOptions b = box_of(c);
@@ -184,7 +184,7 @@ class FrameRun {
 
   const char* doing_;
   std::vector<index_t> frames_;                 // the input's frames the run takes, in order
-  std::unique_ptr<io::Trajectory> trajectory_;  // rank 0, a run over frames
+  std::shared_ptr<io::Trajectory> trajectory_;  // rank 0, a run over frames
   bool from_cell_ = false;                      // the box is the first frame's cell
   io::Cell cell_;                               // ... that cell
   std::vector<double> volumes_;  // the frames' cells' volumes, where they differ (else none)

@@ -61,7 +61,7 @@ io::PointSet read_input(const InputOptions& in) {
                        in.input + "' holds one point set");
     return io::read_points(in.input);
   }
-  std::unique_ptr<io::Trajectory> t = io::open_trajectory(in.input);
+  std::shared_ptr<io::Trajectory> t = io::shared_trajectory(in.input);
   const index_t frames = t->frames();
   if (!in.frames.empty()) {
     const std::vector<index_t> take = io::select_frames(in.frames, frames, in.input);
