@@ -1033,13 +1033,28 @@ std::unique_ptr<Trajectory> open_trajectory(const std::string& spec) {
   return std::make_unique<Hdf5Trajectory>(spec, path, dataset);
 }
 
+namespace {
+// shared_trajectory's: each spec's object and its file's size and time.
+struct Opened {
+  std::shared_ptr<Trajectory> t;
+  off_t size = 0;
+  timespec mtime{};
+};
+// Never destroyed: an HDF5 trajectory's handles must not be closed after
+// the library's own exit handler has run (release_trajectories, at the end
+// of a run, closes them in time).
+std::map<std::string, Opened>& opened_trajectories() {
+  static auto* opened = new std::map<std::string, Opened>;
+  return *opened;
+}
+}  // namespace
+
+void release_trajectories() {
+  opened_trajectories().clear();
+}
+
 std::shared_ptr<Trajectory> shared_trajectory(const std::string& spec) {
-  struct Opened {
-    std::shared_ptr<Trajectory> t;
-    off_t size = 0;
-    timespec mtime{};
-  };
-  static std::map<std::string, Opened> opened;
+  std::map<std::string, Opened>& opened = opened_trajectories();
   struct stat st {};
   const bool seen = ::stat(split_input_spec(spec).path.c_str(), &st) == 0;
   const auto it = opened.find(spec);

@@ -76,6 +76,8 @@ std::unique_ptr<Trajectory> open_trajectory(const std::string& spec);
 // modification time are unchanged — the input's reader, its labels and a
 // run's later frames share one index pass.
 std::shared_ptr<Trajectory> shared_trajectory(const std::string& spec);
+// Forgets them (a run's end: the files closed while HDF5 is up).
+void release_trajectories();
 
 // The labels of --types or --exclude (`option`) SRC, one per atom of the
 // input's `n`: a column of frame `frame` (as frame_index gives it) when

@@ -1223,6 +1223,10 @@ void PairFamilyCommand::check(const cli::po::options_description& all,
 }
 
 int PairFamilyCommand::run(MPI_Comm comm) {
+  // The run's trajectories (io::shared_trajectory) are closed at its end.
+  struct Release {
+    ~Release() { io::release_trajectories(); }
+  } release;
   // collide computes in float64 always (finish_compute sets fp64): its pair
   // set is that of a float64 reference.
   if (o_.compute.fp64) return run_pairs(*piece<double>(o_), comm);

@@ -625,8 +625,8 @@ class FramesTest(TempDirTest):
 class FramesGpuTest(TempDirTest):
     """hist --frames on the CUDA backend (skips without a GPU; fails instead
     under TDSOLVE_REQUIRE_GPU=1): the CPU's bytes, float32 and float64,
-    culled and dense, on an H5MD file with a fixed triclinic cell written
-    here with h5py (the GPU machine has no LAMMPS)."""
+    culled and dense, on H5MD files written here with h5py (the GPU machine
+    has no LAMMPS): a fixed triclinic cell, and a cell a frame (NPT)."""
 
     @classmethod
     def setUpClass(cls):
@@ -637,28 +637,35 @@ class FramesGpuTest(TempDirTest):
         H = np.array([[12.0, 0, 0], [1.5, 11.0, 0], [-1.0, 0.8, 12.5]])
         frames, n = 12, 6000
         x = (rng.random((frames, n, 3)) @ H)
-        path = self.path("t.h5")
-        with h5py.File(path, "w") as f:
-            f.create_group("h5md").attrs["version"] = [1, 1]
-            g = f.create_group("particles/all")
-            g["position/value"] = x
-            g["box/edges"] = H
-            g["box"].attrs["dimension"] = 3
-            g["box"].attrs["boundary"] = np.array([b"periodic"] * 3)
-        for precision in ("float32", "float64"):
-            for cull in ("on", "off"):
-                outs = []
-                for backend in ("cpu", "cuda"):
-                    out = self.path(f"{precision}-{cull}-{backend}.h5")
-                    r = tdsolve("hist", "--input", path, "--frames", "1::2", "--bins", 40, "--range", "0:5",
-                                "--precision", precision, "--cull", cull, "--backend", backend, "--output", out,
-                                "--quiet")
-                    self.assertEqual(r.returncode, 0, r.stderr)
-                    with h5py.File(out, "r") as f:
-                        outs.append({k: f[k][()].tobytes() for k in ("counts", "rdf", "underflow", "overflow")})
-                        self.assertEqual(f["frames"][()].tolist(), list(range(1, frames, 2)))
-                with self.subTest(precision=precision, cull=cull):
-                    self.assertEqual(outs[0], outs[1])
+        scale = 1 + 0.03 * np.sin(np.arange(frames))  # NPT: frame q's cell and points scaled
+        for cells in ("fixed", "npt"):
+            path = self.path(f"t-{cells}.h5")
+            with h5py.File(path, "w") as f:
+                f.create_group("h5md").attrs["version"] = [1, 1]
+                g = f.create_group("particles/all")
+                if cells == "fixed":
+                    g["position/value"] = x
+                    g["box/edges"] = H
+                else:
+                    g["position/value"] = x * scale[:, None, None]
+                    g["box/edges/value"] = H[None] * scale[:, None, None]
+                    g["box/edges/step"] = np.arange(frames)
+                g["box"].attrs["dimension"] = 3
+                g["box"].attrs["boundary"] = np.array([b"periodic"] * 3)
+            for precision in ("float32", "float64"):
+                for cull in ("on", "off"):
+                    outs = []
+                    for backend in ("cpu", "cuda"):
+                        out = self.path(f"{cells}-{precision}-{cull}-{backend}.h5")
+                        r = tdsolve("hist", "--input", path, "--frames", "1::2", "--bins", 40, "--range", "0:5",
+                                    "--precision", precision, "--cull", cull, "--backend", backend, "--output",
+                                    out, "--quiet")
+                        self.assertEqual(r.returncode, 0, r.stderr)
+                        with h5py.File(out, "r") as f:
+                            outs.append({k: f[k][()].tobytes() for k in ("counts", "rdf", "underflow", "overflow")})
+                            self.assertEqual(f["frames"][()].tolist(), list(range(1, frames, 2)))
+                    with self.subTest(cells=cells, precision=precision, cull=cull):
+                        self.assertEqual(outs[0], outs[1])
 
 
 if __name__ == "__main__":
