@@ -187,8 +187,6 @@ inline void check_variance(const std::vector<double>& v, const std::string& what
                    usage);
 }
 
-// What one command of the pair and triplet family asks for
-// (solver/commands/pairs.hpp); each reads the groups it offers.
 // adf: LAMMPS compute adf's ADFs. One per --triples entry (I, J, K: a
 // type label of --types or "*", every type), or with --cutoff RC one of
 // every type, both legs within [0, RC].
@@ -214,6 +212,8 @@ struct AdfOptions {
   }
 };
 
+// What one command of the pair and triplet family asks for
+// (solver/commands/pairs.hpp); each reads the groups it offers.
 struct CommandOptions {
   InputOptions in, with;  // `with`: cross only
   OutputOptions out;

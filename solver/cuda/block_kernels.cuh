@@ -199,11 +199,6 @@ struct Epilogue<T, Map, epi::Histogram> {
   }
   __device__ __forceinline__ static void count(const KernelParams<T>& p, T value, index_t i,
                                                index_t j) {
-    std::int64_t base = 0;
-    if (p.groups) {
-      base = group_base(p, i, j);
-      if (base < 0) return;
-    }
     index_t slot;
     if constexpr (sizeof(T) == 4) {
       slot =
@@ -211,7 +206,15 @@ struct Epilogue<T, Map, epi::Histogram> {
     } else {
       slot = epilogue::histogram_slot(value, p.lo, p.hi, p.norm, p.bins, p.edges, p.margin);
     }
-    slot += static_cast<index_t>(base);
+    if (p.groups) {
+      // A grouped run's overflow is each histogram's pairs less what it
+      // binned (HistogramSink::settle_overflow): a pair beyond the range
+      // leaves before its labels are looked up, as on the CPU.
+      if (slot == p.bins + 1) return;
+      const std::int64_t base = group_base(p, i, j);
+      if (base < 0) return;
+      slot += static_cast<index_t>(base);
+    }
     if (shared(p)) {
       // Each warp counts into its own copy when they fit: no contention
       // between warps, only between the lanes of one.
