@@ -818,7 +818,8 @@ class HistResult(_Histogram):
 
     @property
     def volume(self):
-        """The box volume L1*...*Ld (a triclinic cell's lx*ly*lz) /rdf was normalised with, else None."""
+        """The box volume L1*...*Ld (a triclinic cell's lx*ly*lz) /rdf was normalised with (a --frames
+        run whose cells differ, an NPT run's: their mean volume), else None."""
         if "rdf" not in self._f:
             return None
         v = _one(self._f["rdf"].attrs.get("volume"))
