@@ -202,8 +202,9 @@ struct AdfOptions {
   bool typed = false;               // --triples given (2-D /counts, /triple)
   std::string types;                // --types SRC ("": one type)
   BoxOptions box;
-  bool input_box = true;  // without --box: a trajectory frame's periodic cell (--box none: no)
-  std::string frames;     // --frames ("": one point set)
+  bool input_box = true;   // without --box: a trajectory frame's periodic cell (--box none: no)
+  std::string frames;      // --frames ("": one point set)
+  bool per_frame = false;  // --per-frame: each frame's counts too (/frame_counts)
   double outer() const {
     double r = 0;
     for (const AdfTriple& t : triples)

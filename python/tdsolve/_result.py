@@ -913,7 +913,8 @@ class AdfResult(_Histogram):
     the frames), dropped (angles LAMMPS does not bin: theta = pi, cos = 1
     exactly), cutoffs (Rjinner, Rjouter, Rkinner, Rkouter per ADF),
     ordinate ("degree", "radian" or "cosine"), bins, delta (the bin width),
-    triple (["I-J-K", ...] with --triples, else None), types, frames;
+    triple (["I-J-K", ...] with --triples, else None), types, frames,
+    frame_counts (--per-frame);
     adf("I-J-K") is (counts, pdf, cumulative) of one ADF.
 
     counts, pdf, cumulative, dropped and adf() raise IncompleteResult in an
@@ -992,6 +993,14 @@ class AdfResult(_Histogram):
     def types(self):
         """[str]: the type labels of --types, None without."""
         return self._strings("types")
+
+    @property
+    def frame_counts(self):
+        """int64[F, bins] (with --triples [F, adfs, bins]): each frame's counts (--per-frame), None without."""
+        if "frame_counts" not in self._f:
+            return None
+        self._counted("/frame_counts")
+        return self._f["frame_counts"][()]
 
     def adf(self, name):
         """(counts, pdf, cumulative) of the ADF named "I-J-K" (a --triples entry)."""

@@ -35,7 +35,7 @@ const char* kUsage =
     "Usage: tdsolve adf (--input SRC | --generate SPEC) --output FILE.h5 --bins N\n"
     "                   (--cutoff RC | --triples I-J-K:RJIN:RJOUT:RKIN:RKOUT,... [--types SRC])\n"
     "                   [--ordinate degree|radian|cosine] [--box LX,LY,LZ [--tilt XY,XZ,YZ]]\n"
-    "                   [--frames START:STOP[:STEP] | --frame K] [options]\n"
+    "                   [--frames START:STOP[:STEP] [--per-frame] | --frame K] [options]\n"
     "\n"
     "The angular distribution function of points in 3-D, as LAMMPS compute adf: for each\n"
     "centre i and each unordered pair {j, k} of its neighbours (j within the J cutoffs of i,\n"
@@ -224,6 +224,7 @@ class Adf final : public PairCommand<T> {
     add("box", a_.box.dims > 0 ? box_text(a_.box) : "none");
     if (a_.box.triclinic) add("tilt", tilt_text(a_.box));
     if (frames_.count()) add("frames", frames_.text());
+    if (a_.per_frame) add("per_frame", "true");
   }
 
   void layout(io::ResultLayout& L, const Problem<T>& p,
@@ -303,6 +304,8 @@ class Adf final : public PairCommand<T> {
                           {frames.size()},
                           {},
                           std::vector<double>(frames.begin(), frames.end())});
+    if (a_.per_frame)
+      L.extras.push_back({"frame_counts", io::ValueType::i64, shape({frames.size()}), {}, {}});
     L.extras.push_back({"dropped",
                         io::ValueType::i64,
                         a_.typed ? std::vector<index_t>{M} : std::vector<index_t>{},
@@ -333,6 +336,7 @@ class Adf final : public PairCommand<T> {
                                                           [](unsigned char d) { return d != 0; });
     HistOutputs out;
     out.dropped = true;
+    out.per_frame = a_.per_frame;
     const index_t bins = a_.bins, F = std::max<index_t>(1, frames_.count());
     const Ordinate o = ordinate_of(a_.ordinate, bins);
     out.derive = [bins, F, o, centres = centres_](const std::vector<std::int64_t>& counts) {
@@ -359,7 +363,7 @@ class Adf final : public PairCommand<T> {
           {"pdf", std::move(pdf)}, {"cumulative", std::move(cumulative)}};
     };
     return std::make_unique<HistogramSink<T>>(w, comm, p, std::move(out), ex.slots, complete,
-                                              frames_.count());
+                                              frames_.count(), &ex.frame_counts);
   }
   bool checkpoints() const override { return true; }
   void print_after(const Problem<T>& p, index_t now, double total) const override {
@@ -457,7 +461,10 @@ class AdfCommand final : public PairCommandOf<Adf> {
         "frames", po::value(&a.frames)->value_name("START:STOP[:STEP]"),
         "of a trajectory --input: sum the angles of these frames (Python's slice: 0:100, ::10, "
         "-50:) in one run, each frame in its own periodic cell (an NPT run's may differ), or all "
-        "in --box. Resumes frame by frame");
+        "in --box. Resumes frame by frame")(
+        "per-frame", po::bool_switch(&a.per_frame),
+        "with --frames: also each frame's counts, /frame_counts (frames × bins, with --triples "
+        "frames × ADFs × bins)");
     all.add(g);
     all.add(cli::box_group(box_, tilt_,
                            "a periodic box, lx,ly,lz (or a triclinic cell: --tilt, or the 9 "
@@ -500,6 +507,7 @@ class AdfCommand final : public PairCommandOf<Adf> {
       io::check_frame_range(a.frames);
       o_.in.frames = a.frames;
     }
+    if (a.per_frame && a.frames.empty()) throw UsageError("--per-frame goes with --frames");
     if (box_ == "none") {
       if (!tilt_.empty()) throw UsageError("--tilt goes with --box lx,ly,lz, not with --box none");
       a.input_box = false;

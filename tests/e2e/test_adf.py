@@ -515,6 +515,27 @@ class AdfTest(TempDirTest):
                 np.testing.assert_array_equal(d["counts"], ref[0])
                 self.assertEqual(int(d["dropped"]), int(dropped[0]))
 
+    def test_per_frame_counts(self):
+        """--per-frame: /frame_counts holds each frame's counts, the
+        reference's frame by frame (LAMMPS's per-step arrays), summing to
+        /counts; tdsolve.open reads them; without --frames it is refused."""
+        import tdsolve as tdpkg
+        box, o = "tri", "degree"
+        per_frame = self.reference[box][o][0]  # [frames, ADFs, bins]
+        for mode, extra, rows in self.modes():
+            out = self.path(f"per-frame-{mode}.h5")
+            self.run_ok(adf_args(self.dumps[box]["plain"], out, "--frames", TAKE, "--per-frame", *extra))
+            with self.subTest(mode=mode):
+                d = read_all(out)
+                want = per_frame[:, rows, :]
+                self.assertEqual(d["frame_counts"].shape, (len(TAKEN),) + d["counts"].shape)
+                np.testing.assert_array_equal(d["frame_counts"].reshape(want.shape), want)
+                np.testing.assert_array_equal(d["frame_counts"].sum(0), d["counts"])
+                with tdpkg.open(out) as r:
+                    np.testing.assert_array_equal(r.frame_counts, d["frame_counts"])
+        self.run_bad_command("adf", ["--input", self.dumps[box]["plain"], "--frame", 3, "--bins", BINS,
+                                     "--cutoff", CUTOFF, "--per-frame"], expect=["--per-frame goes with --frames"])
+
     def test_npt_frames_in_their_own_cells(self):
         """A cell a frame (an NPT run's, both boxes): each frame's legs are
         minimum-image in its own cell, the counts the reference's of each
@@ -561,8 +582,9 @@ class AdfTest(TempDirTest):
         with h5py.File(path, "w") as f:
             f["pos"] = rng.random((120, 400, 3)) * 7
             f["types"] = rng.integers(1, 4, 400)
-        args = lambda out: adf_args(path + ":/pos", out, "--frames", "::", "--types", path + ":/types", "--triples",
-                                    "1-2-3:0:1.2:0.5:1.4,3-*-*:0:1.0:0:1.0", "--box", "7,7,7", bins=36)
+        args = lambda out: adf_args(path + ":/pos", out, "--frames", "::", "--per-frame", "--types",
+                                    path + ":/types", "--triples", "1-2-3:0:1.2:0.5:1.4,3-*-*:0:1.0:0:1.0", "--box",
+                                    "7,7,7", bins=36)
         whole = self.path("whole.h5")
         self.run_ok(args(whole))
         expect = read_all(whole)
@@ -582,7 +604,7 @@ class AdfTest(TempDirTest):
                 self.assertTrue(0 < done < 120, f"{done} of 120 frames done: the stop came too early or late")
                 self.run_ok(args(out) + ["--resume"])
                 got = read_all(out)
-                for k in ("counts", "pdf", "cumulative", "centres", "dropped"):
+                for k in ("counts", "pdf", "cumulative", "centres", "dropped", "frame_counts"):
                     self.assertEqual(got[k].tobytes(), expect[k].tobytes(), k)
 
     def test_bad_input(self):
