@@ -29,11 +29,23 @@ bool xyz_name(const std::string& l) {
   return ends_with(l, ".xyz") || ends_with(l, ".extxyz");
 }
 
+// The words of a line, split at white space as `>>` splits them in the C
+// locale (space, \t, \n, \v, \f, \r); without a stream a line (a
+// trajectory's atom lines are most of its reading).
 std::vector<std::string> words(const std::string& line) {
   std::vector<std::string> w;
-  std::istringstream in(line);
-  for (std::string s; in >> s;)
-    w.push_back(s);
+  const auto space = [](char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
+  };
+  const size_t n = line.size();
+  for (size_t i = 0; i < n;) {
+    while (i < n && space(line[i]))
+      ++i;
+    const size_t start = i;
+    while (i < n && !space(line[i]))
+      ++i;
+    if (i > start) w.emplace_back(line, start, i - start);
+  }
   return w;
 }
 
