@@ -10,6 +10,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <utility>
+#include <vector>
 
 #include "core/error.hpp"
 
@@ -748,18 +750,20 @@ ExistingResult read_existing(const std::string& path) {
       check_status(
           H5Dread(values, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, r.counts.data()),
           "reading /counts");
-      // adf keeps one /dropped a row (the overflow slot; underflow 0).
-      const bool dropped = H5Lexists(file, "dropped", H5P_DEFAULT) > 0;
-      for (const char* extra : {"underflow", "overflow"}) {
-        if (dropped && extra[0] == 'u') continue;
-        if (dropped) extra = "dropped";
+      // Each row's outer slots after the bins: hist's /underflow and
+      // /overflow, or adf's one /dropped (the overflow slot; underflow 0).
+      const std::vector<std::pair<const char*, index_t>> outer =
+          H5Lexists(file, "dropped", H5P_DEFAULT) > 0
+              ? std::vector<std::pair<const char*, index_t>>{{"dropped", 1}}
+              : std::vector<std::pair<const char*, index_t>>{{"underflow", 0}, {"overflow", 1}};
+      for (const auto& [extra, slot] : outer) {
         Hid x =
             dataset_handle(H5Dopen2(file, extra, H5P_DEFAULT), std::string("H5Dopen /") + extra);
         const auto xs = dataset_shape(x);
         if (shape.size() == 2 ? xs != std::vector<hsize_t>{rows} : !xs.empty())
           throw InputError(std::string("/") + extra + " does not match /counts");
         check_status(H5Dread(x, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT,
-                             &r.counts[rows * (bins + (extra[0] == 'u' ? 0 : 1))]),
+                             &r.counts[rows * (bins + slot)]),
                      std::string("reading /") + extra);
       }
       if (H5Lexists(file, "frame_counts", H5P_DEFAULT) > 0) {

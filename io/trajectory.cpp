@@ -29,20 +29,21 @@ bool xyz_name(const std::string& l) {
   return ends_with(l, ".xyz") || ends_with(l, ".extxyz");
 }
 
-// The words of a line, split at white space as `>>` splits them in the C
-// locale (space, \t, \n, \v, \f, \r); without a stream a line (a
-// trajectory's atom lines are most of its reading).
+// White space as `>>` and isspace see it in the C locale.
+bool blank(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
+}
+
+// The words of a line, split at white space as `>>` splits them; without a
+// stream a line (a trajectory's atom lines are most of its reading).
 std::vector<std::string> words(const std::string& line) {
   std::vector<std::string> w;
-  const auto space = [](char c) {
-    return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
-  };
   const size_t n = line.size();
   for (size_t i = 0; i < n;) {
-    while (i < n && space(line[i]))
+    while (i < n && blank(line[i]))
       ++i;
     const size_t start = i;
-    while (i < n && !space(line[i]))
+    while (i < n && !blank(line[i]))
       ++i;
     if (i > start) w.emplace_back(line, start, i - start);
   }
@@ -1105,19 +1106,16 @@ std::vector<std::string> file_labels(const InputSpec& in, const std::string& wha
     // of the whole text (a stream a line took 2 s for 10^7 labels).
     const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
     std::vector<std::string> out;
-    const auto space = [](char c) {
-      return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f';
-    };
     for (size_t at = 0; at < text.size();) {
       const char c = text[at];
       if (c == '#') {
         const size_t eol = text.find('\n', at);
         at = eol == std::string::npos ? text.size() : eol + 1;
-      } else if (space(c)) {
+      } else if (blank(c)) {
         ++at;
       } else {
         size_t end = at;
-        while (end < text.size() && !space(text[end]) && text[end] != '#')
+        while (end < text.size() && !blank(text[end]) && text[end] != '#')
           ++end;
         out.emplace_back(text, at, end - at);
         at = end;

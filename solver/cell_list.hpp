@@ -33,9 +33,9 @@ struct CellView {
   const index_t* order = nullptr;      // the points by cell
   const std::int32_t* cell = nullptr;  // each point's cell, (cz nc[1] + cy) nc[0] + cx
 
-  // Calls f(q) for every point q in the cells next to point i's (i too).
+  // Calls f(c) for every cell next to point i's (its own too), each once.
   template <typename F>
-  TDS_HD void for_each_candidate(index_t i, F&& f) const {
+  TDS_HD void for_each_cell(index_t i, F&& f) const {
     const std::int32_t c = cell[i];
     const int cx = c % nc[0], cy = (c / nc[0]) % nc[1], cz = c / (nc[0] * nc[1]);
     const int at[3] = {cx, cy, cz};
@@ -58,10 +58,16 @@ struct CellView {
             y = (y + nc[1]) % nc[1];
             z = (z + nc[2]) % nc[2];
           }
-          const index_t cc = (index_t(z) * nc[1] + y) * nc[0] + x;
-          for (index_t s = start[cc]; s < start[cc + 1]; ++s)
-            f(order[s]);
+          f((index_t(z) * nc[1] + y) * nc[0] + x);
         }
+  }
+  // Calls f(q) for every point q in the cells next to point i's (i too).
+  template <typename F>
+  TDS_HD void for_each_candidate(index_t i, F&& f) const {
+    for_each_cell(i, [&](index_t cc) {
+      for (index_t s = start[cc]; s < start[cc + 1]; ++s)
+        f(order[s]);
+    });
   }
 };
 

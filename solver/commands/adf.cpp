@@ -174,16 +174,12 @@ class Adf final : public PairCommand<T> {
       frames_.next_cell(a, &a_.box);
       return;
     }
-    frames_.take_cell(a, &a_.box, a_.input_box, "", "the outer cutoff", a_.outer(),
-                      this->options().run.quiet);
-    if (const std::string why = beyond_reach(a_.box, a_.outer(), "the cell of '" + a.source + "'");
-        !why.empty())
-      throw InputError(why);
-    frames_.check(a.n, this->options().in, a_.box, a_.input_box,
-                  [&](const BoxOptions& b, const std::string& where) {
-                    if (const std::string why = beyond_reach(b, a_.outer(), where); !why.empty())
-                      throw InputError(why);
-                  });
+    const FrameRun::CellCheck within = [&](const BoxOptions& b, const std::string& where) {
+      if (const std::string why = beyond_reach(b, a_.outer(), where); !why.empty())
+        throw InputError(why);
+    };
+    frames_.take_cell(a, &a_.box, a_.input_box, "", this->options().run.quiet, within);
+    frames_.check(a.n, this->options().in, a_.box, a_.input_box, within);
     take_types(a);
   }
   void broadcast(MPI_Comm comm) override {
@@ -227,10 +223,12 @@ class Adf final : public PairCommand<T> {
     if (a_.per_frame) add("per_frame", "true");
   }
 
-  void layout(io::ResultLayout& L, const Problem<T>& p,
-              const mapping::ChunkPlan& plan) const override {
+  void layout(io::ResultLayout& L, const Problem<T>& p, const mapping::ChunkPlan&) const override {
     using io::Attr;
     const index_t bins = a_.bins, M = a_.triples.size();
+    // A value per ADF: a scalar for --cutoff's one, M of them with --triples.
+    const std::vector<index_t> per_adf =
+        a_.typed ? std::vector<index_t>{M} : std::vector<index_t>{};
     const std::vector<index_t>& frames = frames_.frames();
     const auto shape = [&](std::vector<index_t> lead) {
       if (a_.typed) lead.push_back(M);
@@ -282,10 +280,12 @@ class Adf final : public PairCommand<T> {
     for (const AdfTriple& t : a_.triples)
       for (double r : {t.rj_in, t.rj_out, t.rk_in, t.rk_out})
         cutoffs.push_back(r);
+    std::vector<index_t> four = per_adf;
+    four.push_back(4);
     L.extras.push_back(
         {"cutoffs",
          io::ValueType::f64,
-         a_.typed ? std::vector<index_t>{M, 4} : std::vector<index_t>{4},
+         four,
          {Attr{"columns", std::string("Rjinner, Rjouter, Rkinner, Rkouter (LAMMPS's)")}},
          cutoffs});
     const index_t F = std::max<index_t>(1, frames.size());
@@ -295,7 +295,7 @@ class Adf final : public PairCommand<T> {
     L.extras.push_back(
         {"centres",
          io::ValueType::i64,
-         a_.typed ? std::vector<index_t>{M} : std::vector<index_t>{},
+         per_adf,
          {Attr{"meaning", std::string("centre atoms (type in I), times the frames")}},
          centre_counts});
     if (!frames.empty())
@@ -308,7 +308,7 @@ class Adf final : public PairCommand<T> {
       L.extras.push_back({"frame_counts", io::ValueType::i64, shape({frames.size()}), {}, {}});
     L.extras.push_back({"dropped",
                         io::ValueType::i64,
-                        a_.typed ? std::vector<index_t>{M} : std::vector<index_t>{},
+                        per_adf,
                         {Attr{"meaning", std::string("angles LAMMPS does not bin (theta = pi or "
                                                      "cos = 1 exactly, or a leg of length 0)")}},
                         {}});
@@ -319,7 +319,6 @@ class Adf final : public PairCommand<T> {
                         shape({}),
                         {Attr{"formula", std::string(kCumulativeFormula)}},
                         {}});
-    (void)plan;
   }
 
   index_t chunk_bound(const Problem<T>& p) const override { return adf_chunk_centres(p.total()); }
@@ -332,8 +331,6 @@ class Adf final : public PairCommand<T> {
   }
   std::unique_ptr<Sink<T>> make_sink(io::ResultWriter& w, MPI_Comm comm, const Problem<T>& p,
                                      const Existing& ex) override {
-    const bool complete = !ex.done.empty() && std::all_of(ex.done.begin(), ex.done.end(),
-                                                          [](unsigned char d) { return d != 0; });
     HistOutputs out;
     out.dropped = true;
     out.per_frame = a_.per_frame;
@@ -362,7 +359,7 @@ class Adf final : public PairCommand<T> {
       return std::vector<std::pair<std::string, std::vector<double>>>{
           {"pdf", std::move(pdf)}, {"cumulative", std::move(cumulative)}};
     };
-    return std::make_unique<HistogramSink<T>>(w, comm, p, std::move(out), ex.slots, complete,
+    return std::make_unique<HistogramSink<T>>(w, comm, p, std::move(out), ex.slots, ex.all_done(),
                                               frames_.count(), &ex.frame_counts);
   }
   bool checkpoints() const override { return true; }

@@ -22,6 +22,11 @@ namespace tdsolve {
 
 class FrameRun {
  public:
+  // Vets the box a frame's cell gives (the command's reach: a cutoff or
+  // range within which the minimum image is certain); `where` names the
+  // cell ("the triclinic cell of frame 3 of 'x.dump'").
+  using CellCheck = std::function<void(const BoxOptions&, const std::string& where)>;
+
   // What the command calls its run ("hist --frames bins", "adf --frames
   // takes") in the message naming a frame that differs.
   explicit FrameRun(const char* doing) : doing_(doing) {}
@@ -40,13 +45,11 @@ class FrameRun {
   }
 
   // Rank 0, the first points: `box` becomes their frame's periodic cell
-  // where none is given (input_box: --box none was not given). refuse:
-  // what the command says when it cannot take that cell ("": it can; the
-  // caller looks at it with periodic_cell / tilted). reach ("what value",
-  // value): a triclinic cell's half width must not be below it (a pair's
-  // minimum image is not certain beyond).
+  // where none is given (input_box: --box none was not given), vetted by
+  // check_cell. refuse: what the command says when it cannot take that
+  // cell ("": it can; the caller looks at it with tilted()).
   void take_cell(const io::PointSet& a, BoxOptions* box, bool input_box, const std::string& refuse,
-                 const std::string& reach_what, double reach, bool quiet) {
+                 bool quiet, const CellCheck& check_cell) {
     const io::Cell& c = a.cell;
     if (box->dims > 0 || !input_box || !c.present) return;
     if (!c.periodic) {
@@ -58,19 +61,10 @@ class FrameRun {
       return;
     }
     if (!refuse.empty()) throw InputError(refuse);
-    box->dims = 3;
-    for (int k = 0; k < 3; ++k) {
-      box->lengths[k] = c.lengths[k];
-      box->tilt[k] = c.tilt[k];
-    }
-    box->triclinic = tilted(c);
+    *box = box_of(c);
     from_cell_ = true;
     cell_ = c;
-    if (box->triclinic && reach > box->half_width())
-      throw InputError(reach_what + " " + number_text(reach) +
-                       " reaches past half the shortest width (" + number_text(box->half_width()) +
-                       ") of the triclinic cell of '" + a.source +
-                       "': a pair's minimum image is not certain there");
+    check_cell(*box, cell_name(c, "'" + a.source + "'"));
   }
   static bool tilted(const io::Cell& c) {
     return c.tilt[0] != 0 || c.tilt[1] != 0 || c.tilt[2] != 0;
@@ -108,7 +102,7 @@ class FrameRun {
   // the frame): an InputError before the file exists, naming the first
   // frame that fails. Cells that differ (an NPT run's) are each frame's box.
   void check(index_t n, const InputOptions& in, const BoxOptions& box, bool input_box,
-             const std::function<void(const BoxOptions&, const std::string& where)>& check_cell) {
+             const CellCheck& check_cell) {
     volumes_.clear();
     if (frames_.size() < 2) return;
     const bool cells = input_box && (from_cell_ || box.dims == 0);
@@ -134,7 +128,7 @@ class FrameRun {
                       "box, or --box none)");
       if (!periodic) continue;
       const BoxOptions b = box_of(c);
-      check_cell(b, "the cell of frame " + std::to_string(frames_[q]) + " of '" + in.input + "'");
+      check_cell(b, cell_name(c, "frame " + std::to_string(frames_[q]) + " of '" + in.input + "'"));
       volumes.push_back(b.volume());
       differ = differ || !std::equal(c.lengths, c.lengths + 3, cell_.lengths) ||
                !std::equal(c.tilt, c.tilt + 3, cell_.tilt);
@@ -176,6 +170,10 @@ class FrameRun {
  private:
   void open(const InputOptions& in) {
     if (!trajectory_) trajectory_ = io::shared_trajectory(in.input);  // the input's index
+  }
+  // "the (triclinic) cell of WHAT", for messages.
+  static std::string cell_name(const io::Cell& c, const std::string& what) {
+    return std::string(tilted(c) ? "the triclinic cell of " : "the cell of ") + what;
   }
   static std::string cell_text(const io::Cell& c) {
     const BoxOptions b = box_of(c);

@@ -141,25 +141,26 @@ class Hist final : public PairCommand<T> {
       frames_.next_cell(a, &h_.box);
       return;
     }
-    take_cell(a);
+    // A triclinic cell's minimum image is certain within half its shortest
+    // width (an orthorhombic box's at any distance).
+    const double reach = cull_cutoff(this->options().compute.metric, h_.hi);
+    const FrameRun::CellCheck within = [&](const BoxOptions& b, const std::string& where) {
+      if (b.triclinic && reach > b.half_width())
+        throw InputError("--range HI " + number_text(h_.hi) +
+                         " reaches past half the shortest width (" + number_text(b.half_width()) +
+                         ") of " + where + ": a pair's minimum image is not certain there");
+    };
+    take_cell(a, within);
     if (h_.norm == "rdf" && h_.box.dims == 0)
       throw InputError(
           "--norm rdf normalises by the box's volume: give --box (or an input "
           "with a periodic cell), or --norm density or none");
-    const double reach = cull_cutoff(this->options().compute.metric, h_.hi);
-    frames_.check(a.n, this->options().in, h_.box, h_.input_box,
-                  [&](const BoxOptions& b, const std::string& where) {
-                    if (b.triclinic && reach > b.half_width())
-                      throw InputError("--range HI " + number_text(h_.hi) +
-                                       " reaches past half the shortest width (" +
-                                       number_text(b.half_width()) + ") of " + where +
-                                       ": a pair's minimum image is not certain there");
-                  });
+    frames_.check(a.n, this->options().in, h_.box, h_.input_box, within);
     take_groups(a);
   }
   // Rank 0, the first points: the box is their frame's periodic cell where
   // no --box is given (and --box none does not turn it off).
-  void take_cell(const io::PointSet& a) {
+  void take_cell(const io::PointSet& a, const FrameRun::CellCheck& within) {
     const Metric m = this->options().compute.metric;
     const bool triclinic = FrameRun::tilted(a.cell);
     const bool box_metric = m == Metric::euclidean || m == Metric::sqeuclidean ||
@@ -170,8 +171,7 @@ class Hist final : public PairCommand<T> {
                "cell, which --metric " + metric_name(m) +
                (this->options().compute.weights.empty() ? "" : " with --weights") +
                " does not take: give --box none to bin without it";
-    frames_.take_cell(a, &h_.box, h_.input_box, refuse, "--range HI", cull_cutoff(m, h_.hi),
-                      this->options().run.quiet);
+    frames_.take_cell(a, &h_.box, h_.input_box, refuse, this->options().run.quiet, within);
   }
   void broadcast(MPI_Comm comm) override {
     bcast_bytes(comm, &h_.box, sizeof h_.box);
@@ -327,8 +327,6 @@ class Hist final : public PairCommand<T> {
   }
   std::unique_ptr<Sink<T>> make_sink(io::ResultWriter& w, MPI_Comm comm, const Problem<T>& p,
                                      const Existing& ex) override {
-    const bool complete = !ex.done.empty() && std::all_of(ex.done.begin(), ex.done.end(),
-                                                          [](unsigned char d) { return d != 0; });
     HistOutputs out;
     out.per_frame = h_.per_frame;
     const index_t n = p.rows, frames = frames_.count();
@@ -336,7 +334,7 @@ class Hist final : public PairCommand<T> {
                   frames](const std::vector<std::int64_t>& counts) {
       return normalise(hist, n, norm, volume, frames, counts);
     };
-    return std::make_unique<HistogramSink<T>>(w, comm, p, std::move(out), ex.slots, complete,
+    return std::make_unique<HistogramSink<T>>(w, comm, p, std::move(out), ex.slots, ex.all_done(),
                                               frames, &ex.frame_counts);
   }
   bool checkpoints() const override { return true; }

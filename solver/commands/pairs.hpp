@@ -17,6 +17,7 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <functional>
 #include <memory>
 #include <string>
@@ -52,6 +53,11 @@ struct Existing {
   // knn --radius, collide: the pairs a resumed file holds when every flag is
   // set (it is complete but for the rename); -1 none (every chunk is run).
   std::int64_t held_pairs = -1;
+  // A resumed file whose every chunk is done (none: a fresh one).
+  bool all_done() const {
+    return !done.empty() &&
+           std::all_of(done.begin(), done.end(), [](unsigned char d) { return d; });
+  }
 };
 
 // Adds one `key=value` line to the job identity.

@@ -7,21 +7,9 @@
 #include <vector>
 
 #include "solver/adf_bins.hpp"
+#include "solver/adf_legs.hpp"
 
 namespace tdsolve::cpu {
-
-namespace {
-
-// One neighbour of a centre: its leg d = x_centre − x_neighbour (minimum
-// image), 1/r, and the ADFs whose J and K lists take it.
-template <typename T>
-struct Leg {
-  T d[3];
-  T ir;
-  unsigned j, k;
-};
-
-}  // namespace
 
 template <typename T>
 void adf_centres(const Problem<T>& p, const CellView& cells, index_t begin, index_t end,
@@ -37,7 +25,7 @@ void adf_centres(const Problem<T>& p, const CellView& cells, index_t begin, inde
 #pragma omp parallel num_threads(threads)
   {
     std::vector<std::uint64_t> hist(slots, 0);
-    std::vector<Leg<T>> legs;
+    std::vector<AdfLeg<T>> legs;
 #pragma omp for schedule(dynamic, 16)
     for (index_t q = begin; q < end; ++q) {
       const index_t i = centres ? centres[q] : q;
@@ -45,28 +33,17 @@ void adf_centres(const Problem<T>& p, const CellView& cells, index_t begin, inde
       if (!centre) continue;
       legs.clear();
       cells.for_each_candidate(i, [&](index_t o) {
-        if (o == i) return;
-        T d[3] = {x[3 * i] - x[3 * o], x[3 * i + 1] - x[3 * o + 1], x[3 * i + 2] - x[3 * o + 2]};
-        cell.image(d[0], d[1], d[2]);
-        const T r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
-        if (!(static_cast<double>(r2) <= outer2)) return;
-        Leg<T> l;
-        table.neighbour(type[o], static_cast<double>(r2), &l.j, &l.k);
-        l.j &= centre;
-        l.k &= centre;
-        if (!(l.j | l.k)) return;
-        std::copy(d, d + 3, l.d);
-        l.ir = T(1) / std::sqrt(r2);
-        legs.push_back(l);
+        AdfLeg<T> l;
+        if (o != i && adf_leg(x, i, o, type[o], cell, table, outer2, centre, &l)) legs.push_back(l);
       });
       const size_t m = legs.size();
       for (size_t a = 0; a < m; ++a) {
-        const Leg<T>& u = legs[a];
+        const AdfLeg<T>& u = legs[a];
         for (size_t b = a + 1; b < m; ++b) {
-          const Leg<T>& v = legs[b];
+          const AdfLeg<T>& v = legs[b];
           unsigned adfs = adf_counted(centre, u.j, u.k, v.j, v.k);
           if (!adfs) continue;
-          const T cs = (u.d[0] * v.d[0] + u.d[1] * v.d[1] + u.d[2] * v.d[2]) * (u.ir * v.ir);
+          const T cs = adf_cos(u.d, u.ir, v.d, v.ir);
           const index_t slot = static_cast<index_t>(binner.bin(static_cast<double>(cs)) + 1);
           for (; adfs; adfs &= adfs - 1)
             ++hist[index_t(__builtin_ctz(adfs)) * row + slot];

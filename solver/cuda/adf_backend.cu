@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "solver/adf_bins.hpp"
+#include "solver/adf_legs.hpp"
 #include "solver/cell_list.hpp"
 #include "solver/cpu/adf.hpp"
 #include "solver/cuda/cuda_backend.hpp"
@@ -79,67 +80,30 @@ __global__ void __launch_bounds__(kThreads) adf_kernel(const AdfParams<T> k) {
        i += index_t(gridDim.x) * kWarps) {
     const unsigned centre = k.table.centre(k.type[i]);
     if (!centre) continue;
-    const T xi = k.x[3 * i], yi = k.x[3 * i + 1], zi = k.x[3 * i + 2];
-    // The neighbouring cells, as CellView::for_each_candidate visits them.
-    const std::int32_t c = cv.cell[i];
-    const int at[3] = {c % cv.nc[0], (c / cv.nc[0]) % cv.nc[1], c / (cv.nc[0] * cv.nc[1])};
-    int lo[3], hi[3];
-    for (int a = 0; a < 3; ++a) {
-      if (cv.periodic) {
-        lo[a] = cv.nc[a] >= 3 ? -1 : 0;
-        hi[a] = cv.nc[a] >= 2 ? 1 : 0;
-      } else {
-        lo[a] = at[a] > 0 ? -1 : 0;
-        hi[a] = at[a] + 1 < cv.nc[a] ? 1 : 0;
-      }
-    }
     int m = 0;  // legs gathered (beyond kCap: counted, not kept)
-    for (int dz = lo[2]; dz <= hi[2]; ++dz)
-      for (int dy = lo[1]; dy <= hi[1]; ++dy)
-        for (int dx = lo[0]; dx <= hi[0]; ++dx) {
-          int cx = at[0] + dx, cy = at[1] + dy, cz = at[2] + dz;
-          if (cv.periodic) {
-            cx = (cx + cv.nc[0]) % cv.nc[0];
-            cy = (cy + cv.nc[1]) % cv.nc[1];
-            cz = (cz + cv.nc[2]) % cv.nc[2];
-          }
-          const index_t cc = (index_t(cz) * cv.nc[1] + cy) * cv.nc[0] + cx;
-          const index_t s0 = cv.start[cc], s1 = cv.start[cc + 1];
-          for (index_t s = s0; s < s1; s += 32) {
-            bool keep = false;
-            T d[3];
-            T r2 = 0;
-            unsigned jm = 0, km = 0;
-            if (s + lane < s1) {
-              const index_t o = cv.order[s + lane];
-              if (o != i) {
-                d[0] = xi - k.x[3 * o];
-                d[1] = yi - k.x[3 * o + 1];
-                d[2] = zi - k.x[3 * o + 2];
-                k.cell.image(d[0], d[1], d[2]);
-                r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
-                if (static_cast<double>(r2) <= k.outer2) {
-                  k.table.neighbour(k.type[o], static_cast<double>(r2), &jm, &km);
-                  jm &= centre;
-                  km &= centre;
-                  keep = (jm | km) != 0;
-                }
-              }
-            }
-            const unsigned ballot = __ballot_sync(0xffffffffu, keep);
-            if (keep) {
-              const int slot = m + __popc(ballot & ((1u << lane) - 1));
-              if (slot < kCap) {
-                w.d[slot][0] = d[0];
-                w.d[slot][1] = d[1];
-                w.d[slot][2] = d[2];
-                w.ir[slot] = T(1) / sqrt(r2);
-                w.jk[slot] = jm | (km << 16);
-              }
-            }
-            m += __popc(ballot);
+    cv.for_each_cell(i, [&](index_t cc) {
+      const index_t s0 = cv.start[cc], s1 = cv.start[cc + 1];
+      for (index_t s = s0; s < s1; s += 32) {  // the lanes take a cell's points 32 at a time
+        AdfLeg<T> l;
+        bool keep = false;
+        if (s + lane < s1) {
+          const index_t o = cv.order[s + lane];
+          keep = o != i && adf_leg(k.x, i, o, k.type[o], k.cell, k.table, k.outer2, centre, &l);
+        }
+        const unsigned ballot = __ballot_sync(0xffffffffu, keep);
+        if (keep) {
+          const int slot = m + __popc(ballot & ((1u << lane) - 1));
+          if (slot < kCap) {
+            w.d[slot][0] = l.d[0];
+            w.d[slot][1] = l.d[1];
+            w.d[slot][2] = l.d[2];
+            w.ir[slot] = l.ir;
+            w.jk[slot] = l.j | (l.k << 16);
           }
         }
+        m += __popc(ballot);
+      }
+    });
     __syncwarp();
     if (m > kCap) {  // the host takes it
       if (lane == 0) {
@@ -153,8 +117,7 @@ __global__ void __launch_bounds__(kThreads) adf_kernel(const AdfParams<T> k) {
       for (int b = a + 1 + lane; b < m; b += 32) {
         unsigned adfs = adf_counted(centre, ja, ka, w.jk[b] & 0xffffu, w.jk[b] >> 16);
         if (!adfs) continue;
-        const T cs = (w.d[a][0] * w.d[b][0] + w.d[a][1] * w.d[b][1] + w.d[a][2] * w.d[b][2]) *
-                     (w.ir[a] * w.ir[b]);
+        const T cs = adf_cos(w.d[a], w.ir[a], w.d[b], w.ir[b]);
         const int slot = k.binner.bin(static_cast<double>(cs)) + 1;
         for (; adfs; adfs &= adfs - 1) {
           const int at_slot = (__ffs(adfs) - 1) * row + slot;
