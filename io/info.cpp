@@ -765,6 +765,8 @@ void show(hid_t file, const std::string& kind, const std::map<std::string, std::
   } else if (kind == "hist") {
     Hid counts = dataset_handle(H5Dopen2(file, "counts", H5P_DEFAULT), "H5Dopen /counts");
     out << "histogram: " << at("bins") << " bins";
+    if (has_attr(counts, "with_n"))
+      out << " of the " << at("n") << " x " << at("with_n") << " pairs of two sets (--with)";
     if (has_attr(counts, "range_lo") && has_attr(counts, "range_hi"))
       out << " over [" << number(read_attr_f64(counts, "range_lo")) << ", "
           << number(read_attr_f64(counts, "range_hi")) << "]";

@@ -198,20 +198,31 @@ def _box_args(box, tilt):
     return a
 
 
-def hist(X, bins, range, *, metric="euclidean", box=None, tilt=None, out=None, cull="auto", device="auto",
-         precision="float64", threads=None, block=None, overwrite=False, resume=False):
+def hist(X, bins, range, *, with_=None, metric="euclidean", box=None, tilt=None, out=None, cull="auto",
+         device="auto", precision="float64", threads=None, block=None, overwrite=False, resume=False):
     """The histogram of all C(n,2) pair distances over `bins` equal bins of
     range=(lo, hi): (counts, edges) as numpy.histogram(pdist(X), bins, range)
-    (tdsolve hist; counts int64, each unordered pair once). With box (and
-    tilt) the distances are minimum-image and the result is (counts, edges,
-    rdf), rdf normalised as MDAnalysis InterRDF. out="f.h5" keeps the file
-    and returns its reader."""
+    (tdsolve hist; counts int64, each unordered pair once). with_=Y: the
+    distances of every row of X to every row of Y instead, as
+    numpy.histogram(cdist(X, Y), bins, range). With box (and tilt) the
+    distances are minimum-image and the result is (counts, edges, rdf), rdf
+    normalised as MDAnalysis InterRDF (InterRDF(X, Y) with with_). out="f.h5"
+    keeps the file and returns its reader."""
     X = _points(X)
+    inputs = {"X": X}
     lo, hi = range
-    args = ["hist", "--input", "memory:X", "--bins", str(int(bins)), "--range", f"{_number(lo)}:{_number(hi)}",
-            "--metric", metric, "--cull", cull, *_box_args(box, tilt), *_common(device, precision, threads, block)]
+    second = []
+    if with_ is not None:
+        Y = _points(with_, "with_")
+        if Y.shape[1] != X.shape[1]:
+            raise ValueError(f"X and with_ need the same number of columns ({X.shape[1]} against {Y.shape[1]})")
+        inputs["Y"] = Y
+        second = ["--with", "memory:Y"]
+    args = ["hist", "--input", "memory:X", *second, "--bins", str(int(bins)), "--range",
+            f"{_number(lo)}:{_number(hi)}", "--metric", metric, "--cull", cull, *_box_args(box, tilt),
+            *_common(device, precision, threads, block)]
     read = (lambda r: (r.counts, r.edges, r.rdf)) if box is not None else (lambda r: (r.counts, r.edges))
-    return _call(args, {"X": X}, out, overwrite, resume, read)
+    return _call(args, inputs, out, overwrite, resume, read)
 
 
 def knn(X, k=None, *, radius=None, metric="euclidean", p=None, w=None, box=None, tilt=None, out=None, cull="auto",

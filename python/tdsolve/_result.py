@@ -701,7 +701,8 @@ class _Histogram(Result):
 class HistResult(_Histogram):
     """`tdsolve hist`: pair counts per bin.
 
-    n: the number of points; counts, edges (as numpy.histogram), r (the bin
+    n: the number of points (of --input); with_n: a `hist --with` run's
+    points of the second set, else None; counts, edges (as numpy.histogram), r (the bin
     centres), underflow, overflow, rdf (None where the file has none),
     norm, volume, cumulative, bins, range, pairs, binning, box (its
     lengths), tilt (a triclinic cell's xy, xz, yz, else None), frames (a
@@ -720,7 +721,8 @@ class HistResult(_Histogram):
     type_sizes, pair_total say what they count, partial("A-B") picks one.
     Without types pair, types, type_sizes and pair_total are None, groups 0.
     pairs = frames × (C(n,2) − excluded) without types, frames ×
-    sum(pair_total) with them; excluded: the unordered pairs a frame that the
+    sum(pair_total) with them, n × with_n with --with (each pair of a point
+    of --input and one of --with once, as InterRDF(A, B)'s count); excluded: the unordered pairs a frame that the
     run's exclusions (--exclude-block, --exclude) left out, exclude the rule.
 
     A stopped run's counts cover only the chunks it flags done: in an
@@ -739,6 +741,7 @@ class HistResult(_Histogram):
             return conv(v) if v is not None else default
 
         self.n = scalar("n", int)
+        self.with_n = scalar("with_n", int)
         self.groups = scalar("groups", int, 0)
         self.bins = scalar("bins", int, int(self._d.shape[-1]) if self._d.ndim in (1, 2) else None)
         lo, hi = scalar("range_lo", float), scalar("range_hi", float)
@@ -754,6 +757,7 @@ class HistResult(_Histogram):
     def _describe(self):
         lo, hi = self.range or (None, None)
         grouped = f", {self.groups} type pairs" if self.groups else ""
+        grouped += f", with {self.with_n} points" if self.with_n is not None else ""
         return f"n={self.n}, {self.bins} bins over [{lo}, {hi}]{grouped}, {self.metric} {self.precision}"
 
     @property

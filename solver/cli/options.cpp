@@ -100,7 +100,7 @@ po::options_description input_group(InputOptions& in, InputOptions* with, bool s
       "frame", po::value<std::int64_t>(&in.frame)->value_name("K"),
       "of a trajectory input (LAMMPS dump, extended XYZ, H5MD, or an HDF5 dataset frames × n × "
       "d): use frame K (0-based; negative counts from the end); required when it holds several "
-      "frames (cross: also of --with when that is a trajectory)");
+      "frames (cross and hist --with: also of --with when that is a trajectory)");
   if (with) {
     g.add_options()("with", po::value(&with->input)->value_name("SRC"),
                     "the second set, K rows × d features, in any --input format")(

@@ -29,11 +29,16 @@ const char* kUsage =
     "function as MDAnalysis InterRDF normalises it (a triclinic cell: --tilt, or --box with\n"
     "the cell's 9 numbers). --types gives one histogram per pair of point types (partial\n"
     "RDFs, in one pass), --exclude or --exclude-block leaves out pairs of one molecule.\n"
+    "With --with B: the distances of every point of --input to every point of B (the\n"
+    "M × K pairs, each once: numpy.histogram(cdist(A, B)), MDAnalysis InterRDF(A, B)).\n"
     "Same counts on any rank count.\n";
 
 const char* kRdfFormula =
     "rdf[b] = counts[b] / ((4/3) pi (edges[b+1]^3 - edges[b]^3) n (n-1) / (2 volume)), "
     "as MDAnalysis InterRDF(g, g, exclusion_block=(1, 1)) for one frame";
+const char* kRdfWithFormula =
+    "rdf[b] = counts[b] / ((4/3) pi (edges[b+1]^3 - edges[b]^3) n with_n / volume), n the "
+    "--input points, with_n the --with points: MDAnalysis InterRDF(A, B) for one frame";
 const char* kRdfFramesFormula =
     "rdf[b] = counts[b] / (F (4/3) pi (edges[b+1]^3 - edges[b]^3) n (n-1) / (2 volume)), F the "
     "frames (/frames), volume the mean of the frames' cells (one fixed cell: its volume), as "
@@ -41,6 +46,9 @@ const char* kRdfFramesFormula =
 const char* kConvention =
     "counts are of unordered pairs i < j, each once (MDAnalysis InterRDF(g, g)'s count holds "
     "each twice)";
+const char* kWithConvention =
+    "counts are of the pairs (a, b) of a point a of --input and a point b of --with, each once "
+    "(n × with_n of them), as MDAnalysis InterRDF(A, B)'s count";
 const char* kTypedConvention =
     "counts[p] are of the unordered pairs of type pair p = A-B (/pair): an A and a B once "
     "each, as MDAnalysis InterRDF(A, B)'s count, and for A-A each pair of two As once "
@@ -65,7 +73,8 @@ index_t hist_chunk_pairs(index_t total) {
 
 // /rdf's formula for --norm `norm` (grouped or not: pair_total is C(n,2)
 // without --types, less the excluded pairs).
-std::string rdf_formula(const std::string& norm, bool frames, bool plain) {
+std::string rdf_formula(const std::string& norm, bool frames, bool plain, bool with) {
+  if (norm == "rdf" && with) return kRdfWithFormula;
   if (norm == "rdf" && plain) return frames ? kRdfFramesFormula : kRdfFormula;
   if (norm == "rdf")
     return "rdf[..., b] = counts[..., b] / (F (4/3) pi (edges[b+1]^3 - edges[b]^3) pairs / "
@@ -85,22 +94,30 @@ std::string rdf_norm(const HistOptions& h) {
   return h.box.dims > 0 ? "rdf" : "";
 }
 
+// The unordered pairs a frame of a run without --types counts: C(n,2), or
+// with --with (the rectangle of two sets) rows × cols; ordered: how many
+// times InterRDF's count holds each (2 for pairs of one set, 1 for A-B).
+struct PlainPairs {
+  index_t pairs = 0;
+  double ordered = 2;
+};
+
 // Rank 0, every frame binned: /rdf as MDAnalysis InterRDF's norm makes it
 // of the (ordered) counts, and /cumulative, their running sum per frame
 // (InterRDF_s's get_cdf summed over the sites). A histogram's ordered
 // counts are twice its pairs where they are of one type; its ordered
 // pairs (InterRDF's N) likewise, so g(r) is the same either way.
 std::vector<std::pair<std::string, std::vector<double>>> normalise(
-    const HistSpec& hist, index_t n, const std::string& norm, double volume, index_t frame_count,
-    const std::vector<std::int64_t>& counts) {
+    const HistSpec& hist, PlainPairs plain, const std::string& norm, double volume,
+    index_t frame_count, const std::vector<std::int64_t>& counts) {
   const index_t bins = hist.bins, H = hist.histograms();
   const HistGroups& g = hist.groups;
   const double frames = double(std::max<index_t>(frame_count, 1));
   const std::vector<double>& e = hist.edges;
   std::vector<double> rdf(norm.empty() ? 0 : H * bins, 0.0), cumulative(H * bins, 0.0);
   for (index_t r = 0; r < H; ++r) {
-    const double ordered = g.count > 0 ? g.ordered[r] : 2.0;
-    const double pairs = g.count > 0 ? double(g.pairs[r]) : double(mapping::pair_count(n));
+    const double ordered = g.count > 0 ? g.ordered[r] : plain.ordered;
+    const double pairs = g.count > 0 ? double(g.pairs[r]) : double(plain.pairs);
     double running = 0;
     for (index_t b = 0; b < bins; ++b) {
       const double c = static_cast<double>(counts[r * bins + b]);
@@ -127,12 +144,25 @@ template <typename T>
 class Hist final : public PairCommand<T> {
  public:
   Hist(const char* name, const CommandOptions& o)
-      : PairCommand<T>(name, o), h_(o.hist), frames_("hist --frames bins") {}
+      : PairCommand<T>(name, o),
+        h_(o.hist),
+        with_(!o.with.input.empty() || !o.with.generate.empty()),
+        frames_("hist --frames bins") {}
 
-  void configure(Problem<T>& p) const override { p.epilogue = EpilogueKind::histogram; }
+  void configure(Problem<T>& p) const override {
+    p.epilogue = EpilogueKind::histogram;
+    if (with_) p.domain = DomainKind::rect;
+  }
+  bool second_set() const override { return with_; }
+  // Pairs of one set need two points; --with's rectangle one a side (its
+  // total is checked once both sets are read).
+  void check_size(index_t n, index_t d, const std::string& source) const override {
+    if (!with_) PairCommand<T>::check_size(n, d, source);
+  }
   // No bound on the bytes: the file holds a few counts.
-  index_t checked_total(index_t rows, index_t, index_t, const std::string& source) const override {
-    return pair_total(rows, source);
+  index_t checked_total(index_t rows, index_t cols, index_t,
+                        const std::string& source) const override {
+    return with_ ? rect_total(rows, cols) : pair_total(rows, source);
   }
   // A trajectory frame's periodic cell is the box when none is given.
   bool takes_cell() const override { return true; }
@@ -246,7 +276,10 @@ class Hist final : public PairCommand<T> {
                            Attr{"range_hi", p.hist.hi},
                            Attr{"pairs", std::uint64_t(counted_pairs(p) * F)},
                            Attr{"binning", std::string(kBinning)},
-                           Attr{"convention", std::string(typed ? kTypedConvention : kConvention)}};
+                           Attr{"convention", std::string(typed   ? kTypedConvention
+                                                          : with_ ? kWithConvention
+                                                                  : kConvention)}};
+    if (with_) a.push_back(Attr{"with_n", std::uint64_t(p.cols)});
     if (h.box.dims > 0) a.push_back(Attr{"box", box_text(h.box)});
     if (h.box.triclinic) a.push_back(Attr{"tilt", tilt_text(h.box)});
     if (!frames.empty()) a.push_back(Attr{"frames", std::uint64_t(frames.size())});
@@ -303,7 +336,7 @@ class Hist final : public PairCommand<T> {
     if (!norm.empty()) {
       std::vector<Attr> ra = {
           Attr{"norm", norm},
-          Attr{"formula", rdf_formula(norm, !frames.empty(), groups_.count == 0)},
+          Attr{"formula", rdf_formula(norm, !frames.empty(), groups_.count == 0, with_)},
           Attr{"n", std::uint64_t(p.rows)}};
       if (h.box.dims > 0) ra.push_back(Attr{"volume", frames_.volume(h.box)});
       L.extras.push_back({"rdf", io::ValueType::f64, shape({}), ra, {}});
@@ -320,6 +353,7 @@ class Hist final : public PairCommand<T> {
   // only such pairs are never visited, their pairs counted there at the end.
   bool cull_geometry(const Problem<T>& p, CullGeometry* g) const override {
     g->cutoff = cull_cutoff(p.metric, p.hist.hi);
+    if (with_) g->why_not = "the rectangle of two sets (--with) is binned dense";
     return true;
   }
   index_t chunk_bound(const Problem<T>& p) const override {
@@ -329,10 +363,11 @@ class Hist final : public PairCommand<T> {
                                      const Existing& ex) override {
     HistOutputs out;
     out.per_frame = h_.per_frame;
-    const index_t n = p.rows, frames = frames_.count();
-    out.derive = [&hist = p.hist, n, norm = rdf_norm(h_), volume = frames_.volume(h_.box),
+    const index_t frames = frames_.count();
+    const PlainPairs plain{counted_pairs(p), with_ ? 1.0 : 2.0};
+    out.derive = [&hist = p.hist, plain, norm = rdf_norm(h_), volume = frames_.volume(h_.box),
                   frames](const std::vector<std::int64_t>& counts) {
-      return normalise(hist, n, norm, volume, frames, counts);
+      return normalise(hist, plain, norm, volume, frames, counts);
     };
     return std::make_unique<HistogramSink<T>>(w, comm, p, std::move(out), ex.slots, ex.all_done(),
                                               frames, &ex.frame_counts);
@@ -363,6 +398,7 @@ class Hist final : public PairCommand<T> {
  private:
   // The unordered pairs of a frame the histograms count.
   index_t counted_pairs(const Problem<T>& p) const {
+    if (with_) return p.rows * p.cols;
     if (groups_.count == 0) return mapping::pair_count(p.rows);
     return std::accumulate(groups_.pairs.begin(), groups_.pairs.end(), index_t(0));
   }
@@ -484,6 +520,7 @@ class Hist final : public PairCommand<T> {
   }
 
   HistOptions h_;      // the options' (its box: a trajectory's cell where none is given)
+  bool with_;          // --with: the pairs of --input's points with the second set's
   HistGroups groups_;  // the partial histograms, labels in input order
   std::vector<std::string> type_names_, pair_names_;  // --types: the types, the histograms' pairs
   std::vector<index_t> type_sizes_;                   // points of each type
@@ -497,15 +534,31 @@ class HistCommand final : public PairCommandOf<Hist> {
       : PairCommandOf<Hist>(
             {"hist", "histogram of all pair distances (and the RDF in a periodic box); no matrix",
              kUsage, "result file: /counts, /edges, /underflow, /overflow (and /rdf)",
-             /*store_points=*/false, /*second_set=*/false, /*spheres=*/false,
+             /*store_points=*/false, /*second_set=*/true, /*spheres=*/false,
              cli::kMap | cli::kCull}) {}
 
  protected:
+  bool second_set_optional() const override { return true; }
   void add_groups(cli::po::options_description& all) override {
     all.add(cli::hist_group(o_.hist, c_));
   }
   void check_groups(const cli::po::variables_map& vm) override {
     cli::finish_hist(o_.hist, c_, vm, o_.compute.metric, o_.compute.weights);
+    if (!o_.with.input.empty() || !o_.with.generate.empty()) {
+      // The rectangle of two sets: one histogram of their pairs.
+      const HistOptions& h = o_.hist;
+      const char* other = !h.types.empty()      ? "--types"
+                          : !h.exclude.empty()  ? "--exclude"
+                          : h.exclude_block > 0 ? "--exclude-block"
+                          : !h.frames.empty()   ? "--frames"
+                                                : nullptr;
+      if (other)
+        throw UsageError(std::string("--with bins the pairs of two point sets (one frame of "
+                                     "each), which ") +
+                         other +
+                         " does not apply to: for partials of one system give --types (and "
+                         "--pairs A-B) on its one --input");
+    }
     if (!o_.hist.frames.empty()) {
       if (!o_.in.generate.empty())
         throw UsageError("--frames applies to a trajectory --input, not to --generate");

@@ -1208,8 +1208,13 @@ void PairFamilyCommand::add_options(cli::po::options_description& all) {
 
 void PairFamilyCommand::check(const cli::po::options_description& all,
                               const cli::po::variables_map& vm, int argc, char** argv) {
-  cli::finish_input(o_.in, "input", "generate", !info_.second_set, vm, info_.spheres);
-  if (info_.second_set) cli::finish_input(o_.with, "with", "with-generate", false, vm);
+  // A command whose second set is optional (hist) checks --with's group
+  // when any of it is given.
+  const bool with = info_.second_set &&
+                    (!second_set_optional() || !o_.with.input.empty() ||
+                     !o_.with.generate.empty() || o_.with.transpose || vm.count("with-columns"));
+  cli::finish_input(o_.in, "input", "generate", !with, vm, info_.spheres);
+  if (with) cli::finish_input(o_.with, "with", "with-generate", false, vm);
   if (o_.out.output.empty()) throw UsageError("--output FILE.h5 is required");
   if (o_.out.resume && o_.out.overwrite)
     throw UsageError(

@@ -302,7 +302,8 @@ class PairFamilyCommand : public cli::OptionsCommand {
     const char* usage;        // for tdsolve NAME --help
     const char* output_help;  // --output's help: what the file holds
     bool store_points;        // offers --store-points
-    bool second_set;          // offers --with (and --with-generate, ...)
+    bool second_set;          // offers --with (and --with-generate, ...): required, or
+                              // as second_set_optional() says
     bool spheres;             // its input is spheres (collide)
     int compute_flags;        // cli::ComputeFlags
   };
@@ -313,6 +314,9 @@ class PairFamilyCommand : public cli::OptionsCommand {
   void add_options(cli::po::options_description& all) override;
   void check(const cli::po::options_description& all, const cli::po::variables_map& vm, int argc,
              char** argv) override;
+  // Whether Info::second_set's --with may be left out (hist: the pairs of
+  // one set, or with --with the rectangle of two).
+  virtual bool second_set_optional() const { return false; }
   // The command's own groups (between the output's and the computation's)
   // and their checks (after the computation's).
   virtual void add_groups(cli::po::options_description& all) {}

@@ -155,13 +155,13 @@ void launch_chunk(const Problem<T>& p, const KernelParams<T>& k, cudaStream_t s)
   dispatch_map(p.domain, p.map, [&](auto map) {
     using Map = decltype(map);
     if (p.epilogue == EpilogueKind::store) return launch_family<T, Map, epi::Store, false>(k, s);
+    if (p.epilogue == EpilogueKind::histogram) {
+      if (p.box_dims > 0) return launch_family<T, Map, epi::Histogram, true>(k, s);
+      return launch_family<T, Map, epi::Histogram, false>(k, s);
+    }
     if constexpr (std::is_same_v<Map, mapping::RectMap>) {
-      throw std::logic_error("rectangles only store");
+      throw std::logic_error("rectangles store or bin");
     } else {
-      if (p.epilogue == EpilogueKind::histogram) {
-        if (p.box_dims > 0) return launch_family<T, Map, epi::Histogram, true>(k, s);
-        return launch_family<T, Map, epi::Histogram, false>(k, s);
-      }
       if (p.epilogue != EpilogueKind::select)
         throw std::logic_error("no pair kernel for this epilogue");
       const bool box = p.box_dims > 0;
