@@ -215,7 +215,10 @@ void print_energy(hid_t file, std::ostream& out) {
   double e = 0;
   Hid energy(H5Dopen2(file, "energy", H5P_DEFAULT), H5Dclose);
   if (energy.valid() && H5Dread(energy, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, &e) >= 0)
-    out << "energy:    " << number(e) << " (the total, /energy)\n";
+    out << "energy:    " << number(e)
+        << (exists(file, "frame_energy")
+                ? " (the mean over the frames of the total, /energy; each frame's: /frame_energy)\n"
+                : " (the total, /energy)\n");
   else
     out << "energy:    (cannot be read as a number)\n";
   H5Eclear2(H5E_DEFAULT);
@@ -867,7 +870,9 @@ void show(hid_t file, const std::string& kind, const std::map<std::string, std::
   } else if (kind == "triplet") {
     Hid energy = dataset_handle(H5Dopen2(file, "energy", H5P_DEFAULT), "H5Dopen /energy");
     out << "triplets:  " << at("n") << " points in 3-D, " << at("total")
-        << " triplets i<j<k (C(n,3))\n";
+        << " triplets i<j<k (C(n,3)";
+    if (at("frames") > 0) out << " in each of " << at("frames") << " frames: /frame_energy";
+    out << ")\n";
     const auto length = [&](const char* a) {
       if (!has_attr(energy, a)) return std::string("(not recorded)");
       const double x = read_attr_f64(energy, a);

@@ -740,6 +740,16 @@ ExistingResult read_existing(const std::string& path) {
       if (H5Aexists(sums, "first_limb") > 0)
         r.sums_first = static_cast<std::int64_t>(read_attr_u64(sums, "first_limb"));
     }
+    if (H5Lexists(file, "frame_energy", H5P_DEFAULT) > 0) {
+      Hid x = dataset_handle(H5Dopen2(file, "frame_energy", H5P_DEFAULT), "H5Dopen /frame_energy");
+      const auto shape = dataset_shape(x);
+      if (shape.size() != 1) throw InputError("/frame_energy is not 1-D");
+      r.frame_energy.resize(shape[0]);
+      if (!r.frame_energy.empty())
+        check_status(
+            H5Dread(x, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, r.frame_energy.data()),
+            "reading /frame_energy");
+    }
     if (name == "counts") {
       // bins, or a grouped run's histograms × bins.
       const auto shape = dataset_shape(values);

@@ -132,6 +132,7 @@ struct ExistingResult {
   std::vector<std::int64_t> sums;          // triplets: /progress/sums, row-major
   std::vector<index_t> sums_shape;         // its shape (slots, limbs kept)
   std::int64_t sums_first = 0;             // its `first_limb` attribute (0 when absent)
+  std::vector<double> frame_energy;        // triplet --frames: /frame_energy
   index_t chunks_done() const;
   bool complete() const { return chunks_done() == done.size(); }
 };

@@ -135,6 +135,8 @@ struct TripletOptions {
   std::vector<NuTriple> nu_types;  // atm --nu-types, as given (empty: one ν, --nu)
   bool store_triplets = false;
   double store_limit_gb = 16;  // --store-triplets refused above this many GB (0: no limit)
+  bool input_box = true;       // without --box: a trajectory frame's periodic cell (--box none: no)
+  std::string frames;          // --frames ("": one point set)
   TripletKernel kernel = TripletKernel::potential;  // bench: dummy3 is TripletKernel::dummy
 };
 

@@ -17,6 +17,11 @@ step() {
   [ $rc -eq 0 ] || tail -n 30 "$out/$name-$gpu.log"
 }
 mkdir -p .devbin
+# A pack over a call's 64 MiB carry comes in pieces (split -b 40M P P.part-),
+# one call each while the machine is warm: joined here.
+for first in .devpack/*.tar.xz.part-aa; do
+  [ -f "$first" ] && cat "${first%aa}"* >"${first%.part-aa}"
+done
 for pack in .devpack/*.tar.xz; do [ -f "$pack" ] && tar -C .devbin -xJf "$pack"; done
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv | tee -a "$summary"
 nproc | sed 's/^/cores: /' | tee -a "$summary"

@@ -1048,7 +1048,13 @@ class TripletResult(Result):
     by chunk; dtype is theirs (float32 or float64). Without them shape == (),
     dtype is None, and those raise TypeError. In an incomplete file each
     stored energy of a chunk not flagged done reads as NaN (r[...],
-    triplet(), triplet_energies(), iter_chunks(done_only=False))."""
+    triplet(), triplet_energies(), iter_chunks(done_only=False)).
+
+    A run over the frames of a trajectory (`tdsolve triplet --frames`):
+    frames (int[F], the trajectory's frames summed; None for one point set)
+    and frame_energy (float64[F], each frame's total energy; in an incomplete
+    file NaN for a frame not yet summed); energy, energy_per_point and forces
+    are then the means over the frames."""
 
     kind = "triplet"
 
@@ -1085,6 +1091,7 @@ class TripletResult(Result):
             self.triplets = _verdict.triplet_count(self.n)
         self.block = scalar("block", int)
         self.formula = _text(a["formula"]) if "formula" in a else None
+        self.frames = [int(v) for v in f["frames"][()]] if "frames" in f else None
         self.features = 3
         self._values = f["triplet_energy"] if "triplet_energy" in f else None
         self.dtype = self._values.dtype if self._values is not None else None
@@ -1108,6 +1115,19 @@ class TripletResult(Result):
     def energy(self):
         """The total energy (float64), summed exactly and rounded once."""
         return float(self._final("energy"))
+
+    @property
+    def frame_energy(self):
+        """float64[F] (a --frames run's; None for one point set): each frame's
+        total energy, /frames[q]'s at q; NaN for a frame an incomplete run
+        has not summed."""
+        if "frame_energy" not in self._f:
+            return None
+        e = np.asarray(self._f["frame_energy"][()], dtype=np.float64)
+        done = self.verdict._done  # the frames are the file's chunks
+        if not self.complete and done is not None and len(done) == len(e):
+            e = np.where(np.asarray(done) == 1, e, np.nan)
+        return e
 
     @property
     def energy_per_point(self):

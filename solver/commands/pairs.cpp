@@ -528,6 +528,7 @@ Existing inspect_output(const PairCommand<T>& cmd, const Problem<T>& p, const So
         if (!unpack_limbs(r.sums.data(), slots, w, e.sums.data()))
           throw InputError("'" + partial + "': /progress/sums holds a limb outside [0, 2^32)");
       }
+      e.frame_energy = r.frame_energy;
     }
     return e;
   }

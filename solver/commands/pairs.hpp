@@ -50,6 +50,7 @@ struct Existing {
   std::vector<std::int64_t> frame_counts;  // hist --per-frame: the frames' rows a stopped run left
   std::vector<std::int64_t> sums;          // triplet: the exact sums a stopped run left
   index_t sums_width = 0;                  // triplet: the limbs a row of its /progress/sums keeps
+  std::vector<double> frame_energy;  // triplet --frames: the frames' energies a stopped run left
   // knn --radius, collide: the pairs a resumed file holds when every flag is
   // set (it is complete but for the rename); -1 none (every chunk is run).
   std::int64_t held_pairs = -1;

@@ -607,19 +607,30 @@ template <typename T>
 class TripletSink final : public Sink<T> {
  public:
   // initial: a resumed run's sums (else empty); width: the limbs a row of
-  // its /progress/sums keeps (0: a new file).
+  // its /progress/sums keeps (0: a new file). frames: a run over that many
+  // frames of a trajectory (0: one point set), taken a frame at a time
+  // (end_frame): its sums are the frames' in input order, /energy,
+  // /energy_per_point and /forces their means, /frame_energy each frame's
+  // total (frame_energy: what a stopped run left there).
   TripletSink(io::ResultWriter& w, MPI_Comm comm, const Problem<T>& p,
-              const std::vector<std::int64_t>& initial, index_t width)
+              const std::vector<std::int64_t>& initial, index_t width, index_t frames = 0,
+              const std::vector<double>* frame_energy = nullptr)
       : width_(static_cast<int>(width)),
         w_(w),
         comm_(comm),
+        p_(p),
         n_(p.rows),
         store_(p.stores_values()),
-        order_(p.culled ? p.cull.order.data() : nullptr),
-        cull_(p.culled ? &p.cull : nullptr),
+        order_(p.culled && !frames ? p.cull.order.data() : nullptr),
+        frames_(frames),
         slots_(triplet_sum_slots(p.rows)),
-        sum_(slots_ * kExactLimbs, 0) {
+        sum_(slots_ * kExactLimbs, 0),
+        frame_(frames ? slots_ * kExactLimbs : 0, 0) {
     if (comm_rank(comm) == 0 && initial.size() == sum_.size()) sum_ = initial;
+    if (comm_rank(comm) == 0 && frames_) {
+      energies_.assign(frames_, std::numeric_limits<double>::quiet_NaN());
+      if (frame_energy && frame_energy->size() == energies_.size()) energies_ = *frame_energy;
+    }
   }
   bool wants_results() const override { return true; }
   void write(bool has, index_t, index_t offset, index_t count, const ChunkResult<T>& r) override {
@@ -627,20 +638,23 @@ class TripletSink final : public Sink<T> {
       step_together(comm_, [&] { w_.write(has ? offset : 0, has ? count : 0, r.values); });
     if (!has) return;
     // The GPU's running sums (every chunk of this rank so far): kept, not
-    // added; valid until the backend's next submit, after any checkpoint.
+    // added; valid until the backend's next submit, after any checkpoint
+    // (a run over frames folds them into the frame's at its end).
     if (r.sums_running) {
       running_ = r.sums;
       return;
     }
+    // A frame's sums are in its own order (a culled frame's Morton order)
+    // until end_frame takes them.
     // A chunk's limbs are normalised (below 2^32 each, the top one signed)
     // before they are added, so the running sums grow by less than 2^32 a
     // limb per chunk and need normalising only every 2^30 chunks. Slots are
     // independent integer sums: threads do not change a bit.
     const std::int64_t* in = r.sums;
-    std::int64_t* acc = sum_.data();
+    std::int64_t* acc = frames_ ? frame_.data() : sum_.data();
     // A culled chunk adds to the points of its tiles only (the other slots
     // hold zeros): those slots, not all (4n + 1) × 69 limbs.
-    const std::vector<index_t>* only = cull_ ? &touched(offset, count) : nullptr;
+    const std::vector<index_t>* only = p_.culled ? &touched(offset, count) : nullptr;
     const index_t visits = only ? only->size() : slots_;
 #pragma omp parallel for schedule(static)
     for (index_t v = 0; v < visits; ++v) {
@@ -658,15 +672,52 @@ class TripletSink final : public Sink<T> {
     }
     if (++added_ >= (index_t(1) << 30)) {
       for (index_t slot = 0; slot < slots_; ++slot)
-        exact_normalise(&sum_[slot * kExactLimbs]);
+        exact_normalise(&acc[slot * kExactLimbs]);
       added_ = 0;
     }
+  }
+  // A run over frames: frame q's sums (complete) join the run's, each
+  // point's at its input index, and rank 0 keeps the frame's total energy
+  // (the exact sum of the ranks' totals, rounded once); a frame a stop cut
+  // short (not complete) is dropped.
+  void end_frame(index_t q, bool complete) override {
+    if (complete) {
+      if (running_) {  // the GPU's sums of this frame (its backend ends with it)
+#pragma omp parallel for schedule(static)
+        for (index_t slot = 0; slot < slots_; ++slot)
+          for (int l = 0; l < kExactLimbs; ++l)
+            frame_[slot * kExactLimbs + l] += running_[slot * kExactLimbs + l];
+      }
+      const index_t* order = p_.culled ? p_.cull.order.data() : nullptr;
+#pragma omp parallel for schedule(static)
+      for (index_t slot = 0; slot < slots_; ++slot) {
+        std::int64_t* f = &frame_[slot * kExactLimbs];
+        exact_normalise(f);
+        // Slot of point p (energy p, forces n + 3p + c) at its input index.
+        index_t to = slot;
+        if (order && slot < n_) to = order[slot];
+        if (order && slot >= n_ && slot < 4 * n_)
+          to = n_ + 3 * order[(slot - n_) / 3] + (slot - n_) % 3;
+        std::int64_t* s = &sum_[to * kExactLimbs];
+        for (int l = 0; l < kExactLimbs; ++l)
+          s[l] += f[l];
+        exact_normalise(s);
+      }
+      std::int64_t total[kExactLimbs];
+      check_mpi(MPI_Reduce(&frame_[4 * n_ * kExactLimbs], total, kExactLimbs, MPI_INT64_T, MPI_SUM,
+                           0, comm_),
+                "MPI_Reduce (triplet frame energy)");
+      if (comm_rank(comm_) == 0) energies_[q] = exact_value(total);
+    }
+    std::fill(frame_.begin(), frame_.end(), 0);
+    running_ = nullptr;
+    added_ = 0;
   }
   // The sum slots a culled chunk (its comparisons offset .. offset + count)
   // may add to: energy, forces of each point of a block in its tiles, and
   // the total.
   const std::vector<index_t>& touched(index_t offset, index_t count) {
-    const Culled& c = *cull_;
+    const Culled& c = p_.cull;
     // Layers without triplets (a last block of 1 or 2 points) may tie at
     // the ends: their tiles add nothing either way.
     const index_t I0 = c.block_row_at(offset), I1 = c.block_row_at(offset + count);
@@ -729,13 +780,15 @@ class TripletSink final : public Sink<T> {
       for (index_t slot = 0; slot < slots_; ++slot)
         exact_normalise(&total[slot * kExactLimbs]);
       if (complete) {  // a culled run's point q is the input's order_[q]
+        // A run over frames: the means over its frames (one more rounding).
+        const double F = frames_ ? double(frames_) : 1.0;
         for (index_t q = 0; q < n_; ++q) {
           const index_t i = order_ ? order_[q] : q;
-          energy[i] = exact_value(&total[q * kExactLimbs]) / 3;
+          energy[i] = exact_value(&total[q * kExactLimbs]) / 3 / F;
           for (int c = 0; c < 3; ++c)
-            forces[3 * i + c] = exact_value(&total[(n_ + 3 * q + c) * kExactLimbs]);
+            forces[3 * i + c] = exact_value(&total[(n_ + 3 * q + c) * kExactLimbs]) / F;
         }
-        e_total = exact_value(&total[4 * n_ * kExactLimbs]);
+        e_total = exact_value(&total[4 * n_ * kExactLimbs]) / F;
       }
     }
     // The sums' limb window (exact_window.hpp), chosen by rank 0 and never
@@ -761,6 +814,9 @@ class TripletSink final : public Sink<T> {
                               io::Attr{"limbs", static_cast<std::uint64_t>(window[1])}},
                              root ? packed.data() : nullptr);
     });
+    if (frames_)  // the frames done so far (NaN: not yet)
+      step_together(comm_,
+                    [&] { w_.write_extra("frame_energy", root ? energies_.data() : nullptr); });
     if (complete) {
       step_together(comm_, [&] { w_.write_extra("energy", root ? &e_total : nullptr); });
       step_together(comm_,
@@ -775,15 +831,20 @@ class TripletSink final : public Sink<T> {
   int width_;  // the limbs a row of /progress/sums keeps (0: none yet)
   io::ResultWriter& w_;
   MPI_Comm comm_;
+  const Problem<T>& p_;  // the run's (a run over frames: the frame's, culled or not)
   index_t n_;
   bool store_;
-  const index_t* order_;  // a culled run's order (progress/sums keep it); null: the input's
-  const Culled* cull_;    // a culled run's tiles; null: dense
+  // A culled run's order (progress/sums keep it); null: the input's (a run
+  // over frames keeps its sums in input order).
+  const index_t* order_;
+  index_t frames_;                       // a run over frames: how many (0: none)
   std::vector<unsigned char> hit_;       // touched(): the blocks of a chunk's tiles
   std::vector<index_t> slots_of_chunk_;  // touched(): their slots
   index_t slots_;
   std::vector<std::int64_t> sum_;
-  index_t added_ = 0;                      // chunks added since sum_ was last normalised
+  std::vector<std::int64_t> frame_;  // a run over frames: this frame's sums, in its order
+  std::vector<double> energies_;  // rank 0, a run over frames: each frame's total (NaN: not done)
+  index_t added_ = 0;             // chunks added since sum_ was last normalised
   const std::int64_t* running_ = nullptr;  // the GPU's running sums (ChunkResult::sums_running)
 };
 

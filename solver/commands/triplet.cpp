@@ -21,6 +21,7 @@
 #include "core/error.hpp"
 #include "io/trajectory.hpp"
 #include "mapping/simplex.hpp"
+#include "solver/commands/frames.hpp"
 #include "solver/commands/pairs.hpp"
 #include "solver/commands/sinks.hpp"
 #include "solver/exact_sum.hpp"
@@ -189,25 +190,36 @@ namespace {
 // against the cell: ATM's three sides below RC sum to a lattice vector
 // shorter than 3 RC, none if 3 RC <= the shortest width; SW's opposite side
 // is below 2 aσ, the only image that short if 2 aσ <= half the width.
-void check_triplet_box(const TripletOptions& t, const BoxOptions& box) {
+// `where` names the box ("" : --box, a UsageError; else a trajectory
+// frame's cell, an InputError that says how to do without it).
+void check_triplet_box(const TripletOptions& t, const BoxOptions& box,
+                       const std::string& where = "") {
   if (box.dims != 3)
     throw UsageError("--box wants lx,ly,lz for triplets (3-D), got " + std::to_string(box.dims) +
                      " length" + (box.dims == 1 ? "" : "s"));
   const PotentialSpec& pot = t.potential;
   const double w = 2 * box.half_width();
+  const std::string of = where.empty() ? "the --box" : where;
+  const auto refuse = [&](const std::string& why) {
+    if (where.empty()) throw UsageError(why);
+    throw InputError(why + " (give --box none to sum without the input's cell)");
+  };
   if (pot.kind == Potential::sw) {
     const double cut = pot.sw.sigma * pot.sw.a;
     if (4 * cut > w)
-      throw UsageError("--potential sw: a sigma = " + number_text(cut) +
-                       " is more than a quarter of the --box's shortest width (" + number_text(w) +
-                       "): a triplet could wrap around the box");
+      refuse("--potential sw: a sigma = " + number_text(cut) +
+             " is more than a quarter of the shortest width (" + number_text(w) + ") of " + of +
+             ": a triplet could wrap around the box");
   } else {
     if (!(pot.atm.cutoff > 0))
-      throw UsageError("--box needs --cutoff for atm: without one a periodic sum never ends");
+      refuse(where.empty() ? "--box needs --cutoff for atm: without one a periodic sum never ends"
+                           : "atm in " + where +
+                                 " (periodic) needs --cutoff: without one a periodic sum never "
+                                 "ends");
     if (3 * pot.atm.cutoff > w)
-      throw UsageError("--cutoff " + number_text(pot.atm.cutoff) +
-                       " is more than a third of the --box's shortest width (" + number_text(w) +
-                       "): a triplet could wrap around the box");
+      refuse("--cutoff " + number_text(pot.atm.cutoff) +
+             " is more than a third of the shortest width (" + number_text(w) + ") of " + of +
+             ": a triplet could wrap around the box");
   }
 }
 
@@ -218,7 +230,8 @@ const char* kUsage =
     "                       [--store-triplets] [options]\n"
     "       tdsolve triplet ... --potential sw [--epsilon E] [--sigma S] [--a A] [--lambda L]\n"
     "                       [--gamma G] [--costheta0 C] [--store-triplets] [options]\n"
-    "       (either with [--box LX,LY,LZ [--tilt XY,XZ,YZ]]: a periodic box)\n"
+    "       (either with [--box LX,LY,LZ [--tilt XY,XZ,YZ] | --box none]: a periodic box,\n"
+    "       by default a trajectory frame's periodic cell; and --frames START:STOP[:STEP])\n"
     "\n"
     "Sums a three-body energy over every triplet i<j<k of n points in 3-D: the\n"
     "Axilrod-Teller-Muto potential (--potential atm, the default), as LAMMPS pair_style\n"
@@ -234,7 +247,9 @@ const char* kUsage =
     "block map λ3). --store-triplets also writes each triplet's energy. In a periodic\n"
     "--box every pair's difference is its minimum image, and a cutoff short enough\n"
     "(atm: a third of the cell's shortest width, sw: a quarter) makes each triplet one\n"
-    "cluster, as LAMMPS's ghost atoms give it.\n";
+    "cluster, as LAMMPS's ghost atoms give it. --frames sums a trajectory's frames in one\n"
+    "run, each in its own cell: /frame_energy holds each frame's energy, /energy,\n"
+    "/energy_per_point and /forces their means.\n";
 
 const char* kAtmFormula =
     "E = nu (1 + 3 cos g1 cos g2 cos g3) / (r12 r23 r31)^3 per triplet i<j<k, counted when "
@@ -272,6 +287,10 @@ std::string potential_summary(const PotentialSpec& pot, const std::string& nu_ty
          (pot.atm.cutoff > 0 ? number_text(pot.atm.cutoff) : "none") + ", cutoff-triple " +
          (pot.atm.cutoff_triple > 0 ? number_text(pot.atm.cutoff_triple) : "none") + ")";
 }
+const char* kOverFrames =
+    "a run over frames (/frames): /energy, /energy_per_point and /forces are the means over its "
+    "frames (the exact sums over every frame, divided by their number), /frame_energy each "
+    "frame's total";
 const char* kSumsText =
     "exact sums of the flagged chunks (resume state): row p < n the energy of point p times 3, "
     "rows n+3p+x the force component x on point p, row 4n the total energy; each row the "
@@ -340,7 +359,8 @@ void check_distinct(const std::vector<T>& x, index_t n, const std::string& sourc
 template <typename T>
 class Triplet final : public PairCommand<T> {
  public:
-  using PairCommand<T>::PairCommand;
+  Triplet(const char* name, const CommandOptions& o)
+      : PairCommand<T>(name, o), box_(o.box), frames_("triplet --frames sums") {}
 
   void configure(Problem<T>& p) const override {
     const TripletOptions& t = this->options().triplet;
@@ -378,23 +398,41 @@ class Triplet final : public PairCommand<T> {
                              double(p.rows) * 32);
   }
   void check_points(Problem<T>& p, const io::PointSet& a) const override {
-    set_problem_box(&p, this->options().box);  // as complete() sets it
+    set_problem_box(&p, box_);  // as complete() sets it
     check_distinct(p.a, p.rows, a.source, p.cell3());
   }
-  // --nu-types: rank 0 reads the types (before any file exists) and makes
-  // the ν table.
+  // A trajectory frame's periodic cell is the box when none is given.
+  bool takes_cell() const override { return true; }
+  // Rank 0: the box (--box, or the first frame's cell, vetted against the
+  // potential's reach), a run's frames (each later frame in its own cell)
+  // and, with --nu-types, the types (before any file exists) and the ν
+  // table (a trajectory's types are its first frame's).
   void take_input(io::PointSet& a) override {
-    if (!this->options().triplet.nu_types.empty()) take_types(a);
+    const CommandOptions& o = this->options();
+    if (!frames_.first(a, mapping::triplet_count(a.n))) {  // a later frame: checked before
+      frames_.next_cell(a, &box_);
+      return;
+    }
+    const FrameRun::CellCheck reach = [&](const BoxOptions& b, const std::string& where) {
+      check_triplet_box(o.triplet, b, where);
+    };
+    frames_.take_cell(a, &box_, o.triplet.input_box, "", o.run.quiet, reach);
+    frames_.check(a.n, o.in, box_, o.triplet.input_box, reach);
+    if (!o.triplet.nu_types.empty()) take_types(a);
   }
   void broadcast(MPI_Comm comm) override {
+    bcast_bytes(comm, &box_, sizeof box_);
+    frames_.broadcast(comm);
     bcast_vector(comm, &types_);
     bcast_vector(comm, &nu_);
     bcast_strings(comm, &type_names_);
   }
+  index_t frame_count() const override { return frames_.count(); }
+  io::PointSet read_frame(index_t q) override { return frames_.read(q, this->options().in); }
   // --box: the pairs' differences minimum-image (the tiles' Cell3); typed
   // ATM: the points' types (input order: apply_cull permutes them) and ν.
   void complete(Problem<T>& p) const override {
-    set_problem_box(&p, this->options().box);
+    set_problem_box(&p, box_);
     if (type_names_.empty()) return;
     p.three_body.potential.atm.types = static_cast<int>(type_names_.size());
     p.three_body.types = types_;
@@ -419,9 +457,10 @@ class Triplet final : public PairCommand<T> {
       add("cutoff_triple", pot.atm.cutoff_triple > 0 ? number_text(pot.atm.cutoff_triple) : "none");
     }
     add("store_triplets", t.store_triplets ? "yes" : "no");
-    const BoxOptions& b = this->options().box;
+    const BoxOptions& b = box_;
     if (b.dims > 0) add("box", box_text(b));
     if (b.triclinic) add("tilt", tilt_text(b));
+    if (frames_.count()) add("frames", frames_.text());
   }
 
   void layout(io::ResultLayout& L, const Problem<T>& p,
@@ -447,9 +486,11 @@ class Triplet final : public PairCommand<T> {
       a.push_back(Attr{"cutoff", pot.atm.cutoff > 0 ? pot.atm.cutoff : inf});
       a.push_back(Attr{"cutoff_triple", pot.atm.cutoff_triple > 0 ? pot.atm.cutoff_triple : inf});
     }
-    const BoxOptions& b = this->options().box;
+    const BoxOptions& b = box_;
     if (b.dims > 0) a.push_back(Attr{"box", box_text(b)});
     if (b.triclinic) a.push_back(Attr{"tilt", tilt_text(b)});
+    const std::vector<index_t>& frames = frames_.frames();
+    if (!frames.empty()) a.push_back(Attr{"frames", std::uint64_t(frames.size())});
     a.push_back(Attr{"triplets", std::uint64_t(mapping::triplet_count(p.rows))});
     a.push_back(Attr{"precision", precision});
     a.push_back(Attr{"block", std::uint64_t(p.rho)});
@@ -466,7 +507,22 @@ class Triplet final : public PairCommand<T> {
     } else {
       L.result = {"", vt, {}, {}, {}};
     }
+    if (!frames.empty()) a.push_back(Attr{"over_frames", std::string(kOverFrames)});
     L.extras.push_back({"energy", io::ValueType::f64, {}, a, {}});
+    if (!frames.empty()) {
+      L.extras.push_back({"frames",
+                          io::ValueType::i64,
+                          {frames.size()},
+                          {},
+                          std::vector<double>(frames.begin(), frames.end())});
+      L.extras.push_back(
+          {"frame_energy",
+           io::ValueType::f64,
+           {frames.size()},
+           {Attr{"meaning", std::string("each frame's total energy, /frames[q]'s at q (NaN: a "
+                                        "frame a stopped run has not summed)")}},
+           {}});
+    }
     L.extras.push_back(
         {"energy_per_point",
          io::ValueType::f64,
@@ -530,15 +586,18 @@ class Triplet final : public PairCommand<T> {
   std::unique_ptr<Sink<T>> make_sink(io::ResultWriter& w, MPI_Comm comm, const Problem<T>& p,
                                      const Existing& ex) override {
     return std::make_unique<TripletSink<T>>(w, comm, p, ex.sums,
-                                            ex.sums_width);  // culled: p.cull.order
+                                            ex.sums_width,  // culled: p.cull.order
+                                            frames_.count(), &ex.frame_energy);
   }
   bool checkpoints() const override { return true; }
   void print_after(const Problem<T>& p, index_t now, double total) const override {
     if (p.stores_values()) return PairCommand<T>::print_after(p, now, total);
     const char* what = element_name(p);
-    std::printf("tdsolve %s: summed %llu %s in %s (%.3g %s/s", this->name(),
-                (unsigned long long)now, what, human_seconds(total).c_str(), double(now) / total,
-                what);
+    std::string of;
+    if (frames_.count()) of = " of " + std::to_string(frames_.count()) + " frames";
+    std::printf("tdsolve %s: summed %llu %s%s in %s (%.3g %s/s", this->name(),
+                (unsigned long long)now, what, of.c_str(), human_seconds(total).c_str(),
+                double(now) / total, what);
   }
 
  private:
@@ -608,6 +667,8 @@ class Triplet final : public PairCommand<T> {
     return s;
   }
 
+  BoxOptions box_;   // --box, or a trajectory's cell (a run over frames: the frame's)
+  FrameRun frames_;  // triplet --frames: the input's frames it takes
   std::vector<std::string> type_names_;  // --nu-types: the types, in code order
   std::vector<std::int32_t> types_;      // each point's type code, input order
   std::vector<double> nu_;               // ν of types (x, y, z) at (x m + y) m + z
@@ -633,13 +694,39 @@ class TripletCommand final : public PairCommandOf<Triplet> {
                            "numbers of its vectors a, b, c, rows, a along x, b in the xy "
                            "plane): pair differences are minimum-image. atm needs --cutoff at "
                            "most a third of the cell's shortest width, sw a sigma at most a "
-                           "quarter: then every counted triplet is one compact cluster"));
+                           "quarter: then every counted triplet is one compact cluster. Without "
+                           "--box, a trajectory frame's periodic cell is the box; --box none: no "
+                           "box"));
+    cli::po::options_description frames("Frames");
+    frames.add_options()(
+        "frames", cli::po::value(&o_.triplet.frames)->value_name("START:STOP[:STEP]"),
+        "of a trajectory --input: sum these frames (Python's slice: 0:100, ::10, -50:) in one "
+        "run, each in its own periodic cell: /frame_energy holds each frame's total energy, "
+        "/energy, /energy_per_point and /forces the means over the frames. Resumes frame by "
+        "frame");
+    all.add(frames);
   }
   void check_groups(const cli::po::variables_map& vm) override {
     finish_triplet(o_.triplet, tc_, vm);
-    if (!box_.empty() || !tilt_.empty()) {
+    if (box_ == "none") {
+      if (!tilt_.empty()) throw UsageError("--tilt goes with --box lx,ly,lz, not with --box none");
+      o_.triplet.input_box = false;
+    } else if (!box_.empty() || !tilt_.empty()) {
       cli::parse_box(box_, tilt_, Metric::euclidean, "", &o_.box);
       check_triplet_box(o_.triplet, o_.box);
+    }
+    TripletOptions& t = o_.triplet;
+    if (!t.frames.empty()) {
+      io::check_frame_range(t.frames);
+      if (!o_.in.generate.empty())
+        throw UsageError("--frames applies to a trajectory --input, not to --generate");
+      if (o_.in.frame_given)
+        throw UsageError("--frame K takes one frame, --frames START:STOP[:STEP] several: give one");
+      if (t.store_triplets)
+        throw UsageError(
+            "--store-triplets writes one frame's triplet energies; --frames sums several (take "
+            "one frame with --frame K)");
+      o_.in.frames = t.frames;
     }
   }
   // The other potential's options: not in the effective options, so a
