@@ -125,14 +125,26 @@ class TempDirTest(unittest.TestCase):
         self.assertEqual(r.returncode, 0, f"{args}:\n{r.stderr}")
         return r
 
-    def interrupted_run(self, args, out, sig, **env):
+    def interrupted_run(self, args, out, sig, ready=None, **env):
         """Runs tdsolve with args in the background (env added to the
-        environment), waits for out's .partial, lets it run a second more,
-        sends sig and returns (returncode, stderr)."""
+        environment), waits for out's .partial, lets it run a second more
+        (or, with ready, until ready() is true: a state the test needs, not
+        a time a loaded machine may not keep), sends sig and returns
+        (returncode, stderr)."""
         p = subprocess.Popen([os.environ.get("TDSOLVE_BIN", "tdsolve"), *map(str, args)], stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True, env=dict(os.environ, **env))
         self.wait_for(out + ".partial", p)
-        time.sleep(1.0)
+        if ready is None:
+            time.sleep(1.0)
+        else:
+            t0 = time.time()
+            while not ready():
+                if p.poll() is not None:
+                    self.fail(f"the run ended ({p.returncode}) before it was ready for the signal:\n"
+                              + p.stderr.read())
+                if time.time() - t0 > 120:
+                    self.fail("the run was not ready for the signal in 120 s")
+                time.sleep(0.02)
         p.send_signal(sig)
         _, err = p.communicate(timeout=120)
         return p.returncode, err
