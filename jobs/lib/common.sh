@@ -19,6 +19,7 @@ TDSOLVE_TEST_PACKAGES=(slurmctld slurmd slurm-client munge
   python3-venv python3-wheel  # e2e.package: pip-installs python/ into a venv (setuptools 66 needs wheel)
   lammps                      # e2e.triplet: tdsolve triplet against LAMMPS pair_style atm
   python3-mdanalysis          # e2e.periodic: triclinic minimum images and InterRDF against MDAnalysis
+  python3-pytest              # e2e.scipy_suite: SciPy's own test_distance.py through tdsolve.pdist/cdist
 )
 
 as_root() {
