@@ -203,6 +203,26 @@ class Hist final : public PairCommand<T> {
                " does not take: give --box none to bin without it";
     frames_.take_cell(a, &h_.box, h_.input_box, refuse, this->options().run.quiet, within);
   }
+  // Rank 0, --with: without --box the run's box is --input's cell (or
+  // none), so a second set in a periodic cell must be in that one.
+  void prepare(Problem<T>& p, io::PointSet& a, io::PointSet* b) const override {
+    if (b && b->cell.present && b->cell.periodic && h_.input_box &&
+        this->options().hist.box.dims == 0) {
+      const BoxOptions cell = FrameRun::box_of(b->cell);
+      const auto text = [](const BoxOptions& x) {
+        return box_text(x) + (x.triclinic ? " tilt " + tilt_text(x) : std::string());
+      };
+      const bool same = h_.box.dims == 3 &&
+                        std::equal(cell.lengths, cell.lengths + 3, h_.box.lengths) &&
+                        std::equal(cell.tilt, cell.tilt + 3, h_.box.tilt);
+      if (!same)
+        throw InputError("--with '" + b->source + "' is in the periodic cell " + text(cell) +
+                         (h_.box.dims > 0 ? ", --input '" + a.source + "' in " + text(h_.box)
+                                          : ", --input '" + a.source + "' in none") +
+                         ": give --box for the cell both are in (or --box none)");
+    }
+    PairCommand<T>::prepare(p, a, b);
+  }
   void broadcast(MPI_Comm comm) override {
     bcast_bytes(comm, &h_.box, sizeof h_.box);
     frames_.broadcast(comm);

@@ -221,6 +221,31 @@ class HistWithTest(TempDirTest):
                 self.assertEqual(r.returncode, 3, r.stdout + r.stderr)
                 self.assertIn("INCONSISTENT", r.stdout)
 
+    def test_cells_of_trajectory_inputs(self):
+        """Two LAMMPS dumps in one periodic cell: binned in it (= --box by
+        hand, bytes); a --with in another cell, or in a cell where --input
+        has none, is refused in one line unless --box (or --box none) says
+        which box."""
+        from test_trajectory import write_dump
+        rng = np.random.default_rng(SEED + 8)
+        H = np.diag([9.0, 8.0, 10.0])
+        a, b = rng.random((300, 3)) @ H, rng.random((200, 3)) @ H
+        da, db, dother = self.path("a.dump"), self.path("b.dump"), self.path("other.dump")
+        write_dump(da, [(H, a)], np.ones(len(a), int))
+        write_dump(db, [(H, b)], np.ones(len(b), int))
+        write_dump(dother, [(H * 1.01, b)], np.ones(len(b), int))
+        cell, _ = self.hist(da, db, self.path("c.h5"), 20, 0, 3.5)
+        given, _ = self.hist(self.save_npy("a.npy", a), self.save_npy("b.npy", b), self.path("g.h5"), 20, 0, 3.5,
+                             "--box", "9,8,10")
+        np.testing.assert_array_equal(cell["counts"], given["counts"])
+        np.testing.assert_array_equal(cell["rdf"], given["rdf"])
+        base = ["--bins", "20", "--range", "0:3.5"]
+        self.run_bad_command("hist", ["--input", da, "--with", dother, *base], ("--with", "periodic cell", "--box"))
+        self.run_bad_command("hist", ["--input", self.path("a.npy"), "--with", db, *base],
+                             ("--with", "in none", "--box"))
+        self.hist(da, dother, self.path("o.h5"), 20, 0, 3.5, "--box", "9,8,10")
+        self.hist(da, dother, self.path("n.h5"), 20, 0, 3.5, "--box", "none")
+
     def test_bad_input(self):
         rng = np.random.default_rng(SEED + 5)
         _, _, pa, pb = self.sets(rng, 50, 40)
