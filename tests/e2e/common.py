@@ -93,6 +93,19 @@ def read_values(path):
         return f["distances"][:]
 
 
+def chunk_done(path):
+    """A ready() for interrupted_run: whether the file at path (a run's
+    .partial) has a chunk flagged done; False while it cannot be read (the
+    writer may be mid-write)."""
+    def ready():
+        try:
+            with h5py.File(path, "r") as f:
+                return int(f["progress/done"][()].sum()) > 0
+        except (OSError, KeyError):
+            return False
+    return ready
+
+
 class TempDirTest(unittest.TestCase):
     def setUp(self):
         self.dir = tempfile.mkdtemp(prefix="tdsolve_e2e_")

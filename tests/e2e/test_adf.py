@@ -48,7 +48,7 @@ import unittest
 import h5py
 import numpy as np
 
-from common import TempDirTest, require_gpu, tdsolve
+from common import TempDirTest, chunk_done, require_gpu, tdsolve
 from test_groups import dump_types
 from test_periodic import LMP
 import test_trajectory as tt  # its classes by their module: not run again here
@@ -593,8 +593,8 @@ class AdfTest(TempDirTest):
         self.assertEqual(expect["centres"].tolist(), [120 * int((t == 1).sum()), 120 * int((t == 3).sum())])
         for sig in (signal.SIGTERM, signal.SIGKILL):
             out = self.path(f"cut{int(sig)}.h5")
-            rc, err = self.interrupted_run(args(out), out, sig, TDSOLVE_TEST_CHECKPOINT_S="0.001",
-                                           TDSOLVE_TEST_SLOW_MS="30")
+            rc, err = self.interrupted_run(args(out), out, sig, ready=chunk_done(out + ".partial"),
+                                           TDSOLVE_TEST_CHECKPOINT_S="0.001", TDSOLVE_TEST_SLOW_MS="30")
             with self.subTest(signal=sig):
                 if sig == signal.SIGTERM:
                     self.assertEqual(rc, 75, err)

@@ -21,7 +21,7 @@ import warnings
 import h5py
 import numpy as np
 
-from common import TempDirTest, require_gpu, tdsolve
+from common import TempDirTest, chunk_done, require_gpu, tdsolve
 from test_periodic import HAVE_MDA, LMP, nearest_image_pairs
 import test_trajectory as tt  # its classes by their module: not run again here
 from test_trajectory import FRAMES, dump_frames, hist_args
@@ -269,8 +269,8 @@ class GroupsTest(TempDirTest):
         keys = ("counts", "underflow", "overflow", "rdf", "cumulative", "frame_counts")
         for sig in (signal.SIGTERM, signal.SIGKILL):
             out = self.path(f"cut{int(sig)}.h5")
-            rc, err = self.interrupted_run(args(out), out, sig, TDSOLVE_TEST_CHECKPOINT_S="0.001",
-                                           TDSOLVE_TEST_SLOW_MS="30")
+            rc, err = self.interrupted_run(args(out), out, sig, ready=chunk_done(out + ".partial"),
+                                           TDSOLVE_TEST_CHECKPOINT_S="0.001", TDSOLVE_TEST_SLOW_MS="30")
             if sig == signal.SIGTERM:
                 self.assertEqual(rc, 75, err)
                 # the same job's .partial as a schema_version 2 tdsolve left it

@@ -24,7 +24,7 @@ import warnings
 import h5py
 import numpy as np
 
-from common import TempDirTest, require_gpu, tdsolve
+from common import TempDirTest, chunk_done, require_gpu, tdsolve
 from test_periodic import HAVE_MDA, LMP, nearest_image_pairs
 
 PACKAGE_SRC = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../python"))
@@ -547,17 +547,10 @@ class FramesTest(TempDirTest):
         r = tdsolve(*self.stack_args(spec, whole))
         self.assertEqual(r.returncode, 0, r.stderr)
         expect = self.counts(whole)
-        def flagged(path):  # a frame flagged done (the writer may be mid-write: then not yet)
-            try:
-                with h5py.File(path, "r") as f:
-                    return int(f["progress/done"][()].sum()) > 0
-            except (OSError, KeyError):
-                return False
-
         for sig in (signal.SIGTERM, signal.SIGKILL):
             out = self.path(f"cut{int(sig)}.h5")
             rc, err = self.interrupted_run(self.stack_args(spec, out), out, sig,
-                                           ready=lambda: flagged(out + ".partial"), TDSOLVE_TEST_CHECKPOINT_S="0.001")
+                                           ready=chunk_done(out + ".partial"), TDSOLVE_TEST_CHECKPOINT_S="0.001")
             with self.subTest(signal=sig):
                 if sig == signal.SIGTERM:
                     self.assertEqual(rc, 75, err)
