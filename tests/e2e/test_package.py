@@ -98,22 +98,34 @@ def x_points():
 
 class InstallTest(unittest.TestCase):
     """pip installs python/ into a fresh venv (--system-site-packages:
-    Debian's h5py and NumPy), and that venv's Python reads a file with it."""
+    Debian's h5py and NumPy): the reader alone (TDSOLVE_READER_ONLY=1), and
+    with the extension of a build (TDSOLVE_BUILD_DIR), whose venv then runs
+    tdsolve.pdist; python/ out of the repository without either is refused.
+    (The extension's build from the repository itself, python/setup.py's
+    default, runs the project's CMake: jobs/setup-and-demo.sh's path, not
+    timed here.)"""
+
+    def install(self, tmp, extra_env):
+        """python/ copied alone into tmp, pip-installed into a fresh venv with
+        extra_env: (the pip result, the venv's python, the environment)."""
+        src = os.path.join(tmp, "src")
+        shutil.copytree(PACKAGE_SRC, src, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
+        venv = os.path.join(tmp, "venv")
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("PYTHONPATH", "PYTHONHOME", "TDSOLVE_CORE", "TDSOLVE_BUILD_DIR", "TDSOLVE_READER_ONLY")}
+        env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+        r = subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", venv], capture_output=True,
+                           text=True, timeout=300, env=env)
+        self.assertEqual(r.returncode, 0, f"python3 -m venv failed (Debian: python3-venv):\n{r.stdout}{r.stderr}")
+        py = os.path.join(venv, "bin", "python")
+        r = subprocess.run([py, "-m", "pip", "install", "--no-build-isolation", "--no-deps", "--no-index", src],
+                           capture_output=True, text=True, timeout=600, env=dict(env, **extra_env), cwd=tmp)
+        return r, py, env
 
     def test_installs_into_a_fresh_venv(self):
         tmp = tempfile.mkdtemp(prefix="tdsolve_venv_")
         try:
-            src = os.path.join(tmp, "src")
-            shutil.copytree(PACKAGE_SRC, src, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
-            venv = os.path.join(tmp, "venv")
-            env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
-            env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
-            r = subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", venv], capture_output=True,
-                               text=True, timeout=300, env=env)
-            self.assertEqual(r.returncode, 0, f"python3 -m venv failed (Debian: python3-venv):\n{r.stdout}{r.stderr}")
-            py = os.path.join(venv, "bin", "python")
-            r = subprocess.run([py, "-m", "pip", "install", "--no-build-isolation", "--no-deps", "--no-index", src],
-                               capture_output=True, text=True, timeout=300, env=env, cwd=tmp)
+            r, py, env = self.install(tmp, {"TDSOLVE_READER_ONLY": "1"})
             self.assertEqual(r.returncode, 0, f"pip install failed:\n{r.stdout}{r.stderr}")
             script = textwrap.dedent("""
                 import importlib.metadata as md, os, sys
@@ -131,6 +143,11 @@ class InstallTest(unittest.TestCase):
                     np.testing.assert_allclose(r[:], pdist(x), rtol=1e-12)
                     np.testing.assert_allclose(r.rows(len(x) - 7, len(x)), squareform(pdist(x))[-7:], rtol=1e-12)
                 assert tdsolve.check(sys.argv[1]).exit_code == 0
+                try:
+                    tdsolve.pdist(x)
+                    raise SystemExit("the reader alone ran tdsolve.pdist")
+                except ImportError as e:
+                    assert "_core" in str(e), e
                 print("installed at", here)
                 """)
             r = subprocess.run([py, "-c", script, F["edm"], F["x"]], capture_output=True, text=True, timeout=120,
@@ -141,6 +158,43 @@ class InstallTest(unittest.TestCase):
                                env=env, cwd=tmp)
             self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
             self.assertIn("complete", r.stdout)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    def test_installs_with_the_extension_of_a_build(self):
+        build = os.environ.get("TDSOLVE_PYTHON_BUILD")
+        if not build:
+            self.skipTest("the extension tdsolve._core is not in this build (pybind11-dev python3-dev)")
+        tmp = tempfile.mkdtemp(prefix="tdsolve_venv_")
+        try:
+            r, py, env = self.install(tmp, {"TDSOLVE_BUILD_DIR": os.path.dirname(build)})
+            self.assertEqual(r.returncode, 0, f"pip install failed:\n{r.stdout}{r.stderr}")
+            self.assertRegex(r.stdout, r"tdsolve-[0-9.]+-cp3[0-9]+-cp3[0-9]+-linux_", "not a platform wheel")
+            script = textwrap.dedent("""
+                import os, sys
+                import numpy as np
+                import tdsolve
+                from scipy.spatial.distance import cdist, pdist
+                here = os.path.realpath(tdsolve._core.__file__)
+                assert here.startswith(os.path.realpath(sys.prefix) + os.sep), here
+                x = np.load(sys.argv[1])
+                assert np.array_equal(tdsolve.pdist(x), pdist(x))
+                assert np.array_equal(tdsolve.cdist(x[:40], x[40:], "cityblock"), cdist(x[:40], x[40:], "cityblock"))
+                print("extension at", here)
+                """)
+            r = subprocess.run([py, "-c", script, F["x"]], capture_output=True, text=True, timeout=120, env=env,
+                               cwd=tmp)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            self.assertIn("extension at", r.stdout)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    def test_out_of_the_repository_without_a_build_is_refused(self):
+        tmp = tempfile.mkdtemp(prefix="tdsolve_venv_")
+        try:
+            r, _, _ = self.install(tmp, {})
+            self.assertNotEqual(r.returncode, 0, r.stdout)
+            self.assertIn("TDSOLVE_READER_ONLY=1", r.stdout + r.stderr)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
 
