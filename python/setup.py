@@ -22,6 +22,8 @@ import glob
 import os
 import shutil
 import subprocess
+import sys
+from importlib.machinery import EXTENSION_SUFFIXES
 
 from setuptools import Distribution, setup
 from setuptools.command.build_py import build_py
@@ -40,8 +42,14 @@ def _run(cmd):
 
 
 def _built(build_dir):
+    """The build's extension for this Python (None when it has none); one
+    made for another Python is refused (it would not import)."""
     found = sorted(glob.glob(os.path.join(build_dir, "python", "tdsolve", "_core*.so")))
-    return found[-1] if found else None
+    ours = [f for f in found if any(f.endswith("_core" + s) for s in EXTENSION_SUFFIXES)]
+    if found and not ours:
+        raise RuntimeError(f"tdsolve setup: {found[-1]} is not for this Python ({sys.version.split()[0]}); "
+                           "build the project with this Python's headers")
+    return ours[-1] if ours else None
 
 
 def _gpu_present():
