@@ -869,10 +869,13 @@ void show(hid_t file, const std::string& kind, const std::map<std::string, std::
     if (kind == "collide") out << "count:     /count = " << std::int64_t(at("count")) << "\n";
   } else if (kind == "triplet") {
     Hid energy = dataset_handle(H5Dopen2(file, "energy", H5P_DEFAULT), "H5Dopen /energy");
-    out << "triplets:  " << at("n") << " points in 3-D, " << at("total")
-        << " triplets i<j<k (C(n,3)";
-    if (at("frames") > 0) out << " in each of " << at("frames") << " frames: /frame_energy";
-    out << ")\n";
+    const std::uint64_t frames = at("frames");
+    out << "triplets:  " << at("n") << " points in 3-D, "
+        << (frames ? at("total") / frames : at("total")) << " triplets i<j<k (C(n,3))";
+    if (frames)
+      out << " in each of " << frames << " frames (/frames; " << at("total")
+          << " in all), each frame's energy in /frame_energy";
+    out << "\n";
     const auto length = [&](const char* a) {
       if (!has_attr(energy, a)) return std::string("(not recorded)");
       const double x = read_attr_f64(energy, a);

@@ -151,6 +151,10 @@ class TripletFramesTest(TempDirTest):
                 with h5py.File(self.path(f"{box}.h5"), "r") as f:
                     self.assertEqual(f["energy"].attrs["frames"], len(frames))
                     self.assertIn("tilt" in f["energy"].attrs, [box == "tri"])
+                r = tdsolve("info", self.path(f"{box}.h5"))
+                self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+                self.assertIn(f"20708500 triplets i<j<k (C(n,3)) in each of {len(frames)} frames", r.stdout)
+                self.assertIn("progress:  complete", r.stdout)
 
     def test_lattice_frame_against_numpy(self):
         """Frames 0 and 25: a float64 NumPy sum over the nearest-image
