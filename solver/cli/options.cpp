@@ -675,7 +675,6 @@ void finish_hist(HistOptions& h, const Choices& c, const po::variables_map& vm, 
   h.lo = parse_finite(c.range.substr(0, colon), "--range LO");
   h.hi = parse_finite(c.range.substr(colon + 1), "--range HI");
   if (!(h.lo < h.hi)) throw UsageError("--range wants LO < HI, got '" + c.range + "'");
-  if (!h.frames.empty()) io::check_frame_range(h.frames);
   if (h.per_frame && h.frames.empty()) throw UsageError("--per-frame goes with --frames");
   if (!h.pairs.empty() && h.types.empty()) throw UsageError("--pairs goes with --types");
   if (!h.exclude.empty() && vm.count("exclude-block"))
@@ -684,13 +683,7 @@ void finish_hist(HistOptions& h, const Choices& c, const po::variables_map& vm, 
     throw UsageError("--exclude-block wants N >= 1 points a molecule");
   if (!h.norm.empty() && h.norm != "rdf" && h.norm != "density" && h.norm != "none")
     throw UsageError("--norm is rdf, density or none, got '" + h.norm + "'");
-  if (c.box.empty() && c.tilt.empty()) return;
-  if (c.box == "none") {
-    if (!c.tilt.empty()) throw UsageError("--tilt goes with --box lx,ly,lz, not with --box none");
-    h.input_box = false;
-    return;
-  }
-  parse_box(c.box, c.tilt, metric, weights, &h.box);
+  if (!finish_box(c.box, c.tilt, metric, weights, &h.box, &h.input_box)) return;
   // An orthorhombic box's per-coordinate image is every pair's nearest at
   // any distance; a triclinic cell's reduction only within half its
   // shortest width.
@@ -698,6 +691,28 @@ void finish_hist(HistOptions& h, const Choices& c, const po::variables_map& vm, 
     throw UsageError("--range HI " + g17(h.hi) + " reaches past half the triclinic cell's " +
                      "shortest width (" + g17(h.box.half_width()) +
                      "): a pair's minimum image is not certain there");
+}
+
+bool finish_box(const std::string& text, const std::string& tilt, Metric metric,
+                const std::string& weights, BoxOptions* box, bool* input_box) {
+  if (text.empty() && tilt.empty()) return false;
+  if (text == "none") {
+    if (!tilt.empty()) throw UsageError("--tilt goes with --box lx,ly,lz, not with --box none");
+    *input_box = false;
+    return false;
+  }
+  parse_box(text, tilt, metric, weights, box);
+  return true;
+}
+
+void finish_frames(const std::string& frames, InputOptions& in) {
+  if (frames.empty()) return;
+  if (!in.generate.empty())
+    throw UsageError("--frames applies to a trajectory --input, not to --generate");
+  if (in.frame_given)
+    throw UsageError("--frame K takes one frame, --frames START:STOP[:STEP] several: give one");
+  io::check_frame_range(frames);
+  in.frames = frames;
 }
 
 void parse_box(const std::string& text, const std::string& tilt, Metric metric,

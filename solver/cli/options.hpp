@@ -114,6 +114,16 @@ void finish_hist(HistOptions& h, const Choices& c, const po::variables_map& vm, 
 // UsageError otherwise.
 void parse_box(const std::string& text, const std::string& tilt, Metric metric,
                const std::string& weights, BoxOptions* box);
+// --box and --tilt of a command whose box may come from a trajectory
+// frame's cell (hist, adf, triplet): `text` parsed into *box (parse_box), or
+// *input_box false for --box none (no --tilt with it); neither when both are
+// empty. Whether a box was parsed (the command's own checks of it follow).
+bool finish_box(const std::string& text, const std::string& tilt, Metric metric,
+                const std::string& weights, BoxOptions* box, bool* input_box);
+// --frames START:STOP[:STEP] of a trajectory --input (hist, adf, triplet):
+// the slice checked, --generate and --frame K refused, in.frames set;
+// nothing when `frames` is empty.
+void finish_frames(const std::string& frames, InputOptions& in);
 // --tilt's help.
 inline constexpr const char* kTiltHelp =
     "with --box lx,ly,lz: a triclinic cell's tilt factors as LAMMPS's (a = (lx,0,0), "

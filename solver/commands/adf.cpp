@@ -496,20 +496,9 @@ class AdfCommand final : public PairCommandOf<Adf> {
       throw UsageError("--triples names types: give --types SRC, each point's type");
     if (!named && !a.types.empty())
       throw UsageError("--types is read for --triples that name types (not only *)");
-    if (!a.frames.empty()) {
-      if (!o_.in.generate.empty())
-        throw UsageError("--frames applies to a trajectory --input, not to --generate");
-      if (o_.in.frame_given)
-        throw UsageError("--frame K takes one frame, --frames START:STOP[:STEP] several: give one");
-      io::check_frame_range(a.frames);
-      o_.in.frames = a.frames;
-    }
+    cli::finish_frames(a.frames, o_.in);
     if (a.per_frame && a.frames.empty()) throw UsageError("--per-frame goes with --frames");
-    if (box_ == "none") {
-      if (!tilt_.empty()) throw UsageError("--tilt goes with --box lx,ly,lz, not with --box none");
-      a.input_box = false;
-    } else if (!box_.empty() || !tilt_.empty()) {
-      cli::parse_box(box_, tilt_, Metric::euclidean, "", &a.box);
+    if (cli::finish_box(box_, tilt_, Metric::euclidean, "", &a.box, &a.input_box)) {
       if (a.box.dims != 3)
         throw UsageError("--box wants lx,ly,lz for angles (3-D), got " +
                          std::to_string(a.box.dims) + " length" + (a.box.dims == 1 ? "" : "s"));

@@ -78,6 +78,15 @@ class FrameRun {
     b.triclinic = tilted(c);
     return b;
   }
+  // Whether two boxes are one cell (the same lengths and tilts).
+  static bool same_cell(const BoxOptions& a, const BoxOptions& b) {
+    return a.dims == b.dims && std::equal(a.lengths, a.lengths + 3, b.lengths) &&
+           std::equal(a.tilt, a.tilt + 3, b.tilt);
+  }
+  // "(lx,ly,lz; tilt xy,xz,yz)", for messages.
+  static std::string cell_text(const BoxOptions& b) {
+    return "(" + box_text(b) + "; tilt " + tilt_text(b) + ")";
+  }
 
   // Rank 0, a later frame of a run over frames (take_input's points): the
   // box becomes its cell where the boxes are the frames' cells.
@@ -130,8 +139,7 @@ class FrameRun {
       const BoxOptions b = box_of(c);
       check_cell(b, cell_name(c, "frame " + std::to_string(frames_[q]) + " of '" + in.input + "'"));
       volumes.push_back(b.volume());
-      differ = differ || !std::equal(c.lengths, c.lengths + 3, cell_.lengths) ||
-               !std::equal(c.tilt, c.tilt + 3, cell_.tilt);
+      differ = differ || !same_cell(b, box_of(cell_));
     }
     if (differ) volumes_ = volumes;
   }
@@ -175,10 +183,7 @@ class FrameRun {
   static std::string cell_name(const io::Cell& c, const std::string& what) {
     return std::string(tilted(c) ? "the triclinic cell of " : "the cell of ") + what;
   }
-  static std::string cell_text(const io::Cell& c) {
-    const BoxOptions b = box_of(c);
-    return "(" + box_text(b) + "; tilt " + tilt_text(b) + ")";
-  }
+  static std::string cell_text(const io::Cell& c) { return cell_text(box_of(c)); }
 
   const char* doing_;
   std::vector<index_t> frames_;                 // the input's frames the run takes, in order

@@ -209,16 +209,10 @@ class Hist final : public PairCommand<T> {
     if (b && b->cell.present && b->cell.periodic && h_.input_box &&
         this->options().hist.box.dims == 0) {
       const BoxOptions cell = FrameRun::box_of(b->cell);
-      const auto text = [](const BoxOptions& x) {
-        return box_text(x) + (x.triclinic ? " tilt " + tilt_text(x) : std::string());
-      };
-      const bool same = h_.box.dims == 3 &&
-                        std::equal(cell.lengths, cell.lengths + 3, h_.box.lengths) &&
-                        std::equal(cell.tilt, cell.tilt + 3, h_.box.tilt);
-      if (!same)
-        throw InputError("--with '" + b->source + "' is in the periodic cell " + text(cell) +
-                         (h_.box.dims > 0 ? ", --input '" + a.source + "' in " + text(h_.box)
-                                          : ", --input '" + a.source + "' in none") +
+      if (!FrameRun::same_cell(cell, h_.box))
+        throw InputError("--with '" + b->source + "' is in the periodic cell " +
+                         FrameRun::cell_text(cell) + ", --input '" + a.source + "' in " +
+                         (h_.box.dims > 0 ? FrameRun::cell_text(h_.box) : "none") +
                          ": give --box for the cell both are in (or --box none)");
     }
     PairCommand<T>::prepare(p, a, b);
@@ -579,13 +573,7 @@ class HistCommand final : public PairCommandOf<Hist> {
                          " does not apply to: for partials of one system give --types (and "
                          "--pairs A-B) on its one --input");
     }
-    if (!o_.hist.frames.empty()) {
-      if (!o_.in.generate.empty())
-        throw UsageError("--frames applies to a trajectory --input, not to --generate");
-      if (o_.in.frame_given)
-        throw UsageError("--frame K takes one frame, --frames START:STOP[:STEP] several: give one");
-      o_.in.frames = o_.hist.frames;
-    }
+    cli::finish_frames(o_.hist.frames, o_.in);
   }
 };
 

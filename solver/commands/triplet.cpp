@@ -708,26 +708,14 @@ class TripletCommand final : public PairCommandOf<Triplet> {
   }
   void check_groups(const cli::po::variables_map& vm) override {
     finish_triplet(o_.triplet, tc_, vm);
-    if (box_ == "none") {
-      if (!tilt_.empty()) throw UsageError("--tilt goes with --box lx,ly,lz, not with --box none");
-      o_.triplet.input_box = false;
-    } else if (!box_.empty() || !tilt_.empty()) {
-      cli::parse_box(box_, tilt_, Metric::euclidean, "", &o_.box);
-      check_triplet_box(o_.triplet, o_.box);
-    }
     TripletOptions& t = o_.triplet;
-    if (!t.frames.empty()) {
-      io::check_frame_range(t.frames);
-      if (!o_.in.generate.empty())
-        throw UsageError("--frames applies to a trajectory --input, not to --generate");
-      if (o_.in.frame_given)
-        throw UsageError("--frame K takes one frame, --frames START:STOP[:STEP] several: give one");
-      if (t.store_triplets)
-        throw UsageError(
-            "--store-triplets writes one frame's triplet energies; --frames sums several (take "
-            "one frame with --frame K)");
-      o_.in.frames = t.frames;
-    }
+    if (cli::finish_box(box_, tilt_, Metric::euclidean, "", &o_.box, &t.input_box))
+      check_triplet_box(t, o_.box);
+    cli::finish_frames(t.frames, o_.in);
+    if (!t.frames.empty() && t.store_triplets)
+      throw UsageError(
+          "--store-triplets writes one frame's triplet energies; --frames sums several (take "
+          "one frame with --frame K)");
   }
   // The other potential's options: not in the effective options, so a
   // file's `options` attribute reads back as a config of this potential.
