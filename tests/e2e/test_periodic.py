@@ -76,23 +76,29 @@ def points_in(rng, H, n, spread=(0.0, 1.0)):
     return (s @ np.asarray(H, dtype=np.float64)).astype(np.float32).astype(np.float64)
 
 
-def nearest_image_pairs(x, H):
+def nearest_image_pairs(x, H, vectors=False):
     """Every pair i < j (in packed order) and its distance to the nearest
     image, over the 27 neighbouring cells of the wrapped difference, in
-    float64: an independent reference for the reduction tdsolve uses."""
+    float64: an independent reference for the reduction tdsolve uses. With
+    vectors, also that image's difference x_i - x_j (pairs x 3)."""
     H = np.asarray(H, dtype=np.float64)
     inv = np.linalg.inv(H)
     i, j = np.triu_indices(len(x), 1)
     shifts = np.array([[a, b, c] for a in (-1, 0, 1) for b in (-1, 0, 1) for c in (-1, 0, 1)], float) @ H
     best = np.full(len(i), np.inf)
+    diff = np.empty((len(i), 3)) if vectors else None
     for lo in range(0, len(i), 1 << 18):
         hi = min(len(i), lo + (1 << 18))
         v = x[i[lo:hi]] - x[j[lo:hi]]
         s = v @ inv
         v = (s - np.rint(s)) @ H
-        d = np.sqrt(((v[:, None, :] + shifts[None]) ** 2).sum(-1)).min(1)
-        best[lo:hi] = d
-    return i, j, best
+        c = v[:, None, :] + shifts[None]
+        d2 = (c ** 2).sum(-1)
+        k = d2.argmin(1)
+        best[lo:hi] = np.sqrt(d2[np.arange(hi - lo), k])
+        if vectors:
+            diff[lo:hi] = c[np.arange(hi - lo), k]
+    return (i, j, best, diff) if vectors else (i, j, best)
 
 
 def lammps_cell(H):

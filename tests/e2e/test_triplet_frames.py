@@ -27,7 +27,8 @@ import h5py
 import numpy as np
 
 from common import TempDirTest, require_gpu, tdsolve
-from test_periodic import LMP, num
+from test_periodic import LMP, nearest_image_pairs, num
+from test_triplet import atm_terms
 import test_trajectory as tt  # its classes by their module: not run again here
 from test_trajectory import BOXES, FRAMES, dump_frames, npt_frames, write_dump
 
@@ -83,35 +84,24 @@ def lammps_rerun(case, dump, region):
 def atm_reference(H, x):
     """The ATM energy (NU, cutoff and cutoff_triple RC) of points x in the
     periodic cell H (rows a, b, c), float64: each triangle of nearest-image
-    differences within RC once."""
-    inv = np.linalg.inv(H)
-    shifts = np.array([[a, b, c] for a in (-1, 0, 1) for b in (-1, 0, 1) for c in (-1, 0, 1)], float) @ H
-    n = len(x)
-    vec = np.empty((n, n, 3))
-    for i in range(n):
-        v = x - x[i]  # x_j - x_i
-        s = v @ inv
-        v = (s - np.rint(s)) @ H
-        c = v[:, None, :] + shifts[None]
-        vec[i] = c[np.arange(n), (c ** 2).sum(-1).argmin(1)]
-    dist = np.sqrt((vec ** 2).sum(-1))
-    e = 0.0
-    for i in range(n):
-        nb = np.nonzero((dist[i] <= RC) & (np.arange(n) > i))[0]
-        for a, j in enumerate(nb):
-            ks = nb[a + 1:]
-            ks = ks[dist[j, ks] <= RC]
-            if len(ks) == 0:
-                continue
-            r12, r13, r23 = dist[i, j], dist[i, ks], dist[j, ks]
-            keep = r12 * r13 * r23 <= RC ** 3
-            ks, r13, r23 = ks[keep], r13[keep], r23[keep]
-            v12, v13, v23 = vec[i, j], vec[i, ks], vec[j, ks]
-            c1 = (v13 @ v12) / (r12 * r13)           # at i
-            c2 = -(v23 @ v12) / (r12 * r23)          # at j
-            c3 = (v13 * v23).sum(-1) / (r13 * r23)   # at k
-            e += float((NU * (1 + 3 * c1 * c2 * c3) / (r12 * r13 * r23) ** 3).sum())
-    return e
+    differences within RC once (test_periodic's nearest images, test_triplet's
+    ATM terms of the cluster they make)."""
+    i, j, d, v = nearest_image_pairs(x, H, vectors=True)
+    near = d <= RC
+    image = {(a, b): -w for a, b, w in zip(i[near], j[near], v[near])}  # x_b's image less x_a
+    neighbours = {}
+    for a, b in image:
+        neighbours.setdefault(a, []).append(b)
+    rows = [(a, b, c) for a, nb in neighbours.items() for m, b in enumerate(nb) for c in nb[m + 1:]
+            if (b, c) in image]
+    if not rows:
+        return 0.0
+    a, b, c = (np.array(t) for t in zip(*rows))
+    vb = np.array([image[k] for k in zip(a, b)])
+    vc = np.array([image[k] for k in zip(a, c)])
+    e, *_, p, q, s = atm_terms(np.zeros_like(vb), vb, vc, NU)  # the cluster x_a, its b, its c
+    keep = p * q * s <= RC ** 6
+    return float(e[keep].sum())
 
 
 @unittest.skipUnless(LMP, "needs LAMMPS (lmp): the test packages install it")
