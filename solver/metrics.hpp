@@ -61,6 +61,7 @@ enum class Metric {
   braycurtis,
   canberra,
   jensenshannon,
+  mahalanobis,
   // boolean family (bit-packed inputs: nonzero is true)
   hamming,
   jaccard,
@@ -96,6 +97,8 @@ inline const char* metric_name(Metric m) {
       return "canberra";
     case Metric::jensenshannon:
       return "jensenshannon";
+    case Metric::mahalanobis:
+      return "mahalanobis";
     case Metric::hamming:
       return "hamming";
     case Metric::jaccard:
@@ -121,11 +124,11 @@ inline bool is_boolean(Metric m) {
   return m >= Metric::hamming;
 }
 
-// SciPy's pdist/cdist take weights w for these (scipy 1.10); tdsolve takes
-// them for every one but the boolean family (bit-packed: no per-feature
-// weights in a popcount).
+// SciPy's pdist/cdist take weights w for these (scipy 1.10): all but
+// seuclidean, jensenshannon and mahalanobis (the boolean family's weights
+// run on unpacked points: metric::BoolValues).
 inline bool takes_weights(Metric m) {
-  return m != Metric::seuclidean && m != Metric::jensenshannon && !is_boolean(m);
+  return m != Metric::seuclidean && m != Metric::jensenshannon && m != Metric::mahalanobis;
 }
 
 // Every name of every metric: the canonical one, SciPy's aliases
@@ -173,6 +176,9 @@ inline const std::vector<MetricName>& metric_names() {
       {"canberra", Metric::canberra},
       {"jensenshannon", Metric::jensenshannon},
       {"js", Metric::jensenshannon},
+      {"mahalanobis", Metric::mahalanobis},
+      {"mahal", Metric::mahalanobis},
+      {"mah", Metric::mahalanobis},
       {"hamming", Metric::hamming},
       {"matching", Metric::hamming},
       {"hamm", Metric::hamming},
@@ -214,7 +220,11 @@ struct MetricParams {
   int int_p = 0;        // minkowski: p when it is an integer 3..64 (powers by products), else 0
   double log_base = 1;  // jensenshannon: log_(base) (1: natural logarithm)
   index_t bits = 0;     // boolean family: features of a point (bits, before packing)
-  const double* weights = nullptr;  // canberra with weights: d of them (host or device memory)
+  const double* weights = nullptr;  // canberra, BoolValues: d of them (host or device memory)
+  // The boolean family on unpacked values (metric::BoolValues) instead of
+  // bits: weights, or hamming/jaccard on values other than 0/1.
+  bool values = false;
+  double weight_sum = 0;  // BoolValues: hamming's and russellrao's sum of the weights
 };
 
 // log_ and exp_ are called, not inlined, in device code: inlined into
@@ -509,8 +519,9 @@ struct Canberra {
 
 // sqrt((sum rel_entr(a, m) + rel_entr(b, m)) / log_base / 2), m = (a+b)/2,
 // rel_entr(x, m) = x log(x/m) (0 for x = 0), in float64, on rows that the
-// host normalised to sum 1 (non-negative, as the command line checks). A sum
-// that rounds below 0 gives 0.
+// host normalised to sum 1. A row SciPy gives inf for (a negative value, or
+// a sum of 0) comes as -1 in every feature (prepare_points): any pair with
+// it is inf, as SciPy's HUGE_VAL. A sum that rounds below 0 gives 0.
 template <typename T>
 struct JensenShannon {
   using acc_t = double;
@@ -520,6 +531,7 @@ struct JensenShannon {
   TDS_HD explicit JensenShannon(const MetricParams& mp) : log_base(mp.log_base) {}
   TDS_HD static double accumulate(double acc, T a, T b, index_t = 0) {
     const double x = static_cast<double>(a), y = static_cast<double>(b);
+    if (x < 0.0 || y < 0.0) return HUGE_VAL;
     const double m = (x + y) / 2.0;
     if (x > 0.0) acc = fma(x, log_(x / m), acc);
     if (y > 0.0) acc = fma(y, log_(y / m), acc);
@@ -630,6 +642,108 @@ struct Boolean {
   }
 };
 
+// Four float64 sums side by side (BoolValues).
+struct Sums4 {
+  double s0, s1, s2, s3;
+  TDS_HD Sums4() {}
+  TDS_HD Sums4(int v) : s0(v), s1(v), s2(v), s3(v) {}  // A(0)
+};
+
+// The boolean family on values instead of bits (mp.values), as SciPy 1.10's
+// pdist/cdist compute it where the bits do not: hamming and jaccard on
+// values other than 0/1 (SciPy compares the values: hamming the weighted
+// fraction of features where a != b, jaccard sum w [a != b] / sum w [a != 0
+// or b != 0], 0 when that is 0), and every boolean metric with weights w
+// (the other six on points the host made 0/1, nonzero true, as SciPy casts
+// them to bool). Unweighted sums are exact counts. Weighted: hamming sums
+// as the Debian SciPy's C loop (two lanes, features 0,2,4,... and 1,3,5,...,
+// then an odd d's last), over mp.weight_sum = sum w in the same order (the
+// host's); the other seven are SciPy's Python formulas over the four
+// weighted counts summed in feature order (NumPy's sum is pairwise from 8
+// features on: the last bit may differ there), russellrao over
+// mp.weight_sum = numpy.sum(w). 0/0: jaccard and yule 0, dice, sokalsneath nan.
+template <typename T>
+struct BoolValues {
+  using acc_t = Sums4;
+  static constexpr bool needs_norms = false;
+  Metric formula = Metric::hamming;
+  index_t d = 0;
+  double weight_sum = 0;
+  const double* w = nullptr;
+  TDS_HD BoolValues() {}
+  TDS_HD explicit BoolValues(const MetricParams& mp)
+      : formula(mp.metric), d(mp.bits), weight_sum(mp.weight_sum), w(mp.weights) {}
+  TDS_HD Sums4 accumulate(Sums4 acc, T a, T b, index_t k) const {
+    if (k >= d) return acc;  // the zero padding of the GPU's feature strips
+    const double wk = w ? w[k] : 1.0;
+    const bool x = a != T(0), y = b != T(0);
+    switch (formula) {
+      case Metric::hamming:
+        if (a != b) {
+          if ((d & 1) && k == d - 1)
+            acc.s2 = wk;
+          else if (k & 1)
+            acc.s1 = acc.s1 + wk;
+          else
+            acc.s0 = acc.s0 + wk;
+        }
+        break;
+      case Metric::jaccard:
+        if (a != b) acc.s0 = acc.s0 + wk;
+        if (x || y) acc.s1 = acc.s1 + wk;
+        break;
+      default:  // counts tt, tf, ft, ff
+        if (x && y)
+          acc.s0 = acc.s0 + wk;
+        else if (x)
+          acc.s1 = acc.s1 + wk;
+        else if (y)
+          acc.s2 = acc.s2 + wk;
+        else
+          acc.s3 = acc.s3 + wk;
+        break;
+    }
+    return acc;
+  }
+  TDS_HD T finalize(Sums4 c, double, double) const {
+    const double tt = c.s0, tf = c.s1, ft = c.s2, ff = c.s3;
+    double v = 0;
+    switch (formula) {
+      case Metric::hamming:
+        v = ((d & 1) ? (c.s0 + c.s1) + c.s2 : c.s0 + c.s1) / weight_sum;
+        break;
+      case Metric::jaccard:
+        v = c.s1 != 0.0 ? c.s0 / c.s1 : 0.0;
+        break;
+      case Metric::dice: {
+        const double den = (2.0 * tt + tf) + ft;
+        if (den == 0.0) return quiet_nan<T>();
+        v = (tf + ft) / den;
+        break;
+      }
+      case Metric::russellrao:
+        v = (weight_sum - tt) / weight_sum;
+        break;
+      case Metric::rogerstanimoto:
+      case Metric::sokalmichener:
+        v = (2.0 * (tf + ft)) / ((tt + ff) + 2.0 * (tf + ft));
+        break;
+      case Metric::sokalsneath: {
+        const double den = tt + 2.0 * (tf + ft);
+        if (den == 0.0) return quiet_nan<T>();
+        v = (2.0 * (tf + ft)) / den;
+        break;
+      }
+      default: {  // yule
+        const double half_r = tf * ft;
+        v = half_r == 0.0 ? 0.0 : (2.0 * half_r) / (tt * ff + half_r);
+        break;
+      }
+    }
+    return static_cast<T>(v);
+  }
+};
+
 // Compile-time facts a kernel may specialise on (see the top of the file).
 template <typename M>
 struct traits {
@@ -668,14 +782,16 @@ TDS_HD double norm(const T* x, index_t d) {
 
 }  // namespace metric
 
-// Calls f(M(mp)) with the functor for (mp.metric, mp.p, T). seuclidean runs
-// euclidean and correlation cosine (on transformed points); minkowski with p
-// = 1, 2, inf runs cityblock, euclidean, chebyshev.
+// Calls f(M(mp)) with the functor for (mp.metric, mp.p, T). seuclidean and
+// mahalanobis run euclidean and correlation cosine (on transformed points);
+// minkowski with p = 1, 2, inf runs cityblock, euclidean, chebyshev; the
+// boolean family runs on bits, or on values where mp.values.
 template <typename T, typename F>
 decltype(auto) dispatch_metric(const MetricParams& mp, F&& f) {
   switch (mp.metric) {
     case Metric::euclidean:
     case Metric::seuclidean:
+    case Metric::mahalanobis:
       return f(metric::Euclidean<T>(mp));
     case Metric::sqeuclidean:
       return f(metric::SqEuclidean<T>(mp));
@@ -705,6 +821,7 @@ decltype(auto) dispatch_metric(const MetricParams& mp, F&& f) {
     case Metric::sokalmichener:
     case Metric::sokalsneath:
     case Metric::yule:
+      if (mp.values) return f(metric::BoolValues<T>(mp));
       return f(metric::Boolean<T>(mp));
   }
   throw std::logic_error("unknown metric");

@@ -44,6 +44,7 @@ struct ComputeOptions {
   double base = 0;       // --base: jensenshannon's logarithm base (0: natural)
   std::string weights;   // --weights: a vector source or an inline list ("": none)
   std::string variance;  // --variance: seuclidean's V, the same forms ("": computed)
+  std::string vi;        // --vi: mahalanobis's VI, a d × d matrix file ("": computed)
   bool fp64 = false;
   BackendKind backend = BackendKind::automatic;
   MapKind map = MapKind::lambda;

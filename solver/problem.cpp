@@ -241,6 +241,7 @@ void check_float32_range(const io::PointSet& a, const io::PointSet* b, Metric m,
       case Metric::euclidean:
       case Metric::sqeuclidean:
       case Metric::seuclidean:   // on the scaled points
+      case Metric::mahalanobis:  // on the transformed points
         bound += range * range;  // the sum of squared differences
         break;
       case Metric::cityblock:
@@ -301,6 +302,47 @@ std::vector<double> norms_of(const std::vector<T>& x, index_t n, index_t d) {
   return out;
 }
 
+// sum(v) in the order of the Debian SciPy's C loops (two lanes: elements
+// 0,2,4,... and 1,3,5,..., added, then an odd length's last element).
+double lane2_sum(const std::vector<double>& v) {
+  double e = 0, o = 0;
+  const size_t n = v.size(), paired = n & ~size_t(1);
+  for (size_t k = 0; k < paired; ++k)
+    (k & 1 ? o : e) += v[k];
+  const double s = e + o;
+  return n & 1 ? s + v[n - 1] : s;
+}
+
+// numpy.sum(v) of a 1-D float64 array: 0 + NumPy's pairwise sum (eight
+// lanes from 8 elements on, halves above 128).
+double pairwise_sum(const double* a, size_t n) {
+  if (n < 8) {
+    double r = 0;
+    for (size_t i = 0; i < n; ++i)
+      r += a[i];
+    return r;
+  }
+  if (n <= 128) {
+    double r[8];
+    for (int j = 0; j < 8; ++j)
+      r[j] = a[j];
+    size_t i = 8;
+    for (; i < n - n % 8; i += 8)
+      for (int j = 0; j < 8; ++j)
+        r[j] += a[i + j];
+    double res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+    for (; i < n; ++i)
+      res += a[i];
+    return res;
+  }
+  size_t n2 = n / 2;
+  n2 -= n2 % 8;
+  return pairwise_sum(a, n2) + pairwise_sum(a + n2, n - n2);
+}
+double numpy_sum(const std::vector<double>& v) {
+  return 0.0 + pairwise_sum(v.data(), v.size());
+}
+
 void check_zero_norms(const std::vector<double>& norms, const std::string& source,
                       const std::string& metric, const std::string& what) {
   for (index_t i = 0; i < norms.size(); ++i)
@@ -353,6 +395,21 @@ void prepare_points(Problem<T>* p, io::PointSet* a, io::PointSet* b, const Metri
   // Feature k multiplied by scale[k] (empty: none).
   std::vector<double> scale;
   const std::vector<double>& w = v.weights;
+  if (m == Metric::mahalanobis) {
+    // x' = M x: the euclidean distance of x' is the mahalanobis distance of x.
+    std::vector<double> y(d);
+    for (io::PointSet* s : sets)
+      for (index_t i = 0; i < s->n; ++i) {
+        double* x = &s->values[i * d];
+        for (index_t r = 0; r < d; ++r) {
+          double t = 0;
+          for (index_t k = 0; k < d; ++k)
+            t += v.transform[r * d + k] * x[k];
+          y[r] = t;
+        }
+        std::copy(y.begin(), y.end(), x);
+      }
+  }
   if (m == Metric::seuclidean) {
     for (io::PointSet* s : sets)
       for (index_t i = 0; i < s->n; ++i)
@@ -413,8 +470,9 @@ void prepare_points(Problem<T>* p, io::PointSet* a, io::PointSet* b, const Metri
       case Metric::canberra:
         p->kernel_weights = w;
         break;
-      default:
-        throw std::logic_error("weights for a metric that takes none");
+      default:  // the boolean family: on values, below
+        if (!is_boolean(m)) throw std::logic_error("weights for a metric that takes none");
+        break;
     }
   }
   if (!scale.empty())
@@ -427,23 +485,46 @@ void prepare_points(Problem<T>* p, io::PointSet* a, io::PointSet* b, const Metri
       for (index_t i = 0; i < s->n; ++i) {
         double* x = &s->values[i * d];
         double sum = 0;
+        bool negative = false;
         for (index_t k = 0; k < d; ++k) {
-          if (x[k] < 0)
-            throw InputError("input '" + s->source + "' has the negative value " +
-                             std::to_string(x[k]) + " at row " + std::to_string(i) + ", column " +
-                             std::to_string(k) +
-                             "; jensenshannon needs non-negative rows (probability vectors)");
+          negative = negative || x[k] < 0;
           sum += x[k];
         }
-        if (!(sum > 0))
-          throw InputError("row " + std::to_string(i) + " of '" + s->source +
-                           "' sums to 0; jensenshannon divides each row by its sum");
+        // SciPy's HUGE_VAL rows: -1 in every feature marks them.
         for (index_t k = 0; k < d; ++k)
-          x[k] /= sum;
+          x[k] = negative || !(sum > 0) ? -1.0 : x[k] / sum;
       }
   }
+  p->bool_values = false;
+  p->weight_sum = 0;
+  if (is_boolean(m)) {
+    // Bits serve unless there are weights, or hamming/jaccard meet a value
+    // other than 0/1 (SciPy compares their values; it casts the other six
+    // to bool).
+    bool values = !w.empty();
+    if (m == Metric::hamming || m == Metric::jaccard) {
+      for (io::PointSet* s : sets)
+        for (double x : s->values)
+          values = values || (x != 0.0 && x != 1.0);
+    } else if (values) {
+      for (io::PointSet* s : sets)
+        for (double& x : s->values)
+          x = x != 0.0 ? 1.0 : 0.0;
+    }
+    p->bool_values = values;
+    if (values) {
+      p->kernel_weights = w;
+      if (w.empty()) {
+        p->weight_sum = static_cast<double>(d);
+      } else if (m == Metric::hamming) {
+        p->weight_sum = lane2_sum(w);
+      } else if (m == Metric::russellrao) {
+        p->weight_sum = numpy_sum(w);
+      }
+    }
+  }
   p->d = a->d;
-  if (is_boolean(m)) p->d = (d + sizeof(T) * 8 - 1) / (sizeof(T) * 8);
+  if (is_boolean(m) && !p->bool_values) p->d = (d + sizeof(T) * 8 - 1) / (sizeof(T) * 8);
 }
 
 MetricParams make_metric_params(Metric m, double p, double base, index_t features) {

@@ -142,11 +142,17 @@ struct Problem {
   Metric metric = Metric::euclidean;  // as named (the file's `metric`); mp.metric is the same
   MetricParams mp;  // its parameters (metric_params(): with `metric`; weights set by a backend)
   std::vector<double> weights,
-      variance;                        // --weights, seuclidean's V: as used (the file records them)
-  std::vector<double> kernel_weights;  // canberra's weights (other metrics' scale the points)
-  std::vector<T> stored_points;        // rank 0, --store-points: the points as given
-  index_t features = 0;  // d of the input: d differs for packed boolean points (words) and
-                         // weighted chebyshev (features of weight 0 left out)
+      variance;            // --weights, seuclidean's V: as used (the file records them)
+  std::vector<double> vi;  // mahalanobis's VI (d × d): as used (the file records it)
+  std::vector<double>
+      kernel_weights;  // canberra's and BoolValues' weights (others scale the points)
+  // The boolean family on values, not bits (prepare_points; MetricParams::values)
+  // and BoolValues' sum of the weights.
+  bool bool_values = false;
+  double weight_sum = 0;
+  std::vector<T> stored_points;  // rank 0, --store-points: the points as given
+  index_t features = 0;          // d of the input: d differs for packed boolean points (words) and
+                                 // weighted chebyshev (features of weight 0 left out)
   MapKind map = MapKind::lambda;
   EpilogueKind epilogue = EpilogueKind::store;
   HistSpec hist;
@@ -215,8 +221,12 @@ struct Problem {
   MetricParams metric_params() const {
     MetricParams m = mp;
     m.metric = metric;
+    m.values = bool_values;
+    m.weight_sum = weight_sum;
     return m;
   }
+  // Points as packed bits (the boolean family but on values).
+  bool packed() const { return is_boolean(metric) && !bool_values; }
 };
 
 // select: the test of knn --radius (every pair whose value is <= radius,
@@ -271,16 +281,22 @@ mapping::ChunkPlan plan_from_offsets(const Problem<T>& p, const std::vector<inde
 // seuclidean's variances (computed when not given).
 struct MetricVectors {
   std::vector<double> weights, variance;
+  // mahalanobis: VI (d × d, row-major) as used, and the matrix M with
+  // |M (u - v)|² = (u - v)ᵀ VI (u - v) (Cholesky) that prepare_points applies.
+  std::vector<double> vi, transform;
 };
 
 // Rank 0, before convert_points: applies the host-side transforms of the
 // metric to the points in float64 (docs/design.md, "Metric parameters"):
 // seuclidean x/sqrt(V); correlation centring; weights as scalings (or,
 // chebyshev, leaving out features of weight 0; canberra keeps them for the
-// kernel); jensenshannon rows divided by their sums. Reads p->metric and
-// p->mp.p; sets p->kernel_weights, p->features and p->d (boolean: words a
-// point); InputError for points the metric cannot take (jensenshannon:
-// negative values or a zero row sum).
+// kernel); jensenshannon rows divided by their sums (a row with a negative
+// value or a sum of 0, whose distances SciPy gives as inf, made -1 in every
+// feature: metric::JensenShannon); the boolean family on values where bits
+// do not serve (weights; hamming and jaccard on values other than 0/1: the
+// other six made 0/1). Reads p->metric and p->mp.p; sets p->kernel_weights,
+// p->bool_values, p->weight_sum, p->features and p->d (packed boolean: words
+// a point).
 template <typename T>
 void prepare_points(Problem<T>* p, io::PointSet* a, io::PointSet* b, const MetricVectors& v);
 

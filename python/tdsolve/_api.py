@@ -146,7 +146,7 @@ def _common(device, precision, threads, block, chunk_mb=None):
     return a
 
 
-def _metric_args(metric, d, inputs, p=None, w=None, V=None, base=None):
+def _metric_args(metric, d, inputs, p=None, w=None, V=None, base=None, VI=None):
     if not isinstance(metric, str):
         raise TypeError("metric must be a name (a callable is not supported: tdsolve computes its own metrics)")
     a = ["--metric", metric]
@@ -160,22 +160,28 @@ def _metric_args(metric, d, inputs, p=None, w=None, V=None, base=None):
         a += ["--variance", "memory:V"]
     if base is not None:
         a += ["--base", _number(base)]
+    if VI is not None:
+        m = np.ascontiguousarray(np.asarray(VI, dtype=np.float64))
+        if m.shape != (d, d):
+            raise ValueError(f"VI needs {d} x {d} values, not {m.shape}")
+        inputs["VI"] = m
+        a += ["--vi", "memory:VI"]
     return a
 
 
-def pdist(X, metric="euclidean", *, out=None, p=None, w=None, V=None, base=None, device="auto",
+def pdist(X, metric="euclidean", *, out=None, p=None, w=None, V=None, VI=None, base=None, device="auto",
           precision="float64", threads=None, block=None, chunk_mb=None, overwrite=False, resume=False):
     """The C(n,2) distances of the rows of X in SciPy's condensed order, as
-    scipy.spatial.distance.pdist(X, metric, p=, w=, V=) (tdsolve edm); with
+    scipy.spatial.distance.pdist(X, metric, p=, w=, V=, VI=) (tdsolve edm); with
     out="f.h5" the file is kept and its reader (tdsolve.open) returned."""
     X = _points(X)
     inputs = {"X": X}
-    args = ["edm", "--input", "memory:X", *_metric_args(metric, X.shape[1], inputs, p, w, V, base),
+    args = ["edm", "--input", "memory:X", *_metric_args(metric, X.shape[1], inputs, p, w, V, base, VI),
             *_common(device, precision, threads, block, chunk_mb)]
     return _call(args, inputs, out, overwrite, resume, lambda r: r[:])
 
 
-def cdist(XA, XB, metric="euclidean", *, out=None, p=None, w=None, V=None, base=None, device="auto",
+def cdist(XA, XB, metric="euclidean", *, out=None, p=None, w=None, V=None, VI=None, base=None, device="auto",
           precision="float64", threads=None, block=None, chunk_mb=None, overwrite=False, resume=False):
     """The len(XA) x len(XB) distances, as scipy.spatial.distance.cdist
     (tdsolve cross); out="f.h5" keeps the file and returns its reader."""
@@ -184,7 +190,7 @@ def cdist(XA, XB, metric="euclidean", *, out=None, p=None, w=None, V=None, base=
         raise ValueError(f"XA and XB need the same number of columns ({XA.shape[1]} against {XB.shape[1]})")
     inputs = {"XA": XA, "XB": XB}
     args = ["cross", "--input", "memory:XA", "--with", "memory:XB",
-            *_metric_args(metric, XA.shape[1], inputs, p, w, V, base),
+            *_metric_args(metric, XA.shape[1], inputs, p, w, V, base, VI),
             *_common(device, precision, threads, block, chunk_mb)]
     return _call(args, inputs, out, overwrite, resume, lambda r: r.matrix())
 

@@ -138,9 +138,10 @@ po::options_description compute_group(ComputeOptions& o, Choices& c, int flags) 
     g.add_options()(
         "metric", po::value(&c.metric)->default_value("euclidean")->value_name("NAME"),
         "euclidean, sqeuclidean, cityblock, chebyshev, cosine, minkowski, seuclidean, "
-        "correlation, braycurtis, canberra, jensenshannon; on 0/1 features (nonzero is 1): "
-        "hamming, jaccard, dice, russellrao, rogerstanimoto, sokalmichener, sokalsneath, yule "
-        "(as scipy.spatial.distance); also SciPy's aliases and l2, l1, manhattan, linf, in any "
+        "correlation, braycurtis, canberra, jensenshannon, mahalanobis; boolean (nonzero is "
+        "true; hamming and jaccard compare values): hamming, jaccard, dice, russellrao, "
+        "rogerstanimoto, sokalmichener, sokalsneath, yule (as scipy.spatial.distance); also "
+        "SciPy's aliases and l2, l1, manhattan, linf, in any "
         "case (the file records the name above)");
   if (metric)
     g.add_options()("p", po::value(&c.p)->value_name("P"),
@@ -148,10 +149,14 @@ po::options_description compute_group(ComputeOptions& o, Choices& c, int flags) 
         "weights", po::value(&o.weights)->value_name("W"),
         "one weight >= 0 a feature, as SciPy's w: an inline list 1,0.5,2 or a file "
         "(FILE.npy, FILE.h5:/dataset, FILE.csv/.txt; one row or one column). Not for "
-        "seuclidean, jensenshannon or the boolean metrics")(
+        "seuclidean, jensenshannon or mahalanobis")(
         "variance", po::value(&o.variance)->value_name("V"),
         "seuclidean: the variance of each feature, > 0, in the forms of --weights (default: "
         "the points' variances, ddof=1; cross: of both sets together, as SciPy's cdist)")(
+        "vi", po::value(&o.vi)->value_name("VI"),
+        "mahalanobis: the inverse covariance, a d × d matrix file in any --input format, "
+        "symmetric positive definite (default: the inverse of the points' covariance; cross: "
+        "of both sets together, as SciPy's cdist)")(
         "base", po::value(&c.base)->value_name("B"),
         "jensenshannon: the logarithm's base, > 1 (default: e)");
   if (!(flags & kCollide))
@@ -283,8 +288,8 @@ namespace {
 
 // The options whose values are paths: relative ones in a config file are
 // relative to its folder (for input and with, the FILE of FILE.h5:/dataset).
-const char* const kPathOptions[] = {"input",   "with",     "output", "stats",  "csv",
-                                    "weights", "variance", "types",  "exclude"};
+const char* const kPathOptions[] = {"input",   "with",     "output", "stats", "csv",
+                                    "weights", "variance", "vi",     "types", "exclude"};
 // Pairs of options that are one choice (an input; continue or start over):
 // the layer that gives either wins.
 const char* const kChoicePairs[][2] = {
@@ -304,7 +309,7 @@ std::string resolve_path(const std::string& name, const std::string& value,
   std::vector<double> numbers;
   if ((name == "weights" || name == "variance") && parse_number_list(value, &numbers))
     return value;  // an inline list, not a file
-  if (name == "input" || name == "with" || name == "weights" || name == "variance")
+  if (name == "input" || name == "with" || name == "weights" || name == "variance" || name == "vi")
     s = io::split_input_spec(value);
   if (name == "types" || name == "exclude") {
     // A column of the input (a dump's `type`) or a file of labels: a path
@@ -536,16 +541,14 @@ void finish_metric_params(ComputeOptions& o, const Choices& c) {
     o.base = v;
   }
   if (!o.weights.empty()) {
-    if (is_boolean(o.metric))
-      throw UsageError("--weights does not apply to --metric " + name +
-                       ": tdsolve computes the boolean metrics on bit-packed points, without "
-                       "weights");
     if (!takes_weights(o.metric))
       throw UsageError("--weights does not apply to --metric " + name +
                        " (scipy.spatial.distance takes no weights for it)");
     std::vector<double> w;
     if (parse_number_list(o.weights, &w)) check_weights(w, "--weights", true);
   }
+  if (!o.vi.empty() && o.metric != Metric::mahalanobis)
+    throw UsageError("--vi applies to --metric mahalanobis, not " + name);
   if (!o.variance.empty()) {
     if (o.metric != Metric::seuclidean)
       throw UsageError("--variance applies to --metric seuclidean, not " + name);
@@ -566,7 +569,7 @@ void finish_compute(ComputeOptions& o, const Choices& c, int flags) {
     throw UsageError("unknown --metric '" + c.metric + "'" + did_you_mean(c.metric, names) +
                      "; choose euclidean (l2), sqeuclidean, cityblock (l1, manhattan), "
                      "chebyshev (linf), cosine, minkowski, seuclidean, correlation, braycurtis, "
-                     "canberra, jensenshannon, hamming, jaccard, dice, russellrao, "
+                     "canberra, jensenshannon, mahalanobis, hamming, jaccard, dice, russellrao, "
                      "rogerstanimoto, sokalmichener, sokalsneath or yule; SciPy's aliases and "
                      "any case also work");
   }

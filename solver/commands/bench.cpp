@@ -117,8 +117,8 @@ void finish_lab(BenchOptions& b, const cli::Choices& c, const cli::po::variables
                 const std::string& features, bool no_check,
                 const std::vector<std::string>& three_body) {
   std::vector<std::string> others = {
-      "input", "generate", "with",     "with-generate", "bins", "range",    "box",      "metric",
-      "p",     "weights",  "variance", "base",          "map",  "chunk-mb", "precision"};
+      "input",   "generate", "with", "with-generate", "bins", "range",    "box",      "metric", "p",
+      "weights", "variance", "vi",   "base",          "map",  "chunk-mb", "precision"};
   others.insert(others.end(), three_body.begin(), three_body.end());
   others.insert(others.end(), {"device", "threads"});
   for (const std::string& other : others)

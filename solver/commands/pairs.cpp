@@ -149,6 +149,115 @@ std::vector<double> read_vector(const std::string& spec, const std::string& what
   return v;
 }
 
+// The mean of each feature over a and b stacked.
+std::vector<double> feature_means(const io::PointSet& a, const io::PointSet* b) {
+  const index_t d = a.d, n = a.n + (b ? b->n : 0);
+  std::vector<double> mean(d, 0.0);
+  for (const io::PointSet* s : {&a, b})
+    if (s)
+      for (index_t i = 0; i < s->n; ++i)
+        for (index_t k = 0; k < d; ++k)
+          mean[k] += s->values[i * d + k];
+  for (index_t k = 0; k < d; ++k)
+    mean[k] /= static_cast<double>(n);
+  return mean;
+}
+
+// The lower Cholesky factor of the symmetric s (d × d, row-major): s = L Lᵀ;
+// false when s is not (numerically) positive definite: a pivot that is not
+// above 1e-12 of its diagonal element.
+bool cholesky(const std::vector<double>& s, index_t d, std::vector<double>* l) {
+  l->assign(d * d, 0.0);
+  std::vector<double>& L = *l;
+  for (index_t j = 0; j < d; ++j) {
+    double pivot = s[j * d + j];
+    for (index_t k = 0; k < j; ++k)
+      pivot -= L[j * d + k] * L[j * d + k];
+    if (!(pivot > 1e-12 * s[j * d + j])) return false;
+    const double ljj = std::sqrt(pivot);
+    L[j * d + j] = ljj;
+    for (index_t i = j + 1; i < d; ++i) {
+      double t = s[i * d + j];
+      for (index_t k = 0; k < j; ++k)
+        t -= L[i * d + k] * L[j * d + k];
+      L[i * d + j] = t / ljj;
+    }
+  }
+  return true;
+}
+
+// mahalanobis: VI as given (--vi) or inv(cov) of the points (both sets
+// stacked, ddof = 1, as SciPy), and M with |M δ|² = δᵀ VI δ: Lᵀ of VI's
+// symmetric part = L Lᵀ, or L⁻¹ of cov = L Lᵀ.
+void mahalanobis_vectors(const ComputeOptions& c, const io::PointSet& a, const io::PointSet* b,
+                         MetricVectors* mv) {
+  const index_t d = a.d;
+  std::vector<double> l;
+  if (!c.vi.empty()) {
+    const io::PointSet s = io::read_points(c.vi, true);
+    if (s.n != d || s.d != d)
+      throw InputError("--vi '" + c.vi + "' is " + std::to_string(s.n) + " × " +
+                       std::to_string(s.d) + "; mahalanobis needs d × d = " + std::to_string(d) +
+                       " × " + std::to_string(d));
+    mv->vi = s.values;
+    std::vector<double> sym(d * d);
+    for (index_t i = 0; i < d; ++i)
+      for (index_t k = 0; k < d; ++k)
+        sym[i * d + k] = (s.values[i * d + k] + s.values[k * d + i]) / 2;
+    if (!cholesky(sym, d, &l))
+      throw InputError("--vi '" + c.vi +
+                       "' is not positive definite: mahalanobis takes the square root of "
+                       "(u - v)ᵀ VI (u - v), which can be negative (SciPy gives nan there)");
+    mv->transform.assign(d * d, 0.0);
+    for (index_t r = 0; r < d; ++r)
+      for (index_t k = r; k < d; ++k)
+        mv->transform[r * d + k] = l[k * d + r];
+    return;
+  }
+  const index_t n = a.n + (b ? b->n : 0);
+  if (n <= d)
+    throw InputError("mahalanobis without --vi estimates the covariance of the " +
+                     std::to_string(n) + " points, singular in d = " + std::to_string(d) +
+                     " (at least " + std::to_string(d + 1) + " points are needed); give --vi");
+  const std::vector<double> mean = feature_means(a, b);
+  std::vector<double> cov(d * d, 0.0), e(d);
+  for (const io::PointSet* s : {&a, b})
+    if (s)
+      for (index_t i = 0; i < s->n; ++i) {
+        for (index_t k = 0; k < d; ++k)
+          e[k] = s->values[i * d + k] - mean[k];
+        for (index_t r = 0; r < d; ++r)
+          for (index_t k = 0; k <= r; ++k)
+            cov[r * d + k] += e[r] * e[k];
+      }
+  for (index_t r = 0; r < d; ++r)
+    for (index_t k = 0; k <= r; ++k)
+      cov[k * d + r] = cov[r * d + k] /= static_cast<double>(n - 1);
+  if (!cholesky(cov, d, &l))
+    throw InputError("the covariance of the points of '" + a.source +
+                     "' is singular (a feature is constant, or a combination of others): "
+                     "mahalanobis needs its inverse; give --vi");
+  // M = L⁻¹ (lower), by forward substitution, column by column.
+  std::vector<double>& m = mv->transform;
+  m.assign(d * d, 0.0);
+  for (index_t col = 0; col < d; ++col)
+    for (index_t i = col; i < d; ++i) {
+      double t = i == col ? 1.0 : 0.0;
+      for (index_t k = col; k < i; ++k)
+        t -= l[i * d + k] * m[k * d + col];
+      m[i * d + col] = t / l[i * d + i];
+    }
+  // VI = Mᵀ M, recorded in the file.
+  mv->vi.assign(d * d, 0.0);
+  for (index_t r = 0; r < d; ++r)
+    for (index_t c2 = 0; c2 < d; ++c2) {
+      double t = 0;
+      for (index_t k = 0; k < d; ++k)
+        t += m[k * d + r] * m[k * d + c2];
+      mv->vi[r * d + c2] = t;
+    }
+}
+
 // The metric's weights and (seuclidean) variances; V defaults to the
 // variance of each feature over the points (ddof = 1; cross: both sets
 // stacked, as scipy's cdist).
@@ -160,6 +269,7 @@ MetricVectors metric_vectors(const ComputeOptions& c, const io::PointSet& a,
     mv.weights = read_vector(c.weights, "--weights", d);
     check_weights(mv.weights, "--weights", false);
   }
+  if (c.metric == Metric::mahalanobis) mahalanobis_vectors(c, a, b, &mv);
   if (c.metric != Metric::seuclidean) return mv;
   if (!c.variance.empty()) {
     mv.variance = read_vector(c.variance, "--variance", d);
@@ -171,15 +281,8 @@ MetricVectors metric_vectors(const ComputeOptions& c, const io::PointSet& a,
     throw InputError(
         "seuclidean needs at least 2 points to estimate the variances; give "
         "--variance");
-  std::vector<double> mean(d, 0.0);
+  const std::vector<double> mean = feature_means(a, b);
   mv.variance.assign(d, 0.0);
-  for (const io::PointSet* s : {&a, b})
-    if (s)
-      for (index_t i = 0; i < s->n; ++i)
-        for (index_t k = 0; k < d; ++k)
-          mean[k] += s->values[i * d + k];
-  for (index_t k = 0; k < d; ++k)
-    mean[k] /= static_cast<double>(n);
   for (const io::PointSet* s : {&a, b})
     if (s)
       for (index_t i = 0; i < s->n; ++i)
@@ -214,6 +317,7 @@ std::vector<std::pair<std::string, std::string>> metric_parameters(const Command
     kv.push_back({"base", o.compute.base > 0 ? number_text(o.compute.base) : "e"});
   if (!p.weights.empty()) kv.push_back({"weights_fnv1a64", vector_hash(p.weights)});
   if (!p.variance.empty()) kv.push_back({"variance_fnv1a64", vector_hash(p.variance)});
+  if (!p.vi.empty()) kv.push_back({"vi_fnv1a64", vector_hash(p.vi)});
   return kv;
 }
 
@@ -911,6 +1015,11 @@ void add_metric_attrs(const CommandOptions& o, const Problem<T>& p, io::ResultLa
     L->extras.push_back(
         {"variance", io::ValueType::f64, {index_t(p.variance.size())}, {}, p.variance});
   }
+  if (!p.vi.empty()) {
+    const index_t d = p.features;
+    a.push_back(Attr{"VI", std::string("/VI")});
+    L->extras.push_back({"VI", io::ValueType::f64, {d, d}, {}, p.vi});
+  }
 }
 
 // ---- the problem -----------------------------------------------------------------
@@ -918,6 +1027,15 @@ void add_metric_attrs(const CommandOptions& o, const Problem<T>& p, io::ResultLa
 template <typename T>
 void settle_problem(PairCommand<T>& cmd, Problem<T>& p, MPI_Comm comm, const Sources& src,
                     const std::vector<std::string>& notes);
+
+// Rank 0's choice of bits or values for a boolean metric (prepare_points).
+template <typename T>
+void bcast_bool_values(MPI_Comm comm, Problem<T>* p) {
+  double v[2] = {p->bool_values ? 1.0 : 0.0, p->weight_sum};
+  check_mpi(MPI_Bcast(v, 2, MPI_DOUBLE, 0, comm), "MPI_Bcast");
+  p->bool_values = v[0] != 0.0;
+  p->weight_sum = v[1];
+}
 
 template <typename T>
 Problem<T> load_problem(PairCommand<T>& cmd, MPI_Comm comm, Sources* src) {
@@ -974,7 +1092,7 @@ Problem<T> load_problem(PairCommand<T>& cmd, MPI_Comm comm, Sources* src) {
     }
     cmd.prepare(p, a, rect ? &b : nullptr);
     cmd.check_output(p, a, bench);
-    if (!is_boolean(p.metric)) p.a = convert_points<T>(a);
+    if (!p.packed()) p.a = convert_points<T>(a);
     cmd.check_points(p, a);
     setup_mark("convert");
   });
@@ -984,7 +1102,9 @@ Problem<T> load_problem(PairCommand<T>& cmd, MPI_Comm comm, Sources* src) {
   bcast_u64(comm, &p.features);
   bcast_vector(comm, &p.weights);
   bcast_vector(comm, &p.variance);
+  bcast_vector(comm, &p.vi);
   bcast_vector(comm, &p.kernel_weights);
+  bcast_bool_values(comm, &p);
   p.mp = make_metric_params(p.metric, o.compute.p, o.compute.base, p.features);
   bcast_string(comm, &src->a);
   bcast_string(comm, &src->b);
@@ -1050,12 +1170,14 @@ void load_frame(PairCommand<T>& cmd, Problem<T>& p, index_t q, MPI_Comm comm, co
                        std::to_string(p.d));
     cmd.take_input(a);
     cmd.prepare(p, a, nullptr);
-    if (!is_boolean(p.metric)) p.a = convert_points<T>(a);
+    if (!p.packed()) p.a = convert_points<T>(a);
     cmd.check_points(p, a);
   });
   bcast_vector(comm, &p.weights);
   bcast_vector(comm, &p.variance);
+  bcast_vector(comm, &p.vi);
   bcast_vector(comm, &p.kernel_weights);
+  bcast_bool_values(comm, &p);
   bcast_vector(comm, &p.a);
   cmd.broadcast(comm);
   settle_problem(cmd, p, comm, src, {});
@@ -1085,8 +1207,9 @@ void PairCommand<T>::prepare(Problem<T>& p, io::PointSet& a, io::PointSet* b) co
   const MetricVectors mv = metric_vectors(o.compute, a, b);
   p.weights = mv.weights;
   p.variance = mv.variance;
+  p.vi = mv.vi;
   prepare_points(&p, &a, b, mv);
-  if (is_boolean(p.metric)) {
+  if (p.packed()) {
     p.a = pack_points<T>(a);
     if (b) p.b = pack_points<T>(*b);
   } else if (b) {
@@ -1103,7 +1226,7 @@ void PairCommand<T>::check_output(const Problem<T>& p, const io::PointSet& a, bo
 
 template <typename T>
 void PairCommand<T>::check_points(Problem<T>& p, const io::PointSet& a) const {
-  if (sizeof(T) == 4 && !second_set() && !is_boolean(p.metric))
+  if (sizeof(T) == 4 && !second_set() && !p.packed())
     check_float32_range(a, nullptr, p.metric, p.mp.p);
 }
 
@@ -1175,6 +1298,7 @@ std::vector<std::pair<std::string, std::string>> files_read(const CommandOptions
           {file(o.with.input), "the --with input"},
           {vector_file(o.compute.weights), "the --weights"},
           {vector_file(o.compute.variance), "the --variance"},
+          {file(o.compute.vi), "the --vi"},
           {o.run.config, "the --config"}};
 }
 

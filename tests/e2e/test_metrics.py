@@ -1,6 +1,6 @@
 """The metrics beyond the first five, against scipy.spatial.distance (scipy
 1.10): minkowski, seuclidean, correlation, braycurtis, canberra,
-jensenshannon, the boolean family on bit-packed points, weights, SciPy's
+jensenshannon, the boolean family (test_scipy_values.py: on values, weighted), weights, SciPy's
 aliases, the parameters in the file, and every bad parameter.
 
 References are SciPy's pdist/cdist in float64 on the very values tdsolve
@@ -241,15 +241,15 @@ class MetricsTest(TempDirTest):
             x[1] = 0  # two all-false rows: 0/0 for jaccard (0), dice and sokalsneath (nan), yule (0)
             x[2] = 1
             x[3] = x[4]
-            x[5, : d // 2] = 2.5  # nonzero is true
+            x[5, : d // 2] = 2.5  # nonzero is true (hamming and jaccard: a value of its own, as SciPy)
             x[6, -1] = -1.0
             y = (rng.random((17, d)) < 0.6).astype(np.float64)
             y[0] = 0
-            xb, yb = x != 0, y != 0
             for precision in ["float64", "float32"]:
                 fa, fb = self.save("a.npy", x, precision), self.save("b.npy", y, precision)
                 for metric in BOOLEAN:
                     what = f"{metric} d={d} {precision}"
+                    xb, yb = (x, y) if metric in ("hamming", "jaccard") else (x != 0, y != 0)
                     for command, ref in [("edm", scipy_ref(metric, xb, None, {})),
                                          ("cross", scipy_ref(metric, xb, yb, {}))]:
                         srcs = [fa] if command == "edm" else [fa, fb]
@@ -356,12 +356,12 @@ class MetricsTest(TempDirTest):
         rng = np.random.default_rng(4)
         x = rng.random((10, 3))
         src = self.save_npy("x.npy", x)
-        neg = x.copy()
-        neg[2, 1] = -0.5
-        nsrc = self.save_npy("neg.npy", neg)
-        zrow = x.copy()
-        zrow[4] = 0
-        zsrc = self.save_npy("zrow.npy", zrow)
+        notpd = self.save_npy("notpd.npy", np.array([[1.0, 2, 0], [2, 1, 0], [0, 0, 1]]))
+        vi2 = self.save_npy("vi2.npy", np.eye(2))
+        few = self.save_npy("few.npy", x[:3])
+        flat = x.copy()
+        flat[:, 2] = flat[:, 0] + flat[:, 1]  # a combination of the others: singular covariance
+        fsrc = self.save_npy("flat.npy", flat)
         const = x.copy()
         const[:, 2] = 1.5
         csrc = self.save_npy("const.npy", const)
@@ -382,7 +382,15 @@ class MetricsTest(TempDirTest):
             (g + ["--metric", "cosine", "--base", "2"], ["--base applies to --metric jensenshannon"]),
             (g + ["--metric", "seuclidean", "--weights", "1,1,1"], ["--weights does not apply", "seuclidean"]),
             (g + ["--metric", "jensenshannon", "--weights", "1,1,1"], ["--weights does not apply"]),
-            (g + ["--metric", "jaccard", "--weights", "1,1,1"], ["--weights does not apply", "bit-packed"]),
+            (g + ["--metric", "mahalanobis", "--weights", "1,1,1"], ["--weights does not apply"]),
+            (g + ["--metric", "euclidean", "--vi", vi2], ["--vi applies to --metric mahalanobis"]),
+            (g + ["--metric", "mahalanobis", "--vi", vi2], ["--vi", "2 × 2", "3 × 3"]),
+            (g + ["--metric", "mahalanobis", "--vi", mat], ["--vi", "2 × 3"]),
+            (g + ["--metric", "mahalanobis", "--vi", notpd], ["not positive definite", "nan"]),
+            (g + ["--metric", "mahalanobis", "--vi", self.path("none.npy")], ["none.npy"]),
+            (["--input", few, "--metric", "mahalanobis"], ["3 points", "at least 4", "--vi"]),
+            (["--input", fsrc, "--metric", "mahalanobis"], ["singular", "--vi"]),
+            (["--input", csrc, "--metric", "mahalanobis"], ["singular", "--vi"]),
             (g + ["--metric", "euclidean", "--weights", "1,-1,1"], ["weight 1 is -1", ">= 0"]),
             (g + ["--metric", "euclidean", "--weights", "0,0,0"], ["every weight is 0"]),
             (g + ["--metric", "euclidean", "--weights", "1,1"], ["--weights gives 2 values", "d = 3"]),
@@ -394,8 +402,6 @@ class MetricsTest(TempDirTest):
             (g + ["--metric", "seuclidean", "--variance", "1,0,1"], ["variance 1 is 0"]),
             (g + ["--metric", "seuclidean", "--variance", "1,1"], ["--variance gives 2 values"]),
             (["--input", csrc, "--metric", "seuclidean"], ["feature 2", "constant", "--variance"]),
-            (["--input", nsrc, "--metric", "jensenshannon"], ["negative value", "row 2"]),
-            (["--input", zsrc, "--metric", "jensenshannon"], ["row 4", "sums to 0"]),
             (["--input", csrc, "--metric", "correlation", "--columns", "2"], ["all zeros once centred"]),
             (g + ["--metric", "l7"], ["unknown --metric"]),
         ]

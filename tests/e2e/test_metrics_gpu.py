@@ -132,6 +132,36 @@ class MetricsGpuTest(TempDirTest):
                     if ref_x is not None:
                         np.testing.assert_allclose(outs[1], ref_x, rtol=ulp, atol=0, err_msg="cross " + what)
 
+    def test_boolean_values_weights_and_inf_rows(self):
+        """BoolValues (hamming/jaccard on values, weights on every boolean
+        metric), jensenshannon's inf rows and mahalanobis: GPU = CPU bytes
+        (test_scipy_values.py compares the CPU with SciPy)."""
+        rng = np.random.default_rng(24)
+        for d in [3, 130]:  # one feature strip; several, the last partly zero padding
+            v = rng.integers(0, 4, (300, d)).astype(np.float64)
+            vb = rng.integers(0, 3, (141, d)).astype(np.float64)
+            w = rng.random(d)
+            w[1] = 0
+            js = rng.random((300, d))
+            js[5, 0] = -1
+            js[7] = 0
+            cases = [(m, v, vb, []) for m in ("hamming", "jaccard")]
+            cases += [(m, v, vb, ["--weights", ",".join(repr(float(x)) for x in w)]) for m in BOOLEAN]
+            cases += [("jensenshannon", js, np.abs(vb), []), ("mahalanobis", js, vb, [])]
+            for precision in ["float32", "float64"]:
+                dt = np.float32 if precision == "float32" else np.float64
+                for metric, xa, xb, extra in cases:
+                    fa, fb = self.save_npy("a.npy", xa.astype(dt)), self.save_npy("b.npy", xb.astype(dt))
+                    args = ["--metric", metric, "--precision", precision, *extra]
+                    what = f"{metric} {'w ' if extra else ''}d={d} {precision}"
+                    self.assert_same(self.run3("edm", [fa], args), "edm " + what)
+                    self.assert_same(self.run3("cross", [fa, fb], args), "cross " + what)
+                    if d == 3:
+                        self.assert_same(self.run3("hist", [fa], args + ["--bins", "40", "--range", "0:1"]),
+                                         "hist " + what)
+                    if d == 130:
+                        self.assert_same(self.run3("knn", [fa], args + ["--k", "5"]), "knn " + what)
+
     def test_hist(self):
         rng = np.random.default_rng(23)
         x = rng.random((3000, 6))

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <typeinfo>
 #include <vector>
 
@@ -149,6 +150,62 @@ TEST(Metrics, CanberraSkipsZeroTermsAndReadsWeights) {
   const float bc = metric::BrayCurtis<float>::finalize(metric::Sums2<float>(0), 0, 0);
   EXPECT_TRUE(std::isnan(bc));
   EXPECT_FALSE(std::signbit(bc));
+}
+
+// BoolValues: hamming and jaccard compare values; weights in SciPy's order
+// (hamming's two lanes, the last of an odd d apart); features past d (the
+// GPU's zero padding) count nothing; values or bits chosen by mp.values.
+TEST(Metrics, BooleanOnValuesAndWeights) {
+  const double a[5] = {1, 2, 0, 5, 0}, b[5] = {1, 3, 0, 4, 7};
+  const double w[5] = {0.1, 0.2, 0.3, 0.4, 0.5};
+  const auto run = [&](Metric m, const double* weights, double weight_sum) {
+    MetricParams mp;
+    mp.metric = m;
+    mp.bits = 5;
+    mp.values = true;
+    mp.weights = weights;
+    mp.weight_sum = weight_sum;
+    return dispatch_metric<double>(mp, [&](auto f) {
+      using M = decltype(f);
+      EXPECT_TRUE((std::is_same_v<M, metric::BoolValues<double>>));
+      typename M::acc_t acc = 0;
+      for (index_t k = 0; k < 7; ++k)  // k = 5, 6: padding
+        acc = f.accumulate(acc, k < 5 ? a[k] : 0.0, k < 5 ? b[k] : 0.0, k);
+      return f.finalize(acc, 0, 0);
+    });
+  };
+  EXPECT_EQ(run(Metric::hamming, nullptr, 5), 3.0 / 5);
+  EXPECT_EQ(run(Metric::jaccard, nullptr, 5), 3.0 / 4);
+  // Differing features 1, 3, 4: lanes (w1 + w3) and w4 (d odd: the last apart).
+  EXPECT_EQ(run(Metric::hamming, w, 1.5), ((0.0 + (0.2 + 0.4)) + 0.5) / 1.5);
+  EXPECT_EQ(run(Metric::jaccard, w, 0), ((0.2 + 0.4) + 0.5) / (((0.1 + 0.2) + 0.4) + 0.5));
+  // dice on 0/1 points (the host's cast): tt = w0, tf = w3 (a only), ft = w4.
+  const double ca[5] = {1, 1, 0, 1, 0}, cb[5] = {1, 1, 0, 0, 1};
+  MetricParams mp;
+  mp.metric = Metric::dice;
+  mp.bits = 5;
+  mp.values = true;
+  mp.weights = w;
+  const metric::BoolValues<double> f(mp);
+  metric::Sums4 acc = 0;
+  for (index_t k = 0; k < 5; ++k)
+    acc = f.accumulate(acc, ca[k], cb[k], k);
+  EXPECT_EQ(f.finalize(acc, 0, 0), (0.4 + 0.5) / ((2.0 * (0.1 + 0.2) + 0.4) + 0.5));
+  mp.values = false;
+  EXPECT_TRUE(dispatch_metric<double>(
+      mp, [](auto g) { return std::is_same_v<decltype(g), metric::Boolean<double>>; }));
+}
+
+// jensenshannon: a negative (the host's mark of a row SciPy gives inf for)
+// makes the pair inf.
+TEST(Metrics, JensenShannonMarkedRowsAreInfinite) {
+  const metric::JensenShannon<float> f{MetricParams{}};
+  double acc = 0;
+  acc = f.accumulate(acc, 0.5f, 0.25f);
+  acc = f.accumulate(acc, -1.0f, 0.75f);
+  acc = f.accumulate(acc, 0.5f, 0.0f);
+  EXPECT_TRUE(std::isinf(f.finalize(acc, 0, 0)));
+  EXPECT_GT(f.finalize(acc, 0, 0), 0.0f);
 }
 
 TEST(Metrics, DispatchByParameters) {
