@@ -5,7 +5,9 @@
 # and 2 ranks: edm, cross, hist, knn; every other metric, the packed boolean
 # family, hist) — and the GPU identity tests beside them. Logs and a summary
 # to $OUT (or /tmp/values-gpu).
-#   TESTS="..."  which MetricsGpuTest tests (default: all four)
+#   TESTS="..."  which MetricsGpuTest tests (default: all four; on an H200 they
+#                took 326, 211, 30 and 320 s: give each step STEP_S seconds, and
+#                a device call (600 s at most) one or two of them)
 # Needs .devrun (../shared/device/bundle-runtime.sh) and .devpack/tdsolve.tar.xz*.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
