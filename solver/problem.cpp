@@ -524,7 +524,7 @@ void prepare_points(Problem<T>* p, io::PointSet* a, io::PointSet* b, const Metri
     }
   }
   p->d = a->d;
-  if (is_boolean(m) && !p->bool_values) p->d = (d + sizeof(T) * 8 - 1) / (sizeof(T) * 8);
+  if (p->packed()) p->d = (d + sizeof(T) * 8 - 1) / (sizeof(T) * 8);
 }
 
 MetricParams make_metric_params(Metric m, double p, double base, index_t features) {

@@ -1163,11 +1163,13 @@ template <typename T>
 void load_frame(PairCommand<T>& cmd, Problem<T>& p, index_t q, MPI_Comm comm, const Sources& src) {
   on_root(comm, [&] {
     io::PointSet a = cmd.read_frame(q);
-    if (a.n != p.rows || a.d != p.d)
+    // p.features: the input's d (p.d is the packed words of a boolean
+    // metric, the features kept by weighted chebyshev).
+    if (a.n != p.rows || a.d != p.features)
       throw InputError("frame " + std::to_string(q) + " of the run ('" + a.source + "') has " +
                        std::to_string(a.n) + " × " + std::to_string(a.d) +
                        " values where its first has " + std::to_string(p.rows) + " × " +
-                       std::to_string(p.d));
+                       std::to_string(p.features));
     cmd.take_input(a);
     cmd.prepare(p, a, nullptr);
     if (!p.packed()) p.a = convert_points<T>(a);
@@ -1178,6 +1180,7 @@ void load_frame(PairCommand<T>& cmd, Problem<T>& p, index_t q, MPI_Comm comm, co
   bcast_vector(comm, &p.vi);
   bcast_vector(comm, &p.kernel_weights);
   bcast_bool_values(comm, &p);
+  bcast_u64(comm, &p.d);  // a frame may take bits where the last took values, or the reverse
   bcast_vector(comm, &p.a);
   cmd.broadcast(comm);
   settle_problem(cmd, p, comm, src, {});

@@ -14,7 +14,8 @@
   computes it): within 1e-12 relative of SciPy's pdist and cdist (tdsolve
   runs euclidean on Cholesky-transformed points, SciPy forms the quadratic
   form: the same value to rounding), /VI recorded; knn on it.
-- the choice of bits or values is the same on every rank (3 ranks = 1).
+- the choice of bits or values is the same on every rank (3 ranks = 1),
+  and may differ frame to frame in a run over frames (hist --frames).
 """
 import os
 import unittest
@@ -196,6 +197,34 @@ class ScipyValuesTest(TempDirTest):
         r = tdsolve("edm", "--input", src, "--output", out, "--metric", "mahalanobis", "--vi", vi, "--resume")
         self.assertNotEqual(r.returncode, 0, r.stderr)
         self.assertIn("vi_fnv1a64", r.stderr)
+
+    def test_frames_with_bits_values_and_dropped_features(self):
+        """hist --frames where a frame's points differ in shape from the
+        first's inside the run (packed words, weighted chebyshev's kept
+        features) but not as read: counts = the sum over the frames of
+        numpy.histogram(pdist(frame)); frames of 0/1 data run on bits, the one
+        with a 2 on values."""
+        rng = np.random.default_rng(17)
+        b = (rng.random((4, 60, 6)) < 0.4).astype(np.float64)
+        b[2, 3, 1] = 2.0  # frame 2 compares values (jaccard, hamming)
+        x = rng.random((4, 60, 6))
+        src = self.path("frames.h5")
+        with h5py.File(src, "w") as f:
+            f["b"], f["x"] = b, x
+        w = [1.0, 0.0, 1.0, 2.0, 1.0, 0.5]
+        cases = [("b", "jaccard", {}, []), ("b", "hamming", {}, []),
+                 ("b", "dice", {"w": np.array(w)}, ["--weights", ",".join(map(str, w))]),
+                 ("x", "chebyshev", {"w": np.array(w)}, ["--weights", ",".join(map(str, w))])]
+        for name, metric, kw, extra in cases:
+            frames = b if name == "b" else x
+            ref = sum(np.histogram(scipy(f, None, metric, **kw), 20, (0, 1))[0] for f in frames)
+            for ranks in [None, 3]:
+                out = self.path("fr.h5")
+                tdsolve("hist", "--input", f"{src}:/{name}", "--frames", "0:4", "--metric", metric, *extra,
+                        "--bins", "20", "--range", "0:1", "--precision", "float64", "--output", out, "--overwrite",
+                        "--quiet", "--progress", "none", np_=ranks, check=True)
+                with h5py.File(out, "r") as f:
+                    np.testing.assert_array_equal(f["counts"][()], ref, f"{metric} over frames, ranks {ranks}")
 
     def test_ranks_agree_on_values_or_bits(self):
         rng = np.random.default_rng(15)
