@@ -145,6 +145,80 @@ TEST(CpuKernels, Avx2MatchesScalarLoopBitForBit) {
   check_bitwise<double>(cpu::CpuVariant::avx2);
 }
 
+// metric::BoolValues (the boolean family on values, weighted or not) has a
+// tile loop of its own (bool_values_sums: four column arrays, selects for
+// branches): it must give the functor's accumulate bits, pair by pair, for
+// every formula, odd and even d (hamming's lanes), rows and columns with
+// zeros, repeats and negatives, weights with a 0, both variants.
+template <typename T>
+void check_bool_values(cpu::CpuVariant variant) {
+  const Metric formulas[] = {
+      Metric::hamming,        Metric::jaccard,       Metric::dice,        Metric::russellrao,
+      Metric::rogerstanimoto, Metric::sokalmichener, Metric::sokalsneath, Metric::yule};
+  const T pool[] = {T(0), T(0), T(1), T(2), T(-1), T(0.5)};
+  unsigned seed = 7;
+  for (Metric m : formulas)
+    for (bool weighted : {false, true})
+      for (index_t d : {1, 2, 3, 8, 9, 64})
+        for (index_t rho : {7, 128}) {
+          const index_t n = 301;
+          std::mt19937_64 rng(seed++);
+          Case<T> c{n, d, rho, m, std::vector<T>(n * d), std::vector<double>(n)};
+          for (auto& v : c.x)
+            v = pool[rng() % 6];
+          std::vector<double> w(d);
+          double weight_sum = 0;
+          for (index_t k = 0; k < d; ++k) {
+            w[k] = k == 1 ? 0.0 : std::ldexp(static_cast<double>(rng() % 1000 + 1), -7);
+            weight_sum += w[k];
+          }
+          MetricParams mp;
+          mp.metric = m;
+          mp.bits = d;
+          mp.values = true;
+          mp.weights = weighted ? w.data() : nullptr;
+          mp.weight_sum = weighted ? weight_sum : static_cast<double>(d);
+          std::vector<T> want(mapping::pair_count(n));
+          const bool values = dispatch_metric<T>(mp, [&](auto f) {
+            if constexpr (std::is_same_v<decltype(f), metric::BoolValues<T>>) {
+              index_t p = 0;
+              for (index_t i = 0; i < n; ++i)
+                for (index_t j = i + 1; j < n; ++j) {
+                  metric::Sums4 a = 0;
+                  for (index_t k = 0; k < d; ++k)
+                    a = f.accumulate(a, c.x[i * d + k], c.x[j * d + k], k);
+                  want[p++] = f.finalize(a, 0, 0);
+                }
+              return true;
+            }
+            return false;
+          });
+          ASSERT_TRUE(values) << metric_name(m);
+          const mapping::ChunkPlan plan(mapping::PairDomain(n, rho), 997);
+          cpu::CpuView<T> view;
+          view.a = view.b = c.x.data();
+          view.rows = view.cols = n;
+          view.d = d;
+          view.rho = rho;
+          view.mp = mp;
+          std::vector<T> got(want.size(), T(42));
+          for (index_t k = 0; k < plan.chunks(); ++k)
+            cpu::compute_chunk<T>(view, plan.row_begin(k), plan.row_end(k),
+                                  got.data() + plan.offset(k), nullptr, 2, variant);
+          ASSERT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(T)))
+              << metric_name(m) << (weighted ? " weighted" : "") << " d=" << d << " rho=" << rho;
+        }
+}
+
+TEST(CpuKernels, BooleanOnValuesMatchesTheFunctorBitForBit) {
+  check_bool_values<float>(cpu::CpuVariant::generic);
+  check_bool_values<double>(cpu::CpuVariant::generic);
+  if (!cpu::cpu_variant_available(cpu::CpuVariant::avx2))
+    GTEST_SKIP() << "this CPU has no AVX2+FMA: the generic variant only";
+  check_bool_values<float>(cpu::CpuVariant::avx2);
+  check_bool_values<double>(cpu::CpuVariant::avx2);
+}
+
 TEST(CpuKernels, CloseToFloat64Reference) {
   for (Metric m : kMetrics) {
     const Case<double> c = make_case<double>(257, 5, 64, m, 99);
