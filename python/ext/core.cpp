@@ -5,15 +5,15 @@
 //   run(args: list[str], inputs: dict[str, numpy.ndarray]) -> int
 //
 // args: the command and its options, as on the command line; inputs: named
-// 2-D float64 C-contiguous arrays, given to the run as --input memory:NAME
-// (or any option that reads points, e.g. --with). The GIL is released
-// while the command runs; Ctrl-C stops it cleanly (exit code 75). Errors:
-// tdsolve._core.Error(message, exit_code), the command line's one line.
-#include <pybind11/numpy.h>
+// 2-D float64 C-contiguous arrays (read through the buffer protocol), given to the run as --input
+// memory:NAME (or any option that reads points, e.g. --with). The GIL is released while the command
+// runs; Ctrl-C stops it cleanly (exit code 75). Errors: tdsolve._core.Error(message, exit_code),
+// the command line's one line.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -24,25 +24,52 @@ namespace py = pybind11;
 
 namespace {
 
-using Array = py::array_t<double, py::array::c_style>;
+// A C-contiguous float64 view of an input through the buffer protocol
+// (PEP 3118), not NumPy's C API: the module has no NumPy ABI to match
+// (Debian's pybind11 2.10 reads NumPy 1's structures; a venv may hold
+// NumPy 2). Released with the GIL held, when run() returns.
+struct View {
+  Py_buffer b{};
+  bool held = false;
+  View() = default;
+  View(const View&) = delete;
+  View& operator=(const View&) = delete;
+  ~View() {
+    if (held) PyBuffer_Release(&b);
+  }
+};
+
+bool is_float64(const char* format) {
+  // "d", or with a native / little-endian prefix (what NumPy exports).
+  if (!format) return false;
+  std::string f(format);
+  if (f.size() == 2 && (f[0] == '@' || f[0] == '=' || f[0] == '<')) f = f.substr(1);
+  return f == "d";
+}
 
 int run(const std::vector<std::string>& args, const std::map<std::string, py::object>& given) {
-  std::vector<Array> keep;  // alive (and the GIL-free run reads them) until the end
+  std::vector<std::unique_ptr<View>> keep;  // held (the GIL-free run reads them) until the end
   std::vector<tdsolve::MemoryInput> inputs;
   for (const auto& [name, obj] : given) {
-    Array a = Array::ensure(obj);
-    if (!a) throw py::type_error("input '" + name + "' is not a float64 array");
-    if (a.ndim() != 2)
-      throw py::value_error("input '" + name + "' has " + std::to_string(a.ndim()) +
+    auto v = std::make_unique<View>();
+    if (PyObject_GetBuffer(obj.ptr(), &v->b, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) != 0) {
+      PyErr_Clear();
+      throw py::type_error("input '" + name + "' is not a C-contiguous float64 array");
+    }
+    v->held = true;
+    if (!is_float64(v->b.format) || v->b.itemsize != 8)
+      throw py::type_error("input '" + name + "' is not a float64 array");
+    if (v->b.ndim != 2)
+      throw py::value_error("input '" + name + "' has " + std::to_string(v->b.ndim) +
                             " dimensions; it needs 2 (n points × d features)");
     tdsolve::MemoryInput m;
     m.name = name;
-    m.values = a.data();
-    m.n = static_cast<unsigned long long>(a.shape(0));
-    m.d = static_cast<unsigned long long>(a.shape(1));
+    m.values = static_cast<const double*>(v->b.buf);
+    m.n = static_cast<unsigned long long>(v->b.shape[0]);
+    m.d = static_cast<unsigned long long>(v->b.shape[1]);
     m.source = "python:" + name + " (" + std::to_string(m.n) + " × " + std::to_string(m.d) + ")";
     inputs.push_back(m);
-    keep.push_back(std::move(a));
+    keep.push_back(std::move(v));
   }
   int code = 0;
   {

@@ -41,6 +41,24 @@ def killed_after_checkpoints(args, out, fault, np_=2, env=None):
     return r, int(done.sum()), len(done)
 
 
+def build_package():
+    """The build's tdsolve package with its extension (TDSOLVE_PYTHON_BUILD =
+    build/python, set by CTest), imported ahead of the source tree's (which
+    this file puts on the path, without the extension): (BUILD, module,
+    None), or (BUILD, None, why) where the build has none. Failing to import
+    the extension of a build that has one fails."""
+    build = os.environ.get("TDSOLVE_PYTHON_BUILD", "")
+    if not build:
+        return build, None, "this build has no Python extension (no pybind11 or Python headers at configure time)"
+    sys.path.insert(0, build)
+    for name in [m for m in sys.modules if m == "tdsolve" or m.startswith("tdsolve.")]:
+        del sys.modules[name]
+    import tdsolve as td
+    from tdsolve import _core  # noqa: F401
+    assert td.__file__.startswith(build), td.__file__
+    return build, td, None
+
+
 def gpu_available():
     """(True, "") when tdsolve can run --backend cuda here, else (False, why)."""
     with tempfile.TemporaryDirectory() as d:

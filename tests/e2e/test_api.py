@@ -19,21 +19,9 @@ import h5py
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import TempDirTest, tdsolve  # noqa: E402
+from common import TempDirTest, build_package, tdsolve  # noqa: E402
 
-# The build's package first (common.py puts the source tree's, which has no
-# extension, on the path).
-BUILD = os.environ.get("TDSOLVE_PYTHON_BUILD", "")
-MISSING = None
-if BUILD:
-    sys.path.insert(0, BUILD)
-    for name in [m for m in sys.modules if m == "tdsolve" or m.startswith("tdsolve.")]:
-        del sys.modules[name]
-    import tdsolve as td  # noqa: E402
-    from tdsolve import _core  # noqa: E402,F401  (CTest names a build that has it: failing to import it fails)
-    assert td.__file__.startswith(BUILD), td.__file__
-else:
-    MISSING = "this build has no Python extension (no pybind11 or Python headers at configure time)"
+BUILD, td, MISSING = build_package()
 
 
 def values(path, name):
@@ -159,6 +147,23 @@ class ApiTest(TempDirTest):
             td.pdist(np.arange(10.0))  # 1-D: as SciPy, a 2-D array is needed
         with self.assertRaises(TypeError):
             td.pdist(np.array([["a", "b"], ["c", "d"]]))
+
+    def test_the_extension_reads_buffers(self):
+        # tdsolve._core takes any 2-D C-contiguous float64 buffer (PEP 3118),
+        # not NumPy's C structures (whose layout NumPy 2 changed): a
+        # memoryview of bytes runs; what is not such a buffer is refused.
+        from tdsolve import _core
+        X = self.X[:40]
+        out, ref = self.path("mv.h5"), self.path("np.h5")
+        args = ["edm", "--input", "memory:X", "--precision", "float64", "--quiet", "--progress", "none"]
+        _core.run([*args, "--output", out], {"X": memoryview(X.tobytes()).cast("d", X.shape)})
+        _core.run([*args, "--output", ref], {"X": X})
+        self.assertEqual(values(out, "distances").tobytes(), values(ref, "distances").tobytes())
+        for bad, kind in [(X.astype(np.float32), TypeError), (X[:, ::2], TypeError), (X[0], ValueError),
+                          (X.astype(">f8"), TypeError), ([[1.0, 2.0]], TypeError)]:
+            with self.subTest(bad=type(bad).__name__), self.assertRaises(kind):
+                _core.run([*args, "--output", self.path("bad.h5")], {"X": bad})
+        self.assertFalse(os.path.exists(self.path("bad.h5")))
 
     def test_calls_from_threads(self):
         # Calls from several Python threads run one at a time (the GIL is
