@@ -203,26 +203,32 @@ class ScipyValuesTest(TempDirTest):
         first's inside the run (packed words, weighted chebyshev's kept
         features) but not as read: counts = the sum over the frames of
         numpy.histogram(pdist(frame)); frames of 0/1 data run on bits, the one
-        with a 2 on values."""
+        with a 2 on values. seuclidean and mahalanobis without --variance /
+        --vi take each frame's own (frames scaled by 10^k: the first's would
+        put every later pair out of range)."""
         rng = np.random.default_rng(17)
         b = (rng.random((4, 60, 6)) < 0.4).astype(np.float64)
         b[2, 3, 1] = 2.0  # frame 2 compares values (jaccard, hamming)
         x = rng.random((4, 60, 6))
         src = self.path("frames.h5")
+        xs = x * 10.0 ** np.arange(4)[:, None, None]
         with h5py.File(src, "w") as f:
-            f["b"], f["x"] = b, x
+            f["b"], f["x"], f["xs"] = b, x, xs
         w = [1.0, 0.0, 1.0, 2.0, 1.0, 0.5]
-        cases = [("b", "jaccard", {}, []), ("b", "hamming", {}, []),
-                 ("b", "dice", {"w": np.array(w)}, ["--weights", ",".join(map(str, w))]),
-                 ("x", "chebyshev", {"w": np.array(w)}, ["--weights", ",".join(map(str, w))])]
-        for name, metric, kw, extra in cases:
-            frames = b if name == "b" else x
-            ref = sum(np.histogram(scipy(f, None, metric, **kw), 20, (0, 1))[0] for f in frames)
+        cases = [("b", "jaccard", {}, [], 1), ("b", "hamming", {}, [], 1),
+                 ("b", "dice", {"w": np.array(w)}, ["--weights", ",".join(map(str, w))], 1),
+                 ("x", "chebyshev", {"w": np.array(w)}, ["--weights", ",".join(map(str, w))], 1),
+                 ("xs", "seuclidean", {}, [], 8), ("xs", "mahalanobis", {}, [], 8)]
+        for name, metric, kw, extra, top in cases:
+            frames = {"b": b, "x": x, "xs": xs}[name]
+            ref = sum(np.histogram(scipy(f, None, metric, **kw), 20, (0, top))[0] for f in frames)
+            if name == "xs":
+                self.assertEqual(ref.sum(), 4 * 1770, f"{metric}: pairs out of the range")
             for ranks in [None, 3]:
                 out = self.path("fr.h5")
                 tdsolve("hist", "--input", f"{src}:/{name}", "--frames", "0:4", "--metric", metric, *extra,
-                        "--bins", "20", "--range", "0:1", "--precision", "float64", "--output", out, "--overwrite",
-                        "--quiet", "--progress", "none", np_=ranks, check=True)
+                        "--bins", "20", "--range", f"0:{top}", "--precision", "float64", "--output", out,
+                        "--overwrite", "--quiet", "--progress", "none", np_=ranks, check=True)
                 with h5py.File(out, "r") as f:
                     np.testing.assert_array_equal(f["counts"][()], ref, f"{metric} over frames, ranks {ranks}")
 
