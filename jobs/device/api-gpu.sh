@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# On the GPU machine: tdsolve's in-process Python calls (issue 31) with the
+# extension built for that machine's Python (3.12 there; NumPy 2) and CUDA:
+# tests/e2e/test_api_gpu.py (the API's GPU files = the command line's
+# --backend cuda bytes for every command, in-memory results = the CPU's, no
+# visible GPU, many calls from threads), the CPU API tests that need no
+# scikit-learn or install tree (on NumPy 2), and jobs/bench/api_vs_peers.py
+# on the GPU next to SciPy, cKDTree and torch (a table in $OUT). Logs and a
+# summary to $OUT (or /tmp/api-gpu).
+#   STEPS="tests bench"   which parts (default both)
+# Needs .devrun (../shared/device/bundle-runtime.sh with tdsolve and the
+# extension) and .devpack/api.tar.xz* holding tdsolve and python/ (the
+# staged package of a build with -DTDSOLVE_PYTHON_EXT=ON for that Python:
+# -DPython3_EXECUTABLE=.../python3.12 here).
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+DEVICE_JOB=api-gpu
+source jobs/device/lib.sh
+export TDSOLVE_PYTHON_BUILD=$PWD/.devbin/python
+steps=${STEPS:-tests bench}
+step versions 60 python3 -c "
+import sys, numpy, h5py, scipy
+sys.path.insert(0, '$TDSOLVE_PYTHON_BUILD')
+import tdsolve
+from tdsolve import _core
+print(sys.version.split()[0], 'numpy', numpy.__version__, 'h5py', h5py.__version__, 'scipy', scipy.__version__,
+      'tdsolve', tdsolve.__file__, _core.__file__)"
+cat "$out/versions-$gpu.log" | tee -a "$summary"
+if [[ " $steps " == *" tests "* ]]; then
+  step api_gpu ${STEP_S:-400} python3 tests/e2e/test_api_gpu.py -v
+  step api_cpu_numpy2 200 python3 tests/e2e/test_api.py -v -k files_are -k values_are -k any_numpy \
+    -k reads_buffers -k threads -k errors_are -k failure_leaves
+fi
+if [[ " $steps " == *" bench "* ]]; then
+  step api_vs_peers ${BENCH_S:-420} env PYTHONPATH="$TDSOLVE_PYTHON_BUILD" \
+    python3 jobs/bench/api_vs_peers.py --device cuda --repeat 3
+  grep -E '^\||^#' "$out/api_vs_peers-$gpu.log" | tee "$out/api_vs_peers-$gpu.md"
+fi
