@@ -173,7 +173,9 @@ def pdist(X, metric="euclidean", *, out=None, p=None, w=None, V=None, VI=None, b
           precision="float64", threads=None, block=None, chunk_mb=None, overwrite=False, resume=False):
     """The C(n,2) distances of the rows of X in SciPy's condensed order, as
     scipy.spatial.distance.pdist(X, metric, p=, w=, V=, VI=) (tdsolve edm); with
-    out="f.h5" the file is kept and its reader (tdsolve.open) returned."""
+    out="f.h5" the file is kept and its reader (tdsolve.open) returned.
+    jaccard on values other than 0/1 is SciPy's before 1.15 (it compares the
+    values); SciPy 1.15 casts them to bool first: pass X != 0 for that."""
     X = _points(X)
     inputs = {"X": X}
     args = ["edm", "--input", "memory:X", *_metric_args(metric, X.shape[1], inputs, p, w, V, base, VI),
