@@ -11,7 +11,15 @@
 # Needs .devrun (../shared/device/bundle-runtime.sh with tdsolve and the
 # extension) and .devpack/api.tar.xz* holding tdsolve and python/ (the
 # staged package of a build with -DTDSOLVE_PYTHON_EXT=ON for that Python:
-# -DPython3_EXECUTABLE=.../python3.12 here).
+# -DPython3_EXECUTABLE=.../python3.12 here). Staged here (2026-11-28) as:
+#   cmake -S . -B build-gpu-py312 -DCMAKE_BUILD_TYPE=Release -DTDSOLVE_CUDA=ON -DTDSOLVE_TESTS=OFF \
+#     -DTDSOLVE_PYTHON_EXT=ON -DPython3_EXECUTABLE=/root/.pyenv/versions/3.12.1/bin/python3.12
+#   cmake --build build-gpu-py312 -j2 --target tdsolve _core tdsolve_python_package
+#   mkdir -p P/python && strip -o P/tdsolve build-gpu-py312/tdsolve
+#   cp -r build-gpu-py312/python/tdsolve P/python/ && tar -C P -cJf api.tar.xz tdsolve python
+#   bash ../shared/device/bundle-runtime.sh .devrun build-gpu-py312/tdsolve build-gpu-py312/python/tdsolve/_core*.so
+# and api.tar.xz cut into .devpack/api.tar.xz.part-aa (44 MiB: it travels with .devrun), -ab, -ac (54 MiB
+# each at most), one device call each while the machine is warm (158 MB in all: the fatbins do not compress).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 DEVICE_JOB=api-gpu
