@@ -1028,9 +1028,16 @@ template <typename T>
 void settle_problem(PairCommand<T>& cmd, Problem<T>& p, MPI_Comm comm, const Sources& src,
                     const std::vector<std::string>& notes);
 
-// Rank 0's choice of bits or values for a boolean metric (prepare_points).
+// What rank 0's prepare (metric_vectors, prepare_points) decided about the
+// metric, to every rank: the vectors as used, the kernel's weights, and the
+// boolean family's choice of bits or values with its weight sum. One list
+// for the run's first points and each later frame's.
 template <typename T>
-void bcast_bool_values(MPI_Comm comm, Problem<T>* p) {
+void bcast_metric_data(MPI_Comm comm, Problem<T>* p) {
+  bcast_vector(comm, &p->weights);
+  bcast_vector(comm, &p->variance);
+  bcast_vector(comm, &p->vi);
+  bcast_vector(comm, &p->kernel_weights);
   double v[2] = {p->bool_values ? 1.0 : 0.0, p->weight_sum};
   check_mpi(MPI_Bcast(v, 2, MPI_DOUBLE, 0, comm), "MPI_Bcast");
   p->bool_values = v[0] != 0.0;
@@ -1100,11 +1107,7 @@ Problem<T> load_problem(PairCommand<T>& cmd, MPI_Comm comm, Sources* src) {
   bcast_u64(comm, &p.cols);
   bcast_u64(comm, &p.d);
   bcast_u64(comm, &p.features);
-  bcast_vector(comm, &p.weights);
-  bcast_vector(comm, &p.variance);
-  bcast_vector(comm, &p.vi);
-  bcast_vector(comm, &p.kernel_weights);
-  bcast_bool_values(comm, &p);
+  bcast_metric_data(comm, &p);
   p.mp = make_metric_params(p.metric, o.compute.p, o.compute.base, p.features);
   bcast_string(comm, &src->a);
   bcast_string(comm, &src->b);
@@ -1175,11 +1178,7 @@ void load_frame(PairCommand<T>& cmd, Problem<T>& p, index_t q, MPI_Comm comm, co
     if (!p.packed()) p.a = convert_points<T>(a);
     cmd.check_points(p, a);
   });
-  bcast_vector(comm, &p.weights);
-  bcast_vector(comm, &p.variance);
-  bcast_vector(comm, &p.vi);
-  bcast_vector(comm, &p.kernel_weights);
-  bcast_bool_values(comm, &p);
+  bcast_metric_data(comm, &p);
   bcast_u64(comm, &p.d);  // a frame may take bits where the last took values, or the reverse
   bcast_vector(comm, &p.a);
   cmd.broadcast(comm);
