@@ -2,9 +2,9 @@
 # Sets tdsolve up on a fresh Debian 12 machine and runs a demo job:
 #   1. installs the Debian packages it needs (apt-get; sudo unless root),
 #   2. builds ./build (with the CUDA backend where a CUDA toolkit and a GPU
-#      are both present, TDSOLVE_CUDA=ON|OFF to say otherwise; without the map
-#      laboratory, CMake's TDSOLVE_LAB, which is off unless asked for:
-#      jobs/run-tests.sh asks),
+#      are both present, TDSOLVE_CUDA=ON|OFF to say otherwise; without the
+#      tests and the map laboratory, CMake's TDSOLVE_TESTS and TDSOLVE_LAB:
+#      jobs/run-tests.sh turns both on in the same ./build),
 #   3. installs tdsolve, its Python package (with the in-process calls) and
 #      the batch script under TDSOLVE_PREFIX (default ~/.local: Python finds
 #      the package there, ~/.local/bin/tdsolve; an environment-modules file
@@ -14,13 +14,17 @@
 #   5. shows what the file holds, reads a value back with the Python package
 #      and computes the same in process (tdsolve.pdist), then removes demo.h5
 #      (800 MB; TDSOLVE_KEEP_DEMO=1 keeps it).
+# It ends with the time each step took.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source jobs/lib/common.sh
+t0=$SECONDS
 ensure_packages
-build_tdsolve
+t_packages=$((SECONDS - t0))
+build_tdsolve -DTDSOLVE_TESTS=OFF
 prefix=${TDSOLVE_PREFIX:-$HOME/.local}
 cmake --install build --prefix "$prefix"
+t_build=$((SECONDS - t0 - t_packages))
 allow_mpirun_as_root
 extra=()
 [ "$(nproc)" -ge 2 ] || extra=(--oversubscribe)
@@ -39,6 +43,8 @@ X = np.random.default_rng(42).random((2000, 3))
 d = tdsolve.pdist(X)  # in process, float64: scipy.spatial.distance.pdist(X)
 print(f"python: tdsolve.pdist of 2000 points in process: {d.shape[0]} distances, the first {d[0]:.6f}")
 PY
+echo "setup: packages ${t_packages} s, build and install ${t_build} s," \
+  "demo $((SECONDS - t0 - t_packages - t_build)) s: ${SECONDS} s in all"
 if [ "${TDSOLVE_KEEP_DEMO:-0}" = 1 ]; then
   echo "demo: done (demo.h5 kept); tdsolve is installed in $prefix; see docs/usage.md for real jobs"
 else
