@@ -1,21 +1,23 @@
 # Shared by jobs/setup-and-demo.sh and jobs/run-tests.sh (sourced, not run).
 
-# Debian 12 packages tdsolve builds and tests with (see README "Dependencies").
+# Debian 12 packages tdsolve builds and runs with (see README "Dependencies").
 TDSOLVE_PACKAGES=(
   build-essential cmake pkg-config            # compiler, build
   openmpi-bin libopenmpi-dev                  # MPI (Open MPI 4.1)
   libhdf5-openmpi-dev hdf5-tools              # parallel HDF5 1.10 (+ h5ls/h5dump)
   libboost-program-options-dev                # the command line
-  libgtest-dev                                # unit tests
   python3 python3-h5py python3-numpy python3-scipy  # reader module and end-to-end tests
   pybind11-dev python3-dev                    # the Python extension (tdsolve.pdist ... in process)
   python3-matplotlib                          # pictures of fractal runs, benchmark plots
-  python3-xarray python3-h5netcdf             # tests: result files open in xarray (dimension scales)
-  python3-sklearn                             # tests: kNN references (tdsolve knn)
 )
-# Only jobs/run-tests.sh installs these: a real one-node Slurm for the job
-# scripts' test (e2e.slurm); a user's setup does not need Slurm daemons.
-TDSOLVE_TEST_PACKAGES=(slurmctld slurmd slurm-client munge
+# Only jobs/run-tests.sh installs these: what the tests alone use (a user's
+# setup needs none of them; xarray and scikit-learn with their recommends
+# are ~190 packages of a fresh Debian's ~520).
+TDSOLVE_TEST_PACKAGES=(
+  libgtest-dev                # unit tests (the setup builds without them)
+  python3-xarray python3-h5netcdf  # e2e.netcdf: result files open in xarray (dimension scales)
+  python3-sklearn             # kNN references (tdsolve knn, NearestNeighbors)
+  slurmctld slurmd slurm-client munge  # e2e.slurm: a real one-node Slurm for the job scripts
   python3-venv python3-wheel  # e2e.package: pip-installs python/ into a venv (setuptools 66 needs wheel)
   lammps                      # e2e.triplet: tdsolve triplet against LAMMPS pair_style atm
   python3-mdanalysis          # e2e.periodic: triclinic minimum images and InterRDF against MDAnalysis
