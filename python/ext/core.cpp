@@ -2,13 +2,15 @@
 // (solver/commands/in_process.hpp). python/tdsolve/_api.py builds the
 // command line and reads the file back; this module only runs it.
 //
-//   run(args: list[str], inputs: dict[str, numpy.ndarray]) -> int
+//   run(args: list[str], inputs: dict[str, numpy.ndarray],
+//       outputs: dict[str, numpy.ndarray]) -> int
 //
 // args: the command and its options, as on the command line; inputs: named
 // 2-D float64 C-contiguous arrays (read through the buffer protocol), given to the run as --input
-// memory:NAME (or any option that reads points, e.g. --with). The GIL is released while the command
-// runs; Ctrl-C stops it cleanly (exit code 75). Errors: tdsolve._core.Error(message, exit_code),
-// the command line's one line.
+// memory:NAME (or any option that reads points, e.g. --with); outputs: named writable
+// C-contiguous float32 or float64 arrays that --output memory:NAME (edm, cross) fills with the
+// result's values. The GIL is released while the command runs; Ctrl-C stops it cleanly (exit code
+// 75). Errors: tdsolve._core.Error(message, exit_code), the command line's one line.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -39,15 +41,21 @@ struct View {
   }
 };
 
-bool is_float64(const char* format) {
-  // "d", or with a native / little-endian prefix (what NumPy exports).
-  if (!format) return false;
+// The buffer's format without a native / little-endian prefix (what NumPy
+// exports): "d" float64, "f" float32.
+std::string plain_format(const char* format) {
+  if (!format) return "";
   std::string f(format);
   if (f.size() == 2 && (f[0] == '@' || f[0] == '=' || f[0] == '<')) f = f.substr(1);
-  return f == "d";
+  return f;
 }
 
-int run(const std::vector<std::string>& args, const std::map<std::string, py::object>& given) {
+bool is_float64(const char* format) {
+  return plain_format(format) == "d";
+}
+
+int run(const std::vector<std::string>& args, const std::map<std::string, py::object>& given,
+        const std::map<std::string, py::object>& results) {
   std::vector<std::unique_ptr<View>> keep;  // held (the GIL-free run reads them) until the end
   std::vector<tdsolve::MemoryInput> inputs;
   for (const auto& [name, obj] : given) {
@@ -71,6 +79,26 @@ int run(const std::vector<std::string>& args, const std::map<std::string, py::ob
     inputs.push_back(m);
     keep.push_back(std::move(v));
   }
+  std::vector<tdsolve::MemoryOutput> outputs;
+  for (const auto& [name, obj] : results) {
+    auto v = std::make_unique<View>();
+    if (PyObject_GetBuffer(obj.ptr(), &v->b, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE) !=
+        0) {
+      PyErr_Clear();
+      throw py::type_error("output '" + name + "' is not a writable C-contiguous array");
+    }
+    v->held = true;
+    const std::string f = plain_format(v->b.format);
+    if (!((f == "d" && v->b.itemsize == 8) || (f == "f" && v->b.itemsize == 4)))
+      throw py::type_error("output '" + name + "' is not a float32 or float64 array");
+    tdsolve::MemoryOutput m;
+    m.name = name;
+    m.data = v->b.buf;
+    m.bytes = static_cast<unsigned long long>(v->b.len);
+    m.item = static_cast<int>(v->b.itemsize);
+    outputs.push_back(m);
+    keep.push_back(std::move(v));
+  }
   int code = 0;
   {
     py::gil_scoped_release free;
@@ -78,7 +106,7 @@ int run(const std::vector<std::string>& args, const std::map<std::string, py::ob
     // memory inputs): a second Python thread's call waits here.
     static std::mutex one_at_a_time;
     const std::lock_guard<std::mutex> lock(one_at_a_time);
-    code = tdsolve::run_in_process(args, inputs);
+    code = tdsolve::run_in_process(args, inputs, outputs);
   }
   return code;
 }
@@ -97,6 +125,7 @@ PYBIND11_MODULE(_core, m) {
     }
   });
   m.def("run", &run, py::arg("args"), py::arg("inputs") = std::map<std::string, py::object>{},
+        py::arg("outputs") = std::map<std::string, py::object>{},
         "Runs `tdsolve ARGS...` in this process; returns its exit code (0, or 75: stopped by "
-        "Ctrl-C, resumable). Raises tdsolve._core.Error(message, exit_code).");
+        "Ctrl-C). Raises tdsolve._core.Error(message, exit_code).");
 }

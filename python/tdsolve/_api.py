@@ -1,9 +1,10 @@
 """tdsolve's commands called from Python, in this process (the extension
 tdsolve._core, built by the project's CMake): the command line's own code
 runs on the arrays you give, writes the same HDF5 file the command line
-writes, and the call returns its values as NumPy arrays (the file made in a
-temporary folder and removed) or, with out="f.h5", keeps the file and
-returns the reader (tdsolve.open).
+writes, and the call returns its values as NumPy arrays (pdist and cdist
+write them straight into the array, with no file; the others make the file
+in a temporary folder and remove it) or, with out="f.h5", keeps the file
+and returns the reader (tdsolve.open).
 
     import numpy as np, tdsolve
     X = np.random.default_rng(0).random((20000, 3))
@@ -122,6 +123,23 @@ def _run(args, inputs, path, overwrite, resume=False):
         raise Error(f"tdsolve {args[0]} ended with exit code {code}", code)
 
 
+def _call_memory(args, inputs, shape, precision):
+    """Runs edm or cross with its values written straight into a new array
+    (--output memory:result): no file at all."""
+    _need_core()
+    result = np.empty(shape, dtype=np.float32 if precision == "float32" else np.float64)
+    args = [*args, "--output", "memory:result", "--quiet", "--progress", "none"]
+    try:
+        code = _core.run(args, inputs, {"result": result})
+    except _core.Error as e:
+        raise Error(*e.args) from None
+    if code == STOPPED:
+        raise KeyboardInterrupt(f"tdsolve {args[0]} stopped (an in-memory result keeps nothing)")
+    if code != 0:
+        raise Error(f"tdsolve {args[0]} ended with exit code {code}", code)
+    return result
+
+
 def _call(args, inputs, out, overwrite, resume, read):
     """Runs the command into out (kept: its reader returned) or into a
     temporary file (read(reader) returned, the file removed)."""
@@ -180,6 +198,9 @@ def pdist(X, metric="euclidean", *, out=None, p=None, w=None, V=None, VI=None, b
     inputs = {"X": X}
     args = ["edm", "--input", "memory:X", *_metric_args(metric, X.shape[1], inputs, p, w, V, base, VI),
             *_common(device, precision, threads, block, chunk_mb)]
+    if out is None:
+        n = X.shape[0]
+        return _call_memory(args, inputs, (n * (n - 1) // 2,), precision)
     return _call(args, inputs, out, overwrite, resume, lambda r: r[:])
 
 
@@ -194,6 +215,8 @@ def cdist(XA, XB, metric="euclidean", *, out=None, p=None, w=None, V=None, VI=No
     args = ["cross", "--input", "memory:XA", "--with", "memory:XB",
             *_metric_args(metric, XA.shape[1], inputs, p, w, V, base, VI),
             *_common(device, precision, threads, block, chunk_mb)]
+    if out is None:
+        return _call_memory(args, inputs, (XA.shape[0], XB.shape[0]), precision)
     return _call(args, inputs, out, overwrite, resume, lambda r: r.matrix())
 
 

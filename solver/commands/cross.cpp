@@ -48,6 +48,9 @@ class Cross final : public PairCommand<T> {
                                      const Existing&) override {
     return std::make_unique<ArraySink<T>>(w);
   }
+  std::unique_ptr<Sink<T>> make_memory_sink(T* out) override {
+    return std::make_unique<MemorySink<T>>(out);
+  }
 };
 
 class CrossCommand final : public PairCommandOf<Cross> {

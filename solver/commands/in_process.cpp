@@ -2,6 +2,7 @@
 
 #include <mpi.h>
 
+#include <map>
 #include <memory>
 #include <new>
 #include <optional>
@@ -36,23 +37,43 @@ void start_mpi() {
   });
 }
 
+// The running call's in-memory outputs (one call at a time in a process).
+std::map<std::string, MemoryOutput>& memory_outputs() {
+  static std::map<std::string, MemoryOutput> outputs;
+  return outputs;
+}
+
 // The in-process state for one call, undone however it ends.
 struct Scope {
-  explicit Scope(const std::vector<MemoryInput>& inputs) {
+  Scope(const std::vector<MemoryInput>& inputs, const std::vector<MemoryOutput>& outputs) {
     for (const MemoryInput& m : inputs)
       io::set_memory_points(m.name, m.values, m.n, m.d, m.source);
+    for (const MemoryOutput& m : outputs)
+      memory_outputs()[m.name] = m;
     set_in_process(true);
   }
   ~Scope() {
     set_in_process(false);
     io::clear_memory_points();
+    memory_outputs().clear();
     take_local_failure();
   }
 };
 
 }  // namespace
 
-int run_in_process(const std::vector<std::string>& args, const std::vector<MemoryInput>& inputs) {
+bool is_memory_output(const std::string& spec) {
+  return spec.rfind(io::kMemoryPrefix, 0) == 0;
+}
+
+const MemoryOutput* memory_output(const std::string& spec) {
+  if (!is_memory_output(spec)) return nullptr;
+  const auto it = memory_outputs().find(spec.substr(std::string(io::kMemoryPrefix).size()));
+  return it == memory_outputs().end() ? nullptr : &it->second;
+}
+
+int run_in_process(const std::vector<std::string>& args, const std::vector<MemoryInput>& inputs,
+                   const std::vector<MemoryOutput>& outputs) {
   if (args.empty()) throw RunError("no command given", 2);
   std::vector<std::string> words = {"tdsolve"};
   words.insert(words.end(), args.begin(), args.end());
@@ -61,7 +82,7 @@ int run_in_process(const std::vector<std::string>& args, const std::vector<Memor
     argv.push_back(w.data());
   argv.push_back(nullptr);
   const int argc = static_cast<int>(words.size());
-  Scope scope(inputs);
+  Scope scope(inputs, outputs);
   try {
     const std::unique_ptr<Command> command = make_command(args[0]);
     if (!command) throw UsageError("unknown command '" + args[0] + "'");

@@ -28,9 +28,28 @@ struct MemoryInput {
   std::string source;  // the file's record of the input
 };
 
+// An in-memory result: --output memory:NAME (edm and cross) writes the
+// packed values, in the file's order, into `data` (`bytes` long, values of
+// `item` bytes: 4 float32, 8 float64), alive for the call. No file, no
+// lock, no resume: a stopped run keeps nothing.
+struct MemoryOutput {
+  std::string name;
+  void* data = nullptr;
+  unsigned long long bytes = 0;
+  int item = 0;
+};
+
+// The output registered under --output memory:NAME's NAME for the running
+// call; null when `spec` is no memory: spec, or none is registered (a
+// command line outside a call).
+const MemoryOutput* memory_output(const std::string& spec);
+// Whether `spec` names an in-memory output (memory:NAME).
+bool is_memory_output(const std::string& spec);
+
 // Runs `tdsolve args[0] args[1:]...` (args[0] the command's name): its exit
-// code, 0 or kStoppedExitCode (stopped by Ctrl-C, resumable). Throws
-// RunError. Not reentrant: one call at a time in a process.
-int run_in_process(const std::vector<std::string>& args, const std::vector<MemoryInput>& inputs);
+// code, 0 or kStoppedExitCode (stopped by Ctrl-C; resumable when it writes a
+// file). Throws RunError. Not reentrant: one call at a time in a process.
+int run_in_process(const std::vector<std::string>& args, const std::vector<MemoryInput>& inputs,
+                   const std::vector<MemoryOutput>& outputs = {});
 
 }  // namespace tdsolve

@@ -26,6 +26,7 @@
 #include "io/spheres.hpp"
 #include "io/trajectory.hpp"
 #include "mapping/simplex.hpp"
+#include "solver/commands/in_process.hpp"
 #include "solver/cpu/cpu_backend.hpp"  // available_host_bytes
 #include "solver/cuda/cuda_backend.hpp"
 #include "solver/driver.hpp"
@@ -760,8 +761,9 @@ class PairRun final : public OutputRun {
                        " run are not kept (it writes its pairs at its end); run the same job "
                        "again with --resume to start it over: " +
                        resume_cmd_);
-      sink_ = cmd_.make_sink(*writer_, comm_, p_, ex_);
-      if (o_.out.store_points)
+      sink_ = memory_ ? cmd_.make_memory_sink(static_cast<T*>(memory_->data))
+                      : cmd_.make_sink(*writer_, comm_, p_, ex_);
+      if (o_.out.store_points && writer_)
         step_together(comm_, [&] {
           writer_->write_points(rank_ != 0                 ? nullptr
                                 : p_.stored_points.empty() ? p_.a.data()
@@ -856,7 +858,15 @@ class PairRun final : public OutputRun {
     check_mpi(MPI_Reduce(mine, worst_, 3, MPI_DOUBLE, MPI_MAX, 0, comm_), "MPI_Reduce");
     total_ = MPI_Wtime() - t_start_;
     if (rank_ != 0) return;
-    if (!complete) {
+    if (!complete && memory_) {
+      std::fprintf(stderr,
+                   "tdsolve %s: stopped cleanly (%s) after %s: %llu of %llu chunks done; an "
+                   "in-memory result keeps nothing\n",
+                   name, res_.signal ? signal_name(res_.signal) : "--max-hours reached",
+                   human_seconds(total_).c_str(), (unsigned long long)chunks_done_,
+                   (unsigned long long)plan_.chunks());
+      std::fflush(stderr);
+    } else if (!complete) {
       // Always printed, also with --quiet: the log must say how to go on.
       std::fprintf(stderr,
                    "tdsolve %s: stopped cleanly (%s) after %s: %llu of %llu chunks done (%.1f%%), "
@@ -873,6 +883,24 @@ class PairRun final : public OutputRun {
       if (kind_ == "cuda") std::printf(", device-to-host %s", human_seconds(worst_[1]).c_str());
       std::printf(", write %s\n", human_seconds(worst_[2]).c_str());
     }
+  }
+
+  // --output memory:NAME (a Python call, one process): the lifecycle
+  // without a file: no lock, nothing to inspect or resume, no rename; the
+  // values go into the caller's buffer, which must hold the whole result.
+  int run_in_memory(const MemoryOutput& m) {
+    memory_ = &m;
+    load();
+    prepare(false);
+    const index_t bytes = plan_.total() * sizeof(T);
+    if (m.item != int(sizeof(T)) || m.bytes != bytes)
+      throw UsageError("--output " + o_.out.output + ": the buffer holds " +
+                       std::to_string(m.bytes) + " bytes of " + std::to_string(m.item) +
+                       "-byte values; the result is " + std::to_string(bytes) + " bytes of " +
+                       std::to_string(sizeof(T)) + "-byte values");
+    const bool complete = loop(OutputContext{comm_, o_.out.output, "", "", nullptr});
+    finish(complete);
+    return complete ? 0 : kStoppedExitCode;
   }
 
   // A culled run's list: its tiles, where it was built and its FNV-1a (of
@@ -923,6 +951,7 @@ class PairRun final : public OutputRun {
   index_t already_ = 0;  // elements done by an earlier run
   io::ResultLayout layout_;
   std::unique_ptr<io::ResultWriter> writer_;
+  const MemoryOutput* memory_ = nullptr;  // --output memory:NAME
   std::unique_ptr<Sink<T>> sink_;
   std::string partial_, resume_cmd_;
   LoopResult res_;
@@ -1223,7 +1252,8 @@ void PairCommand<T>::prepare(Problem<T>& p, io::PointSet& a, io::PointSet* b) co
 template <typename T>
 void PairCommand<T>::check_output(const Problem<T>& p, const io::PointSet& a, bool bench) const {
   const index_t total = checked_total(p.rows, p.cols, sizeof(T), a.source);
-  if (!bench) check_output_space(options().out.output, double(total) * sizeof(T));
+  if (!bench && !is_memory_output(options().out.output))
+    check_output_space(options().out.output, double(total) * sizeof(T));
 }
 
 template <typename T>
@@ -1318,6 +1348,13 @@ int run_pairs(PairCommand<T>& cmd, MPI_Comm comm) {
   r.resume_command = o.run.resume_command;
   r.quiet = o.run.quiet;
   PairRun<T> run(cmd, comm);
+  if (is_memory_output(o.out.output)) {
+    const MemoryOutput* m = memory_output(o.out.output);  // check() saw it
+    if (comm_size(comm) != 1)  // Python under mpirun: each rank's array would hold its part
+      throw UsageError("--output memory:NAME is for one process, not " +
+                       std::to_string(comm_size(comm)) + " ranks");
+    return run.run_in_memory(*m);
+  }
   return run_output(comm, r, run);
 }
 
@@ -1343,6 +1380,18 @@ void PairFamilyCommand::check(const cli::po::options_description& all,
   cli::finish_input(o_.in, "input", "generate", !with, vm, info_.spheres);
   if (with) cli::finish_input(o_.with, "with", "with-generate", false, vm);
   if (o_.out.output.empty()) throw UsageError("--output FILE.h5 is required");
+  if (is_memory_output(o_.out.output)) {
+    // A Python call's result (edm and cross), kept nowhere else.
+    if (info_.name != std::string("edm") && info_.name != std::string("cross"))
+      throw UsageError("--output memory:NAME is for edm and cross; tdsolve " +
+                       std::string(info_.name) + " writes a file");
+    if (o_.out.resume || o_.out.store_points || !o_.run.stats.empty())
+      throw UsageError(
+          "--output memory:NAME keeps no file: --resume, --store-points and --stats need one");
+    if (!memory_output(o_.out.output))
+      throw UsageError("--output " + o_.out.output +
+                       ": no such in-memory result (memory:NAME is for the Python calls)");
+  }
   if (o_.out.resume && o_.out.overwrite)
     throw UsageError(
         "--resume and --overwrite do not go together: --resume continues an unfinished run (or "

@@ -146,6 +146,9 @@ class PairCommand {
   // The sink for a run writing through `w` (ex: what a stopped run left).
   virtual std::unique_ptr<Sink<T>> make_sink(io::ResultWriter& w, MPI_Comm comm,
                                              const Problem<T>& p, const Existing& ex) = 0;
+  // The sink of an in-memory result (--output memory:NAME: edm and cross),
+  // the values into `out`; null: the command writes files only.
+  virtual std::unique_ptr<Sink<T>> make_memory_sink(T* out) { return nullptr; }
   // A run whose sink keeps its pairs to the end (knn --radius, collide),
   // so a stopped one keeps nothing: what the abort hint calls it; null for
   // any other.

@@ -68,6 +68,22 @@ class ArraySink final : public Sink<T> {
   bool companion_;
 };
 
+// Values in packed order into a caller's buffer (--output memory:NAME, the
+// Python calls): a chunk's values at its offset, nothing to flag or close.
+template <typename T>
+class MemorySink final : public Sink<T> {
+ public:
+  explicit MemorySink(T* out) : out_(out) {}
+  void write(bool has, index_t, index_t offset, index_t count, const ChunkResult<T>& r) override {
+    if (has && count) std::memcpy(out_ + offset, r.values, count * sizeof(T));
+  }
+  void mark(bool, index_t) override {}
+  void close(const std::vector<unsigned char>&) override {}
+
+ private:
+  T* out_;
+};
+
 // knn --k culled (solver/cull.hpp: build_culled_knn): a chunk is block rows
 // of the run's (Morton) order, so its rows are scattered over the file.
 // Like PairListSink, each rank keeps its rows (K values and K indices, the

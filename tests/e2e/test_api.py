@@ -165,6 +165,58 @@ class ApiTest(TempDirTest):
                 _core.run([*args, "--output", self.path("bad.h5")], {"X": bad})
         self.assertFalse(os.path.exists(self.path("bad.h5")))
 
+    def test_pdist_and_cdist_fill_an_array_without_a_file(self):
+        # Without out=, pdist and cdist run with --output memory:NAME: the
+        # values go straight into the returned array (the bytes of the file
+        # the same call writes with out=), and no file is made at all: they
+        # run with a temporary folder that does not exist, where the calls
+        # that go through a file fail.
+        from tdsolve import _core
+        os.environ["TDSOLVE_TMPDIR"] = self.path("absent")
+        try:
+            X = np.random.default_rng(11).random((1500, 5))
+            cases = [("pdist", "euclidean", "float64", {}), ("pdist", "euclidean", "float32", {"chunk_mb": 1}),
+                     ("pdist", "cityblock", "float64", {"threads": 1}), ("pdist", "jaccard", "float64", {}),
+                     ("cdist", "chebyshev", "float32", {"chunk_mb": 1}), ("cdist", "cosine", "float64", {})]
+            for call, metric, precision, extra in cases:
+                with self.subTest(call=call, metric=metric, precision=precision):
+                    f = getattr(td, call)
+                    pts = (X,) if call == "pdist" else (X[:400], X)
+                    got = f(*pts, metric, precision=precision, device="cpu", **extra)
+                    self.assertEqual(got.dtype, np.dtype(precision))
+                    out = self.path(f"{call}.{metric}.{precision}.h5")
+                    f(*pts, metric, precision=precision, device="cpu", out=out, **extra).close()
+                    want = values(out, "distances")
+                    self.assertEqual(got.shape, want.shape)
+                    self.assertEqual(got.tobytes(), want.tobytes())
+            with self.assertRaises(FileNotFoundError):  # hist writes its file there
+                td.hist(X, 10, (0, 1), device="cpu")
+        finally:
+            del os.environ["TDSOLVE_TMPDIR"]
+        # The buffer must be the result's size and type, writable.
+        args = ["edm", "--input", "memory:X", "--precision", "float64", "--output", "memory:r", "--quiet"]
+        Y = X[:50]
+        for bad, kind in [(np.empty(1224), _core.Error), (np.empty(1225, np.float32), _core.Error),
+                          (np.empty(1225, np.int64), TypeError), (np.empty(2450)[::2], TypeError)]:
+            with self.subTest(bad=bad.dtype.name), self.assertRaises(kind) as e:
+                _core.run(args, {"X": Y}, {"r": bad})
+            if kind is _core.Error:
+                self.assertIn("the result is 9800 bytes", str(e.exception))
+        ro = np.empty(1225)
+        ro.flags.writeable = False
+        with self.assertRaises(TypeError):
+            _core.run(args, {"X": Y}, {"r": ro})
+        # memory:NAME names a call's array: on the command line, or for the
+        # commands that write more than one array, it is refused.
+        for cmd, why in [(["edm", "--generate", "uniform:100:3:1"], "no such in-memory result"),
+                         (["hist", "--generate", "uniform:100:3:1", "--bins", "4", "--range", "0:1"],
+                          "--output memory:NAME is for edm and cross"),
+                         (["edm", "--generate", "uniform:100:3:1", "--resume"], "keeps no file")]:
+            with self.subTest(cmd=cmd[0]):
+                r = tdsolve(*cmd, "--output", "memory:x")
+                self.assertEqual(r.returncode, 2, r.stderr)
+                self.assertIn(why, r.stderr)
+
     def test_calls_from_threads(self):
         # Calls from several Python threads run one at a time (the GIL is
         # released while each computes): each gets its own, right answer.
@@ -302,6 +354,38 @@ class ApiTest(TempDirTest):
         tdsolve("edm", "--input", self.path("s.npy"), "--precision", "float64", "--backend", "cpu",
                 "--output", ref, check=True)
         self.assertEqual(values(out, "distances").tobytes(), values(ref, "distances").tobytes())
+
+    def test_ctrl_c_stops_an_in_memory_call(self):
+        # SIGINT during pdist without out= (the values go into an array):
+        # KeyboardInterrupt, no file anywhere, and the next call works.
+        tmp = self.path("tmp")
+        os.mkdir(tmp)
+        script = textwrap.dedent(f"""
+            import sys, numpy as np
+            sys.path.insert(0, {BUILD!r})
+            import tdsolve
+            X = np.random.default_rng(5).random((4000, 3))
+            print("ready", flush=True)
+            try:
+                tdsolve.pdist(X, device="cpu", chunk_mb=1)
+            except KeyboardInterrupt as e:
+                print("interrupted", e, flush=True)
+                print(tdsolve.pdist(X[:5], device="cpu").shape, flush=True)
+                sys.exit(0)
+            sys.exit(3)
+            """)
+        env = dict(os.environ, TDSOLVE_TEST_SLOW_MS="300", TDSOLVE_TMPDIR=tmp)
+        p = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, env=env, cwd=self.dir)
+        self.assertEqual(p.stdout.readline().strip(), "ready")
+        time.sleep(2.0)
+        p.send_signal(signal.SIGINT)
+        rest, err = p.communicate(timeout=120)
+        self.assertEqual(p.returncode, 0, rest + err)
+        self.assertIn("interrupted tdsolve edm stopped (an in-memory result keeps nothing)", rest)
+        self.assertIn("an in-memory result keeps nothing", err)
+        self.assertIn("(10,)", rest)
+        self.assertEqual(os.listdir(tmp), [])
 
 
 if __name__ == "__main__":
