@@ -88,6 +88,12 @@ void check_regular(const std::string& path, const std::string& what, bool follow
 void check_output_paths(const OutputPaths& o, bool locked) {
   const std::string& out = o.output;
   if (out.empty()) throw UsageError("--output FILE.h5 is required");
+  // memory:NAME is a Python call's array, for edm and cross (which do not
+  // come here with it): not a file name.
+  if (out.rfind(io::kMemoryPrefix, 0) == 0)
+    throw UsageError("--output " + out +
+                     ": memory:NAME is for edm and cross; this command "
+                     "writes a file");
   const std::string partial = io::partial_path(out);
   // Neither the output nor --stats may be a name tdsolve keeps for a run of
   // another output: that run's lock does not cover it.

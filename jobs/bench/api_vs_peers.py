@@ -4,14 +4,18 @@ against what a notebook user would call instead, on the same arrays in the
 same process: SciPy's pdist and cKDTree, scikit-learn's brute-force
 NearestNeighbors and, where a GPU and PyTorch are there, torch.cdist/topk.
 Each row is the median of --repeat calls, from the array in memory to the
-result in NumPy (tdsolve: its temporary file written and read back
-included); every result is checked against the row's reference.
+result in NumPy (tdsolve's pdist and cdist write into the array they
+return; knn writes its temporary file and reads it back, included); every
+result is checked against the row's reference.
 
-    PYTHONPATH=build/python python3 jobs/bench/api_vs_peers.py [--n 20000 1000000] [--d 3 32]
+    PYTHONPATH=build/python python3 jobs/bench/api_vs_peers.py [--n 20000 1000000] [--d 3 32] \
+        [--cases pdist cdist knn]
 
-Cases: pdist (float64) for n <= --pdist-max; knn k=16 (float64) for every
-n and d, the brute-force peers only where n * n * d <= --brute-max; the
-first call of the process (MPI's start) is reported on its own."""
+Cases: pdist (float64) for n <= --pdist-max; cdist of the first
+--cdist-rows points against all n (float64; torch.cdist on the GPU too) for
+the same n; knn k=16 (float64) for every n and d, the brute-force peers
+only where n * n * d <= --brute-max; the first call of the process (MPI's
+start) is reported on its own."""
 import argparse
 import statistics
 import time
@@ -37,11 +41,13 @@ def main():
     ap.add_argument("--device", default="auto")
     ap.add_argument("--pdist-max", type=int, default=20000, help="largest n of the pdist rows")
     ap.add_argument("--brute-max", type=float, default=4e11, help="largest n*n*d of a brute-force peer")
+    ap.add_argument("--cdist-rows", type=int, default=2000, help="cdist: the first ROWS points against all")
+    ap.add_argument("--cases", nargs="+", choices=["pdist", "cdist", "knn"], default=["pdist", "cdist", "knn"])
     a = ap.parse_args()
 
     import tdsolve
     from scipy.spatial import cKDTree
-    from scipy.spatial.distance import pdist
+    from scipy.spatial.distance import cdist, pdist
     try:
         from sklearn.neighbors import NearestNeighbors
     except ImportError:
@@ -66,7 +72,7 @@ def main():
     for d in a.d:
         for n in a.n:
             X = np.random.default_rng(n + d).random((n, d))
-            if n <= a.pdist_max:
+            if n <= a.pdist_max and "pdist" in a.cases:
                 case = f"pdist n={n} d={d}"
                 got, ts = timed(lambda: tdsolve.pdist(X, device=a.device), a.repeat)
                 row(case, "tdsolve", ts, ts, "")
@@ -74,6 +80,28 @@ def main():
                 err = float(np.max(np.abs(got - want) / np.maximum(want, 1e-300)))
                 row(case, "scipy pdist", s, ts, f"max rel diff {err:.1e}")
                 del got, want
+            if n <= a.pdist_max and "cdist" in a.cases:
+                A = X[:a.cdist_rows]
+                case = f"cdist {len(A)} x {n} d={d}"
+                got, ts = timed(lambda: tdsolve.cdist(A, X, device=a.device), a.repeat)
+                row(case, "tdsolve", ts, ts, "")
+                want, s = timed(lambda: cdist(A, X), a.repeat)
+                err = float(np.max(np.abs(got - want) / np.maximum(want, 1e-300)))
+                row(case, "scipy cdist", s, ts, f"max rel diff {err:.1e}")
+                if cuda:
+                    At, Xt = torch.from_numpy(A).cuda(), torch.from_numpy(X).cuda()
+
+                    def torch_cdist():
+                        D = torch.cdist(At, Xt).cpu().numpy()
+                        torch.cuda.synchronize()
+                        return D
+                    want, s = timed(torch_cdist, a.repeat)
+                    err = float(np.max(np.abs(got - want) / np.maximum(want, 1e-300)))
+                    row(case, "torch cdist (GPU, to NumPy)", s, ts, f"max rel diff {err:.1e} (its "
+                        "|x|^2 - 2x.y + |y|^2: a point's distance to itself is not 0)")
+                del got, want
+            if "knn" not in a.cases:
+                continue
             case = f"knn k={a.k} n={n} d={d}"
             (dist, ind), ts = timed(lambda: tdsolve.knn(X, a.k, device=a.device), a.repeat)
             row(case, "tdsolve", ts, ts, "")

@@ -8,6 +8,7 @@
 # on the GPU next to SciPy, cKDTree and torch (a table in $OUT). Logs and a
 # summary to $OUT (or /tmp/api-gpu).
 #   STEPS="tests bench"   which parts (default both)
+#   BENCH_ARGS="..."      more arguments of api_vs_peers.py (e.g. --cases pdist cdist --n 20000)
 # Needs .devrun (../shared/device/bundle-runtime.sh with tdsolve and the
 # extension) and .devpack/api.tar.xz* holding tdsolve and python/ (the
 # staged package of a build with -DTDSOLVE_PYTHON_EXT=ON for that Python:
@@ -37,10 +38,10 @@ cat "$out/versions-$gpu.log" | tee -a "$summary"
 if [[ " $steps " == *" tests "* ]]; then
   step api_gpu ${STEP_S:-400} python3 tests/e2e/test_api_gpu.py -v
   step api_cpu_numpy2 200 python3 tests/e2e/test_api.py -v -k files_are -k values_are -k any_numpy \
-    -k reads_buffers -k threads -k errors_are -k failure_leaves
+    -k reads_buffers -k threads -k errors_are -k failure_leaves -k fill_an_array -k in_memory_call
 fi
 if [[ " $steps " == *" bench "* ]]; then
   step api_vs_peers ${BENCH_S:-420} env PYTHONPATH="$TDSOLVE_PYTHON_BUILD" \
-    python3 jobs/bench/api_vs_peers.py --device cuda --repeat 3
+    python3 jobs/bench/api_vs_peers.py --device cuda --repeat 3 ${BENCH_ARGS:-}
   grep -E '^\||^#' "$out/api_vs_peers-$gpu.log" | tee "$out/api_vs_peers-$gpu.md"
 fi

@@ -211,7 +211,9 @@ class ApiTest(TempDirTest):
         for cmd, why in [(["edm", "--generate", "uniform:100:3:1"], "no such in-memory result"),
                          (["hist", "--generate", "uniform:100:3:1", "--bins", "4", "--range", "0:1"],
                           "--output memory:NAME is for edm and cross"),
-                         (["edm", "--generate", "uniform:100:3:1", "--resume"], "keeps no file")]:
+                         (["edm", "--generate", "uniform:100:3:1", "--resume"], "keeps no file"),
+                         (["fractal", "--shape", "sierpinski-triangle", "--level", "3", "--steps", "2"],
+                          "memory:NAME is for edm and cross; this command writes a file")]:
             with self.subTest(cmd=cmd[0]):
                 r = tdsolve(*cmd, "--output", "memory:x")
                 self.assertEqual(r.returncode, 2, r.stderr)
