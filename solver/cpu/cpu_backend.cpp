@@ -12,6 +12,7 @@
 #include <string>
 #include <thread>
 
+#include "solver/bucket_sort.hpp"  // DefaultInit
 #include "solver/cpu/adf.hpp"
 #include "solver/cpu/tiles.hpp"
 #include "solver/cpu/triplets.hpp"
@@ -311,7 +312,10 @@ class CpuBackend final : public Backend<T> {
   index_t slots_;
   const Problem<T>& problem_;
   CellList cells_;  // adf
-  std::vector<T> buffers_[2];
+  // Never zeroed: every chunk's values (or knn rows) are written whole
+  // before they are read; zeroing two chunk buffers was most of a small
+  // call's set-up (the Python calls).
+  std::vector<T, DefaultInit<T>> buffers_[2];
   std::vector<std::uint64_t> counts_[2];
   std::vector<std::int64_t> sums_[2];
   std::vector<std::int64_t> indices_[2];  // knn
