@@ -15,6 +15,7 @@ struct ChunkJob {
   index_t chunk = 0;                   // index in the plan (fault injection, messages)
   index_t row_begin = 0, row_end = 0;  // block rows
   index_t elements = 0;                // domain elements in them
+  index_t offset = 0;                  // the chunk's first value in the whole result
 };
 
 // What a backend hands the sink for one chunk: the values in packed order
@@ -59,6 +60,11 @@ class Backend {
   virtual void reserve(index_t elements) = 0;
   // Results stay on the device (bench): no device-to-host copy.
   virtual void keep_on_device(bool) {}
+  // An in-memory result of stored values (one process): compute each
+  // chunk's values straight into base + its offset, where wait() then
+  // points, instead of into a buffer of its own. False: not this backend
+  // (or not this problem), the sink copies them there.
+  virtual bool write_into(T* /*base*/) { return false; }
   virtual void submit(const ChunkJob& job) = 0;
   virtual ChunkResult<T> wait() = 0;
   // Seconds spent computing (kernel or loop time), and moving results to the

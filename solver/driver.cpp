@@ -106,7 +106,7 @@ LoopResult run_chunks(const mapping::ChunkPlan& plan, const std::vector<unsigned
   const index_t begin = first[rank], mine = first[rank + 1] - begin;
   auto job = [&](index_t i) {
     const index_t c = todo[begin + i];
-    return ChunkJob{c, plan.row_begin(c), plan.row_end(c), plan.elements(c)};
+    return ChunkJob{c, plan.row_begin(c), plan.row_end(c), plan.elements(c), plan.offset(c)};
   };
 
   LoopResult out;

@@ -761,8 +761,13 @@ class PairRun final : public OutputRun {
                        " run are not kept (it writes its pairs at its end); run the same job "
                        "again with --resume to start it over: " +
                        resume_cmd_);
-      sink_ = memory_ ? cmd_.make_memory_sink(static_cast<T*>(memory_->data))
-                      : cmd_.make_sink(*writer_, comm_, p_, ex_);
+      if (memory_) {
+        T* const base = static_cast<T*>(memory_->data);
+        backend_->write_into(base);  // the CPU's loops write there; a GPU's values are copied
+        sink_ = cmd_.make_memory_sink(base);
+      } else {
+        sink_ = cmd_.make_sink(*writer_, comm_, p_, ex_);
+      }
       if (o_.out.store_points && writer_)
         step_together(comm_, [&] {
           writer_->write_points(rank_ != 0                 ? nullptr

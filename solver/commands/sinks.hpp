@@ -69,13 +69,16 @@ class ArraySink final : public Sink<T> {
 };
 
 // Values in packed order into a caller's buffer (--output memory:NAME, the
-// Python calls): a chunk's values at its offset, nothing to flag or close.
+// Python calls): a chunk's values at its offset (where a backend that
+// computes into the buffer, Backend::write_into, already put them),
+// nothing to flag or close.
 template <typename T>
 class MemorySink final : public Sink<T> {
  public:
   explicit MemorySink(T* out) : out_(out) {}
   void write(bool has, index_t, index_t offset, index_t count, const ChunkResult<T>& r) override {
-    if (has && count) std::memcpy(out_ + offset, r.values, count * sizeof(T));
+    if (has && count && r.values != out_ + offset)
+      std::memcpy(out_ + offset, r.values, count * sizeof(T));
   }
   void mark(bool, index_t) override {}
   void close(const std::vector<unsigned char>&) override {}

@@ -224,8 +224,18 @@ class CpuBackend final : public Backend<T> {
       return;
     }
     if (!store_) return;  // histograms and triplet reductions keep no values
+    if (direct_) return;  // the values go straight into the caller's array
     for (auto& b : buffers_)
       b.resize(elements);
+  }
+  bool write_into(T* base) override {
+    if (!store_ || knn_ || select_ || triplets_ || problem_.centres()) return false;
+    direct_ = base;
+    for (auto& b : buffers_) {  // reserve's, no longer needed
+      b.clear();
+      b.shrink_to_fit();
+    }
+    return true;
   }
   void submit(const ChunkJob& job) override {
     const int slot = static_cast<int>(submitted_++ % 2);
@@ -239,7 +249,8 @@ class CpuBackend final : public Backend<T> {
         indices_[slot].resize(rows * k_);
       }
     }
-    T* out = buffers_[slot].data();
+    T* out = direct_ ? direct_ + job.offset : buffers_[slot].data();
+    out_[slot] = out;
     std::uint64_t* counts = counts_[slot].data();
     std::int64_t* sums = sums_[slot].data();
     std::int64_t* idx = indices_[slot].data();
@@ -277,7 +288,7 @@ class CpuBackend final : public Backend<T> {
     fault_point(Stage::copy, chunk);
     ChunkResult<T> r;
     if (slots_ > 0) r.counts = counts_[slot].data();
-    if (store_ || knn_) r.values = buffers_[slot].data();
+    if (store_ || knn_) r.values = out_[slot];
     if (knn_) r.indices = indices_[slot].data();
     if (triplets_) r.sums = sums_[slot].data();
     if (select_) {
@@ -316,6 +327,8 @@ class CpuBackend final : public Backend<T> {
   // before they are read; zeroing two chunk buffers was most of a small
   // call's set-up (the Python calls).
   std::vector<T, DefaultInit<T>> buffers_[2];
+  T* direct_ = nullptr;             // write_into's array, or null
+  T* out_[2] = {nullptr, nullptr};  // where each slot's chunk went
   std::vector<std::uint64_t> counts_[2];
   std::vector<std::int64_t> sums_[2];
   std::vector<std::int64_t> indices_[2];  // knn
