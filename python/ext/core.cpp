@@ -1,6 +1,7 @@
 // tdsolve._core: the commands run inside the Python process
 // (solver/commands/in_process.hpp). python/tdsolve/_api.py builds the
-// command line and reads the file back; this module only runs it.
+// command line and reads the file back (or gives pdist/cdist the array to
+// fill); this module only runs it.
 //
 //   run(args: list[str], inputs: dict[str, numpy.ndarray],
 //       outputs: dict[str, numpy.ndarray]) -> int
