@@ -106,37 +106,32 @@ def _output(out):
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _run(args, inputs, path, overwrite, resume=False):
+def _execute(args, inputs, outputs, stopped):
+    """Runs the command (its output options given) in this process; raises
+    Error, or KeyboardInterrupt saying `stopped` after a Ctrl-C."""
     _need_core()
-    args = [*args, "--output", path, "--quiet", "--progress", "none"]
-    if resume:
-        args.append("--resume")
-    elif overwrite:
-        args.append("--overwrite")
+    args = [*args, "--quiet", "--progress", "none"]
     try:
-        code = _core.run(args, inputs)
+        code = _core.run(args, inputs, outputs)
     except _core.Error as e:
         raise Error(*e.args) from None
     if code == STOPPED:
-        raise KeyboardInterrupt(f"tdsolve {args[0]} stopped (resumable: {path}.partial)")
+        raise KeyboardInterrupt(f"tdsolve {args[0]} stopped ({stopped})")
     if code != 0:
         raise Error(f"tdsolve {args[0]} ended with exit code {code}", code)
+
+
+def _run(args, inputs, path, overwrite, resume=False):
+    extra = ["--resume"] if resume else ["--overwrite"] if overwrite else []
+    _execute([*args, "--output", path, *extra], inputs, {}, f"resumable: {path}.partial")
 
 
 def _call_memory(args, inputs, shape, precision):
     """Runs edm or cross with its values written straight into a new array
     (--output memory:result): no file at all."""
-    _need_core()
     result = np.empty(shape, dtype=np.float32 if precision == "float32" else np.float64)
-    args = [*args, "--output", "memory:result", "--quiet", "--progress", "none"]
-    try:
-        code = _core.run(args, inputs, {"result": result})
-    except _core.Error as e:
-        raise Error(*e.args) from None
-    if code == STOPPED:
-        raise KeyboardInterrupt(f"tdsolve {args[0]} stopped (an in-memory result keeps nothing)")
-    if code != 0:
-        raise Error(f"tdsolve {args[0]} ended with exit code {code}", code)
+    _execute([*args, "--output", "memory:result"], inputs, {"result": result},
+             "an in-memory result keeps nothing")
     return result
 
 
