@@ -515,8 +515,8 @@ void clear_memory_points() {
 }
 
 PointSet read_points(const std::string& spec, bool vector) {
-  if (spec.rfind(kMemoryPrefix, 0) == 0) {
-    const auto it = memory_points().find(spec.substr(std::string(kMemoryPrefix).size()));
+  if (is_memory_spec(spec)) {
+    const auto it = memory_points().find(memory_name(spec));
     if (it == memory_points().end())
       throw InputError("input '" + spec + "': no such array given to this run");
     const MemoryPoints& m = it->second;

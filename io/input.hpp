@@ -44,6 +44,14 @@ void set_memory_points(const std::string& name, const double* values, index_t n,
                        const std::string& source);
 void clear_memory_points();
 constexpr const char* kMemoryPrefix = "memory:";
+// Whether `spec` is memory:NAME (an in-memory input, or a Python call's
+// --output), and its NAME.
+inline bool is_memory_spec(const std::string& spec) {
+  return spec.rfind(kMemoryPrefix, 0) == 0;
+}
+inline std::string memory_name(const std::string& spec) {
+  return spec.substr(std::string(kMemoryPrefix).size());
+}
 
 // An --input spec split into its file and, for FILE.h5:/dataset (or
 // FILE.h5:dataset), the dataset with its leading slash ("" when there is

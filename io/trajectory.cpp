@@ -1006,7 +1006,7 @@ bool hdf5_parts(const std::string& spec, std::string* path, std::string* dataset
 }  // namespace
 
 bool is_trajectory(const std::string& spec) {
-  if (spec.rfind(kMemoryPrefix, 0) == 0) return false;
+  if (is_memory_spec(spec)) return false;
   const std::string l = lower(spec);
   if (dump_name(l) || xyz_name(l)) return true;
   std::string path, dataset;

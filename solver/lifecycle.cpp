@@ -90,7 +90,7 @@ void check_output_paths(const OutputPaths& o, bool locked) {
   if (out.empty()) throw UsageError("--output FILE.h5 is required");
   // memory:NAME is a Python call's array, for edm and cross (which do not
   // come here with it): not a file name.
-  if (out.rfind(io::kMemoryPrefix, 0) == 0)
+  if (io::is_memory_spec(out))
     throw UsageError("--output " + out +
                      ": memory:NAME is for edm and cross; this command "
                      "writes a file");

@@ -62,13 +62,9 @@ struct Scope {
 
 }  // namespace
 
-bool is_memory_output(const std::string& spec) {
-  return spec.rfind(io::kMemoryPrefix, 0) == 0;
-}
-
 const MemoryOutput* memory_output(const std::string& spec) {
-  if (!is_memory_output(spec)) return nullptr;
-  const auto it = memory_outputs().find(spec.substr(std::string(io::kMemoryPrefix).size()));
+  if (!io::is_memory_spec(spec)) return nullptr;
+  const auto it = memory_outputs().find(io::memory_name(spec));
   return it == memory_outputs().end() ? nullptr : &it->second;
 }
 

@@ -40,11 +40,9 @@ struct MemoryOutput {
 };
 
 // The output registered under --output memory:NAME's NAME for the running
-// call; null when `spec` is no memory: spec, or none is registered (a
-// command line outside a call).
+// call; null when `spec` is no memory: spec (io::is_memory_spec), or none
+// is registered (a command line outside a call).
 const MemoryOutput* memory_output(const std::string& spec);
-// Whether `spec` names an in-memory output (memory:NAME).
-bool is_memory_output(const std::string& spec);
 
 // Runs `tdsolve args[0] args[1:]...` (args[0] the command's name): its exit
 // code, 0 or kStoppedExitCode (stopped by Ctrl-C; resumable when it writes a

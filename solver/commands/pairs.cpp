@@ -1257,7 +1257,7 @@ void PairCommand<T>::prepare(Problem<T>& p, io::PointSet& a, io::PointSet* b) co
 template <typename T>
 void PairCommand<T>::check_output(const Problem<T>& p, const io::PointSet& a, bool bench) const {
   const index_t total = checked_total(p.rows, p.cols, sizeof(T), a.source);
-  if (!bench && !is_memory_output(options().out.output))
+  if (!bench && !io::is_memory_spec(options().out.output))
     check_output_space(options().out.output, double(total) * sizeof(T));
 }
 
@@ -1353,7 +1353,7 @@ int run_pairs(PairCommand<T>& cmd, MPI_Comm comm) {
   r.resume_command = o.run.resume_command;
   r.quiet = o.run.quiet;
   PairRun<T> run(cmd, comm);
-  if (is_memory_output(o.out.output)) {
+  if (io::is_memory_spec(o.out.output)) {
     const MemoryOutput* m = memory_output(o.out.output);  // check() saw it
     if (comm_size(comm) != 1)  // Python under mpirun: each rank's array would hold its part
       throw UsageError("--output memory:NAME is for one process, not " +
@@ -1385,7 +1385,7 @@ void PairFamilyCommand::check(const cli::po::options_description& all,
   cli::finish_input(o_.in, "input", "generate", !with, vm, info_.spheres);
   if (with) cli::finish_input(o_.with, "with", "with-generate", false, vm);
   if (o_.out.output.empty()) throw UsageError("--output FILE.h5 is required");
-  if (is_memory_output(o_.out.output)) {
+  if (io::is_memory_spec(o_.out.output)) {
     // A Python call's result (edm and cross), kept nowhere else.
     if (info_.name != std::string("edm") && info_.name != std::string("cross"))
       throw UsageError("--output memory:NAME is for edm and cross; tdsolve " +
