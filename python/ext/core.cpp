@@ -55,50 +55,53 @@ bool is_float64(const char* format) {
   return plain_format(format) == "d";
 }
 
+// obj's buffer with `flags`, held in `keep` (released at the end of the
+// call, with the GIL); a TypeError saying `refused` when it has none.
+const Py_buffer* hold(std::vector<std::unique_ptr<View>>* keep, const py::object& obj, int flags,
+                      const std::string& refused) {
+  auto v = std::make_unique<View>();
+  if (PyObject_GetBuffer(obj.ptr(), &v->b, flags) != 0) {
+    PyErr_Clear();
+    throw py::type_error(refused);
+  }
+  v->held = true;
+  keep->push_back(std::move(v));
+  return &keep->back()->b;
+}
+
 int run(const std::vector<std::string>& args, const std::map<std::string, py::object>& given,
         const std::map<std::string, py::object>& results) {
   std::vector<std::unique_ptr<View>> keep;  // held (the GIL-free run reads them) until the end
   std::vector<tdsolve::MemoryInput> inputs;
   for (const auto& [name, obj] : given) {
-    auto v = std::make_unique<View>();
-    if (PyObject_GetBuffer(obj.ptr(), &v->b, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) != 0) {
-      PyErr_Clear();
-      throw py::type_error("input '" + name + "' is not a C-contiguous float64 array");
-    }
-    v->held = true;
-    if (!is_float64(v->b.format) || v->b.itemsize != 8)
+    const Py_buffer* v = hold(&keep, obj, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT,
+                              "input '" + name + "' is not a C-contiguous float64 array");
+    if (!is_float64(v->format) || v->itemsize != 8)
       throw py::type_error("input '" + name + "' is not a float64 array");
-    if (v->b.ndim != 2)
-      throw py::value_error("input '" + name + "' has " + std::to_string(v->b.ndim) +
+    if (v->ndim != 2)
+      throw py::value_error("input '" + name + "' has " + std::to_string(v->ndim) +
                             " dimensions; it needs 2 (n points × d features)");
     tdsolve::MemoryInput m;
     m.name = name;
-    m.values = static_cast<const double*>(v->b.buf);
-    m.n = static_cast<unsigned long long>(v->b.shape[0]);
-    m.d = static_cast<unsigned long long>(v->b.shape[1]);
+    m.values = static_cast<const double*>(v->buf);
+    m.n = static_cast<unsigned long long>(v->shape[0]);
+    m.d = static_cast<unsigned long long>(v->shape[1]);
     m.source = "python:" + name + " (" + std::to_string(m.n) + " × " + std::to_string(m.d) + ")";
     inputs.push_back(m);
-    keep.push_back(std::move(v));
   }
   std::vector<tdsolve::MemoryOutput> outputs;
   for (const auto& [name, obj] : results) {
-    auto v = std::make_unique<View>();
-    if (PyObject_GetBuffer(obj.ptr(), &v->b, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE) !=
-        0) {
-      PyErr_Clear();
-      throw py::type_error("output '" + name + "' is not a writable C-contiguous array");
-    }
-    v->held = true;
-    const std::string f = plain_format(v->b.format);
-    if (!((f == "d" && v->b.itemsize == 8) || (f == "f" && v->b.itemsize == 4)))
+    const Py_buffer* v = hold(&keep, obj, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE,
+                              "output '" + name + "' is not a writable C-contiguous array");
+    const std::string f = plain_format(v->format);
+    if (!((f == "d" && v->itemsize == 8) || (f == "f" && v->itemsize == 4)))
       throw py::type_error("output '" + name + "' is not a float32 or float64 array");
     tdsolve::MemoryOutput m;
     m.name = name;
-    m.data = v->b.buf;
-    m.bytes = static_cast<unsigned long long>(v->b.len);
-    m.item = static_cast<int>(v->b.itemsize);
+    m.data = v->buf;
+    m.bytes = static_cast<unsigned long long>(v->len);
+    m.item = static_cast<int>(v->itemsize);
     outputs.push_back(m);
-    keep.push_back(std::move(v));
   }
   int code = 0;
   {

@@ -224,7 +224,6 @@ class CpuBackend final : public Backend<T> {
       return;
     }
     if (!store_) return;  // histograms and triplet reductions keep no values
-    if (direct_) return;  // the values go straight into the caller's array
     for (auto& b : buffers_)
       b.resize(elements);
   }
