@@ -23,6 +23,11 @@ import time
 import numpy as np
 
 
+def rel_diff(got, want):
+    """The largest |got - want| / want (want 0: a difference is huge)."""
+    return float(np.max(np.abs(got - want) / np.maximum(want, 1e-300)))
+
+
 def timed(f, repeat):
     # One untimed call first: the first touch of a result's fresh memory
     # (1.6 GB for pdist at n = 20000) costs whichever tool comes first in
@@ -80,7 +85,7 @@ def main():
                 got, ts = timed(lambda: tdsolve.pdist(X, device=a.device), a.repeat)
                 row(case, "tdsolve", ts, ts, "")
                 want, s = timed(lambda: pdist(X), a.repeat)
-                err = float(np.max(np.abs(got - want) / np.maximum(want, 1e-300)))
+                err = rel_diff(got, want)
                 row(case, "scipy pdist", s, ts, f"max rel diff {err:.1e}")
                 del got, want
             if n <= a.pdist_max and "cdist" in a.cases:
@@ -89,7 +94,7 @@ def main():
                 got, ts = timed(lambda: tdsolve.cdist(A, X, device=a.device), a.repeat)
                 row(case, "tdsolve", ts, ts, "")
                 want, s = timed(lambda: cdist(A, X), a.repeat)
-                err = float(np.max(np.abs(got - want) / np.maximum(want, 1e-300)))
+                err = rel_diff(got, want)
                 row(case, "scipy cdist", s, ts, f"max rel diff {err:.1e}")
                 if cuda:
                     At, Xt = torch.from_numpy(A).cuda(), torch.from_numpy(X).cuda()
@@ -99,7 +104,7 @@ def main():
                         torch.cuda.synchronize()
                         return D
                     want, s = timed(torch_cdist, a.repeat)
-                    err = float(np.max(np.abs(got - want) / np.maximum(want, 1e-300)))
+                    err = rel_diff(got, want)
                     row(case, "torch cdist (GPU, to NumPy)", s, ts, f"max rel diff {err:.1e} (its "
                         "|x|^2 - 2x.y + |y|^2: a point's distance to itself is not 0)")
                 del got, want

@@ -321,6 +321,19 @@ class ApiTest(TempDirTest):
         r = subprocess.run([os.path.join(prefix, "bin", "tdsolve"), "--version"], capture_output=True, text=True)
         self.assertTrue(r.stdout.startswith("tdsolve "), r.stdout + r.stderr)
 
+    def interrupted(self, script, env, cwd=None):
+        """Runs `script` (which prints "ready" before its call) in a Python
+        of its own, SIGINT 2 s after "ready", and returns its stdout and
+        stderr once it has exited 0."""
+        p = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, env=env, cwd=cwd)
+        self.assertEqual(p.stdout.readline().strip(), "ready")
+        time.sleep(2.0)
+        p.send_signal(signal.SIGINT)
+        rest, err = p.communicate(timeout=120)
+        self.assertEqual(p.returncode, 0, rest + err)
+        return rest, err
+
     def test_ctrl_c_stops_cleanly(self):
         # SIGINT during a call: the run stops at a chunk boundary, the call
         # raises KeyboardInterrupt, the file is a resumable .partial, and the
@@ -340,14 +353,7 @@ class ApiTest(TempDirTest):
                 sys.exit(0)
             sys.exit(3)
             """)
-        env = dict(os.environ, TDSOLVE_TEST_SLOW_MS="300")
-        p = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True, env=env)
-        self.assertEqual(p.stdout.readline().strip(), "ready")
-        time.sleep(2.0)
-        p.send_signal(signal.SIGINT)
-        rest, err = p.communicate(timeout=120)
-        self.assertEqual(p.returncode, 0, rest + err)
+        rest, err = self.interrupted(script, dict(os.environ, TDSOLVE_TEST_SLOW_MS="300"))
         self.assertIn("interrupted", rest)
         self.assertTrue(os.path.exists(out + ".partial"))
         tdsolve("edm", "--input", self.path("s.npy"), "--precision", "float64", "--backend", "cpu",
@@ -377,13 +383,7 @@ class ApiTest(TempDirTest):
             sys.exit(3)
             """)
         env = dict(os.environ, TDSOLVE_TEST_SLOW_MS="300", TDSOLVE_TMPDIR=tmp)
-        p = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True, env=env, cwd=self.dir)
-        self.assertEqual(p.stdout.readline().strip(), "ready")
-        time.sleep(2.0)
-        p.send_signal(signal.SIGINT)
-        rest, err = p.communicate(timeout=120)
-        self.assertEqual(p.returncode, 0, rest + err)
+        rest, err = self.interrupted(script, env, cwd=self.dir)
         self.assertIn("interrupted tdsolve edm stopped (an in-memory result keeps nothing)", rest)
         self.assertIn("an in-memory result keeps nothing", err)
         self.assertIn("(10,)", rest)
