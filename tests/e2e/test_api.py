@@ -219,6 +219,23 @@ class ApiTest(TempDirTest):
                 self.assertEqual(r.returncode, 2, r.stderr)
                 self.assertIn(why, r.stderr)
 
+    def test_an_in_memory_call_under_mpirun_is_refused(self):
+        # Python itself started on 2 ranks: each rank's array would get only
+        # its part of the result, so the in-memory call raises on every rank.
+        from common import MPIEXEC
+        code = ("import sys, numpy as np\n"
+                f"sys.path.insert(0, {BUILD!r})\n"
+                "import tdsolve\n"
+                "try:\n"
+                "    tdsolve.pdist(np.random.default_rng(0).random((50, 3)), device='cpu')\n"
+                "except tdsolve.Error as e:\n"
+                "    print('raised:', e, e.exit_code, flush=True)\n")
+        r = subprocess.run([MPIEXEC, "-n", "2", "--oversubscribe", sys.executable, "-c", code],
+                           capture_output=True, text=True, timeout=300, cwd=self.dir)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertEqual(r.stdout.count("raised: --output memory:NAME is for one process, not 2 ranks 2"), 2,
+                         r.stdout + r.stderr)
+
     def test_calls_from_threads(self):
         # Calls from several Python threads run one at a time (the GIL is
         # released while each computes): each gets its own, right answer.
