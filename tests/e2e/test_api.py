@@ -230,8 +230,11 @@ class ApiTest(TempDirTest):
                 "    tdsolve.pdist(np.random.default_rng(0).random((50, 3)), device='cpu')\n"
                 "except tdsolve.Error as e:\n"
                 "    print('raised:', e, e.exit_code, flush=True)\n")
+        # The environment as Python started (os.environ), not this process's C
+        # one, which holds the in-process MPI singleton's variables once an
+        # earlier test has called tdsolve: mpiexec would take them as its job's.
         r = subprocess.run([MPIEXEC, "-n", "2", "--oversubscribe", sys.executable, "-c", code],
-                           capture_output=True, text=True, timeout=300, cwd=self.dir)
+                           capture_output=True, text=True, timeout=300, cwd=self.dir, env=dict(os.environ))
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertEqual(r.stdout.count("raised: --output memory:NAME is for one process, not 2 ranks 2"), 2,
                          r.stdout + r.stderr)
