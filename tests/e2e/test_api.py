@@ -226,18 +226,24 @@ class ApiTest(TempDirTest):
         code = ("import sys, numpy as np\n"
                 f"sys.path.insert(0, {BUILD!r})\n"
                 "import tdsolve\n"
+                "import os\n"
                 "try:\n"
                 "    tdsolve.pdist(np.random.default_rng(0).random((50, 3)), device='cpu')\n"
                 "except tdsolve.Error as e:\n"
-                "    print('raised:', e, e.exit_code, flush=True)\n")
+                "    with open('raised.' + os.environ['OMPI_COMM_WORLD_RANK'], 'w') as f:\n"
+                "        f.write(f'{e} {e.exit_code}')\n")
         # The environment as Python started (os.environ), not this process's C
         # one, which holds the in-process MPI singleton's variables once an
         # earlier test has called tdsolve: mpiexec would take them as its job's.
         r = subprocess.run([MPIEXEC, "-n", "2", "--oversubscribe", sys.executable, "-c", code],
                            capture_output=True, text=True, timeout=300, cwd=self.dir, env=dict(os.environ))
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-        self.assertEqual(r.stdout.count("raised: --output memory:NAME is for one process, not 2 ranks 2"), 2,
-                         r.stdout + r.stderr)
+        # Each rank writes its own file: two ranks' prints share mpiexec's
+        # stdout and can interleave mid-line.
+        for rank in range(2):
+            with open(os.path.join(self.dir, f"raised.{rank}")) as f:
+                self.assertEqual(f.read(), "--output memory:NAME is for one process, not 2 ranks 2",
+                                 r.stdout + r.stderr)
 
     def test_calls_from_threads(self):
         # Calls from several Python threads run one at a time (the GIL is
