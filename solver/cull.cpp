@@ -3,6 +3,7 @@
 #include "solver/bucket_sort.hpp"
 #include "solver/cull_bound.hpp"
 #include "solver/cull_fractional.hpp"
+#include "solver/cull_with.hpp"
 #include "solver/morton.hpp"
 #include "solver/setup_clock.hpp"
 
@@ -140,15 +141,17 @@ class Traversal {
   // pair within the cutoff of I's: a descent from the root that drops a
   // node once its box is too far from I's (the bound only shrinks towards
   // the root, so a dropped node holds no J the leaf test would keep).
+  // (first: the blocks J >= max(I, first) only.)
   template <class Emit>
-  void row(index_t I, Emit&& emit) const {
+  void row(index_t I, Emit&& emit, index_t first = 0) const {
     const std::int64_t leaf = t_.leaf[I];
+    const index_t from = std::max(I, first);
     std::int64_t stack[2 * 64];  // depth <= 33 below 2^32 blocks, 2 a level
     int top = 0;
     stack[top++] = t_.root;
     while (top > 0) {
       const std::int64_t a = stack[--top];
-      if (t_.last[a] <= I || far(leaf, a)) continue;
+      if (t_.last[a] <= from || far(leaf, a)) continue;
       if (t_.left[a] < 0) {
         emit(t_.first[a]);
         continue;
@@ -258,8 +261,15 @@ namespace {
 // What both builders start from: the Morton order, each block's bounding
 // box (and largest radius), the geometry and the margin's scale; the tile
 // lists empty.
+// split (build_culled_with): points [0, split) and [split, n) are two sets,
+// each ordered on its own, the first set's before the second's, which runs
+// the curve backwards: where the sets share a region, the block that holds
+// the first's end and the second's start then holds points of one corner
+// of it (forwards, that block's box would span the region and meet every
+// other block).
 template <typename T>
-void prepare(const T* pts, index_t n, index_t d, index_t rho, const CullGeometry& g, Culled* c) {
+void prepare(const T* pts, index_t n, index_t d, index_t rho, const CullGeometry& g, Culled* c,
+             index_t split = 0) {
   c->n = n;
   c->rho = rho;
   c->m = (n + rho - 1) / rho;
@@ -279,7 +289,16 @@ void prepare(const T* pts, index_t n, index_t d, index_t rho, const CullGeometry
     }
   }
   setup_mark("cull_copy");
-  c->order = morton_order(x, n, d);
+  if (split > 0 && split < n) {
+    c->order = morton_order(x, split, d);
+    const std::vector<index_t> second = morton_order(x + split * d, n - split, d);
+    c->order.resize(n);
+#pragma omp parallel for schedule(static)
+    for (index_t q = 0; q < n - split; ++q)
+      c->order[split + q] = split + second[n - split - 1 - q];
+  } else {
+    c->order = morton_order(x, n, d);
+  }
   setup_mark("cull_order");
   const index_t m = c->m;
   const index_t* order = c->order.data();
@@ -316,12 +335,20 @@ void prepare(const T* pts, index_t n, index_t d, index_t rho, const CullGeometry
 
 }  // namespace
 
+namespace {
+
+// build_culled, and with split > 0 build_culled_with: only the tiles (I, J)
+// whose block I holds a point of the first set and J one of the second.
 template <typename T>
-bool build_culled(const T* pts, index_t n, index_t d, index_t rho, const CullGeometry& g,
-                  index_t max_tiles, Culled* c) {
-  prepare(pts, n, d, rho, g, c);
+bool build_pairs(const T* pts, index_t n, index_t d, index_t rho, index_t split,
+                 const CullGeometry& g, index_t max_tiles, Culled* c) {
+  prepare(pts, n, d, rho, g, c, split);
   const index_t m = c->m;
   if (m == 0) return true;
+  // Block rows from row_end on hold no point of the first set; the blocks
+  // before first_col none of the second.
+  const index_t row_end = split > 0 ? (split + rho - 1) / rho : m;
+  const index_t first_col = split > 0 ? split / rho : 0;
   Traversal t(g, d, c->scale);
   t.build(*c);
   // The block rows in contiguous pieces, many a thread (rows differ in
@@ -339,11 +366,15 @@ bool build_culled(const T* pts, index_t n, index_t d, index_t rho, const CullGeo
     for (index_t I = m * q / pieces; I < m * (q + 1) / pieces && !failed; ++I) {
       const std::size_t first = out.size();
       index_t pairs = 0;
-      t.row(I, [&](index_t J) {
-        out.push_back(static_cast<std::uint32_t>(I));
-        out.push_back(static_cast<std::uint32_t>(J));
-        pairs += tile_pairs(n, rho, I, J);
-      });
+      if (I < row_end)
+        t.row(
+            I,
+            [&](index_t J) {
+              out.push_back(static_cast<std::uint32_t>(I));
+              out.push_back(static_cast<std::uint32_t>(J));
+              pairs += tile_pairs(n, rho, I, J);
+            },
+            first_col);
       const index_t tiles = (out.size() - first) / 2;
       c->tile_start[I + 1] = tiles;
       c->before[I + 1] = pairs;
@@ -368,6 +399,20 @@ bool build_culled(const T* pts, index_t n, index_t d, index_t rho, const CullGeo
   sum_rows(c);
   setup_mark("cull_list");
   return true;
+}
+
+}  // namespace
+
+template <typename T>
+bool build_culled(const T* pts, index_t n, index_t d, index_t rho, const CullGeometry& g,
+                  index_t max_tiles, Culled* c) {
+  return build_pairs(pts, n, d, rho, 0, g, max_tiles, c);
+}
+
+template <typename T>
+bool build_culled_with(const T* pts, index_t n, index_t d, index_t rho, index_t split,
+                       const CullGeometry& g, index_t max_tiles, Culled* c) {
+  return build_pairs(pts, n, d, rho, split, g, max_tiles, c);
 }
 
 template <typename T>
@@ -530,6 +575,10 @@ template bool build_culled<float>(const float*, index_t, index_t, index_t, const
                                   index_t, Culled*);
 template bool build_culled<double>(const double*, index_t, index_t, index_t, const CullGeometry&,
                                    index_t, Culled*);
+template bool build_culled_with<float>(const float*, index_t, index_t, index_t, index_t,
+                                       const CullGeometry&, index_t, Culled*);
+template bool build_culled_with<double>(const double*, index_t, index_t, index_t, index_t,
+                                        const CullGeometry&, index_t, Culled*);
 template bool build_culled_triplets<float>(const float*, index_t, index_t, index_t,
                                            const CullGeometry&, index_t, Culled*);
 template bool build_culled_triplets<double>(const double*, index_t, index_t, index_t,

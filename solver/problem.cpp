@@ -12,6 +12,7 @@
 #include "core/knobs.hpp"
 #include "solver/cpu/cpu_backend.hpp"  // available_host_bytes
 #include "solver/cull_bound.hpp"
+#include "solver/cull_with.hpp"
 #include "solver/setup_clock.hpp"
 
 namespace tdsolve {
@@ -93,13 +94,18 @@ void apply_cull(Problem<T>* p, CullMode mode, CullGeometry g, const CullBuilder<
   }
   double norm_p = 2;
   const bool metric_ok = cull_metric(p->metric, p->mp.p, &norm_p);
-  const index_t m = (p->rows + p->rho - 1) / p->rho;
-  std::string why;
   const bool knn = p->knn();  // the rectangle of the points against themselves
   const bool triplets = p->triplets();
+  // hist --with: the rectangle of two sets, culled as its union's triangle
+  // cut to the tiles that pair the sets (solver/cull_with.hpp).
+  const bool with = p->domain == DomainKind::rect && !knn &&
+                    p->epilogue == EpilogueKind::histogram && p->hist.groups.count == 0;
+  const index_t n = with ? p->rows + p->cols : p->rows;
+  const index_t m = (n + p->rho - 1) / p->rho;
+  std::string why;
   if (g.why_not) {
     why = g.why_not;
-  } else if (p->domain != DomainKind::pairs && !knn && !triplets) {
+  } else if (p->domain != DomainKind::pairs && !knn && !triplets && !with) {
     why = "culling applies to the pairs or triplets of one point set";
   } else if (!metric_ok) {
     why = std::string("metric ") + metric_name(p->metric) +
@@ -129,7 +135,15 @@ void apply_cull(Problem<T>* p, CullMode mode, CullGeometry g, const CullBuilder<
                             double(p->tilt[0]), double(p->tilt[1]), double(p->tilt[2])};
     set_triclinic(&g, cell);
   }
-  const index_t all = knn ? m * m : triplets ? mapping::tet(m) : m * (m + 1) / 2;
+  // The tiles a dense run of the domain has (with: the union's that pair
+  // the sets, block rows up to the first set's last, columns from the
+  // second's first).
+  index_t all = knn ? m * m : triplets ? mapping::tet(m) : m * (m + 1) / 2;
+  if (with) {
+    all = 0;
+    for (index_t I = 0; I * p->rho < p->rows; ++I)
+      all += m - std::max(I, p->rows / p->rho);
+  }
   // auto: dense once more than half of the tiles survive; on: the list's
   // memory bounds it (cap).
   // knn --k: its rows stop at their lists' worst (cpu/knn.inc), far inside
@@ -138,7 +152,15 @@ void apply_cull(Problem<T>* p, CullMode mode, CullGeometry g, const CullBuilder<
       mode == CullMode::automatic ? std::min((knn ? all / 10 * 9 : all / 2) + 1, cap) : cap;
   Culled c;
   bool built = false;
-  if (knn)
+  std::vector<T> both;  // with: the first set's points, then the second's
+  if (with) {
+    both.resize(n * p->d);
+    std::copy(p->a.begin(), p->a.end(), both.begin());
+    std::copy(p->b.begin(), p->b.end(), both.begin() + p->rows * p->d);
+  }
+  if (with)
+    built = build_culled_with<T>(both.data(), n, p->d, p->rho, p->rows, g, budget, &c);
+  else if (knn)
     built = build_culled_knn<T>(p->a.data(), p->rows, p->d, p->rho, p->k, g, budget, &c);
   else if (triplets)
     built = build_culled_triplets<T>(p->a.data(), p->rows, p->d, p->rho, g, budget, &c);
@@ -158,15 +180,35 @@ void apply_cull(Problem<T>* p, CullMode mode, CullGeometry g, const CullBuilder<
     return;
   }
   char note[160];
-  const double possible = knn        ? double(p->rows) * double(p->rows)
-                          : triplets ? double(mapping::triplet_count(p->rows))
-                                     : double(mapping::pair_count(p->rows));
+  const double possible = knn || with ? double(p->rows) * double(p->cols)
+                          : triplets  ? double(mapping::triplet_count(p->rows))
+                                      : double(mapping::pair_count(p->rows));
   std::snprintf(note, sizeof note, "culled (%s): %llu of %llu tiles, %.3g%% of the %s tested",
                 mode == CullMode::on ? "--cull on" : "auto", (unsigned long long)c.tile_count(),
                 (unsigned long long)all, 100.0 * double(c.tested()) / possible,
                 triplets ? "triplets" : "pairs");
   p->cull_note = note;
-  const index_t n = p->rows, d = p->d;
+  if (with) {
+    // From here the run is the union's culled triangle, its points both
+    // sets', and one histogram: of the pairs of a point of type 0 (the
+    // first set) and one of type 1, as hist --types with --pairs 0-1.
+    // Its pairs, each once in a rectangle, are rows × cols.
+    HistGroups& h = p->hist.groups;
+    h.count = 1;
+    h.types = 2;
+    h.type.assign(n, 1);
+    std::fill(h.type.begin(), h.type.begin() + p->rows, 0);
+    h.table = {-1, 0, 0, -1};
+    h.pairs = {static_cast<std::int64_t>(p->rows * p->cols)};
+    h.ordered = {1};
+    p->a.swap(both);
+    std::vector<T>().swap(p->b);
+    p->norms_a.insert(p->norms_a.end(), p->norms_b.begin(), p->norms_b.end());
+    std::vector<double>().swap(p->norms_b);
+    p->domain = DomainKind::pairs;
+    p->rows = p->cols = n;
+  }
+  const index_t d = p->d;
   const index_t* order = c.order.data();
   std::vector<T> a(n * d);
 #pragma omp parallel for schedule(static)

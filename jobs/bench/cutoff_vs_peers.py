@@ -14,6 +14,10 @@ otherwise pick, on the same points in the same run, end to end:
               (--box 1,1,1), vs cKDTree.count_neighbors over the bin edges
               (cKDTree(boxsize=1.0) in the box), and MDAnalysis InterRDF on
               one frame in the box when MDAnalysis is installed
+  hist-with   the same histogram of the pairs of two sets, A and B the two
+              halves of the points (hist --input A --with B), open and in
+              the periodic cube, vs cKDTree(A).count_neighbors(cKDTree(B))
+              and MDAnalysis InterRDF(A, B) in the box
   collide     spheres:N:3:SEED with the default RMAX, vs cKDTree query_pairs
               within twice the largest radius filtered by d < r_i + r_j
 --dense adds tdsolve --cull off to knn-radius, hist, collide and, for
@@ -78,7 +82,7 @@ import h5py
 import numpy as np
 from scipy.spatial import cKDTree
 
-SECTIONS = ("knn-radius", "knn-k", "hist", "collide")
+SECTIONS = ("knn-radius", "knn-k", "hist", "hist-with", "collide")
 NEIGHBOURS = 30  # expected neighbours a point within the knn --radius R
 K = 16
 BINS, R_MAX = 50, 0.05  # hist: 50 bins over [0, 1/20 of the unit box]
@@ -256,18 +260,58 @@ def hist(b, x):
                       lambda f: (int(f["counts"][:].sum()), f["counts"][:]), check(want, b.exact))
 
 
-def interrdf(x, edges):
-    """InterRDF's pair counts of the points scaled to a 100 Å box."""
+def interrdf(x, edges, split=None):
+    """InterRDF's pair counts of the points scaled to a 100 Å box (split:
+    of the atoms [0, split) against [split, n), each pair once)."""
     import MDAnalysis
     from MDAnalysis.analysis.rdf import InterRDF
     side = 100.0
     u = MDAnalysis.Universe.empty(len(x), trajectory=True)
     u.atoms.positions = x * side
     u.dimensions = [side, side, side, 90.0, 90.0, 90.0]
-    rdf = InterRDF(u.atoms, u.atoms, nbins=len(edges) - 1, range=(edges[0] * side, edges[-1] * side),
-                   exclusion_block=(1, 1)).run()
+    bins, rng = len(edges) - 1, (edges[0] * side, edges[-1] * side)
+    if split is not None:
+        rdf = InterRDF(u.atoms[:split], u.atoms[split:], nbins=bins, range=rng).run()
+        per_bin = np.rint(rdf.results.count).astype(np.int64)
+        return int(per_bin.sum()), per_bin
+    rdf = InterRDF(u.atoms, u.atoms, nbins=bins, range=rng, exclusion_block=(1, 1)).run()
     per_bin = np.rint(rdf.results.count).astype(np.int64) // 2  # each pair counted as (i, j) and (j, i)
     return int(per_bin.sum()), per_bin
+
+
+def hist_with(b, x):
+    """The two halves of the points as A and B: hist --input A --with B."""
+    mdanalysis = importlib.util.find_spec("MDAnalysis") is not None
+    edges = np.linspace(0.0, R_MAX, BINS + 1)
+    half = len(x) // 2
+    a_path, b_path = b.points.replace(".npy", "_a.npy"), b.points.replace(".npy", "_b.npy")
+    np.save(a_path, x[:half])
+    np.save(b_path, x[half:])
+
+    def check(want, exact):
+        return lambda got: verdict(int(np.abs(got - want).max()), exact, "largest bin diff")
+
+    for box in (False, True):
+        what = "with-box" if box else "with"
+        b.section(f"hist --with{' --box 1,1,1' if box else ''}: A = the first {half} points, B = the other "
+                  f"{len(x) - half}, {BINS} bins over [0, {R_MAX}]")
+
+        def count_neighbors():
+            ta = cKDTree(x[:half], boxsize=1.0) if box else cKDTree(x[:half])
+            tb = cKDTree(x[half:], boxsize=1.0) if box else cKDTree(x[half:])
+            per_bin = np.diff(ta.count_neighbors(tb, edges))  # each pair (a, b) once
+            return int(per_bin.sum()), per_bin
+
+        peer = "cKDTree(boxsize=1.0)" if box else "cKDTree"
+        _, want = b.peer(what, f"scipy {peer}(A).count_neighbors({peer}(B)) (1 thread)", count_neighbors)
+        if box and mdanalysis:
+            b.peer(what, "MDAnalysis InterRDF(A, B) (one frame, box 100 A, float32)",
+                   lambda: interrdf(x, edges, half), check(want, False))
+        for cull in ["on", "off"] if b.a.dense else ["on"]:
+            b.tdsolve(what, f"tdsolve hist --with --cull {cull} ({b.a.precision})",
+                      ["hist", "--input", a_path, "--with", b_path, "--bins", str(BINS), "--range", f"0:{R_MAX}",
+                       "--precision", b.a.precision, "--cull", cull, *(["--box", "1,1,1"] if box else [])],
+                      lambda f: (int(f["counts"][:].sum()), f["counts"][:]), check(want, b.exact))
 
 
 def collide(b, s):
@@ -340,6 +384,8 @@ def main():
             knn_k(b, x)
         if "hist" not in skip:
             hist(b, x)
+        if "hist-with" not in skip:
+            hist_with(b, x)
         if "collide" not in skip:
             s = spheres(a.n, SEED)
             np.save(b.spheres, s)

@@ -24,6 +24,10 @@
 #                  then --k 16 at n = 10^6 and N_BIG (culled, --stats), 10^6
 #                  dense, and the dense d = 32 case of docs/performance.md
 #                  (n = 2e5) that the kernel's culled variant must not slow
+#   PARTS="with"   hist --with culled (two sets): CullGpuTest (its --with
+#                  cases), HistWithGpuTest, then at n = N_BIG points in two
+#                  halves (A and B), open and periodic, culled and (at 10^6)
+#                  dense, beside the one-set hist of the same n
 #   PARTS="peers"  jobs/bench/cutoff_vs_peers.py --backend cuda at N_PEERS = 10^6
 #                  (--skip PEERS_SKIP, default none)
 #                  (cKDTree on this machine's CPU)
@@ -154,6 +158,24 @@ if [[ $parts == *" knnk "* ]]; then
     one "knn-k16 n=$n block 64" knn --generate uniform:$n:3:1 --k 16 --block 64
     one "knn-k16 n=1e6 dense" knn --generate uniform:1000000:3:1 --k 16 --cull off
     one "knn-k16 n=2e5 d=32 dense" knn --generate uniform:200000:32:1 --k 16
+  done
+fi
+
+if [[ $parts == *" with "* ]]; then
+  step e2e_cull_gpu 300 python3 tests/e2e/test_cull.py -v CullGpuTest
+  step e2e_hist_with_gpu 200 python3 tests/e2e/test_hist_with.py -v HistWithGpuTest
+  n=${N_BIG:-10000000}
+  h=$((n / 2))
+  for rep in 1 2; do
+    one "hist n=$n" hist --generate uniform:$n:3:1 --bins 50 --range 0:0.05
+    one "hist-with ${h}x$((n - h))" hist --generate uniform:$h:3:1 --with-generate uniform:$((n - h)):3:2 \
+      --bins 50 --range 0:0.05
+    one "hist-with-box ${h}x$((n - h))" hist --generate uniform:$h:3:1 --with-generate uniform:$((n - h)):3:2 \
+      --bins 50 --range 0:0.05 --box 1,1,1
+  done
+  for cull in on off; do
+    one "hist-with 5e5x5e5 $cull" hist --generate uniform:500000:3:1 --with-generate uniform:500000:3:2 \
+      --bins 50 --range 0:0.05 --cull $cull
   done
 fi
 

@@ -154,6 +154,9 @@ class Hist final : public PairCommand<T> {
     if (with_) p.domain = DomainKind::rect;
   }
   bool second_set() const override { return with_; }
+  std::pair<index_t, index_t> sizes(const Problem<T>& p) const override {
+    return with_ ? with_sizes_ : PairCommand<T>::sizes(p);
+  }
   // Pairs of one set need two points; --with's rectangle one a side (its
   // total is checked once both sets are read).
   void check_size(index_t n, index_t d, const std::string& source) const override {
@@ -241,6 +244,7 @@ class Hist final : public PairCommand<T> {
     check_box_dims(h.box.dims, a.d, a.source);
   }
   void complete(Problem<T>& p) const override {
+    with_sizes_ = {p.rows, p.cols};  // before a culled --with run makes them its union's
     const HistOptions& h = h_;
     p.hist = make_hist_spec(h.lo, h.hi, h.bins);
     p.hist.groups = groups_;  // input order (each frame's cull orders its copy)
@@ -280,7 +284,7 @@ class Hist final : public PairCommand<T> {
       lead.push_back(bins);
       return lead;
     };
-    std::vector<Attr> a = {Attr{"n", std::uint64_t(p.rows)},
+    std::vector<Attr> a = {Attr{"n", std::uint64_t(sizes(p).first)},
                            Attr{"k", std::uint64_t(2)},
                            Attr{"metric", metric},
                            Attr{"precision", precision},
@@ -293,7 +297,7 @@ class Hist final : public PairCommand<T> {
                            Attr{"convention", std::string(typed   ? kTypedConvention
                                                           : with_ ? kWithConvention
                                                                   : kConvention)}};
-    if (with_) a.push_back(Attr{"with_n", std::uint64_t(p.cols)});
+    if (with_) a.push_back(Attr{"with_n", std::uint64_t(sizes(p).second)});
     if (h.box.dims > 0) a.push_back(Attr{"box", box_text(h.box)});
     if (h.box.triclinic) a.push_back(Attr{"tilt", tilt_text(h.box)});
     if (!frames.empty()) a.push_back(Attr{"frames", std::uint64_t(frames.size())});
@@ -351,7 +355,7 @@ class Hist final : public PairCommand<T> {
       std::vector<Attr> ra = {
           Attr{"norm", norm},
           Attr{"formula", rdf_formula(norm, !frames.empty(), groups_.count == 0, with_)},
-          Attr{"n", std::uint64_t(p.rows)}};
+          Attr{"n", std::uint64_t(sizes(p).first)}};
       if (h.box.dims > 0) ra.push_back(Attr{"volume", frames_.volume(h.box)});
       L.extras.push_back({"rdf", io::ValueType::f64, shape({}), ra, {}});
     }
@@ -367,7 +371,6 @@ class Hist final : public PairCommand<T> {
   // only such pairs are never visited, their pairs counted there at the end.
   bool cull_geometry(const Problem<T>& p, CullGeometry* g) const override {
     g->cutoff = cull_cutoff(p.metric, p.hist.hi);
-    if (with_) g->why_not = "the rectangle of two sets (--with) is binned dense";
     return true;
   }
   index_t chunk_bound(const Problem<T>& p) const override {
@@ -388,7 +391,7 @@ class Hist final : public PairCommand<T> {
   }
   bool checkpoints() const override { return true; }
   void print_after(const Problem<T>& p, index_t now, double total) const override {
-    const char* what = element_name(p);
+    const char* what = with_ ? "distances" : element_name(p);
     if (frames_.count()) {
       std::printf("tdsolve %s: binned %llu %s of %llu frames in %s (%.3g %s/s", this->name(),
                   (unsigned long long)now, what, (unsigned long long)frames_.count(),
@@ -400,8 +403,8 @@ class Hist final : public PairCommand<T> {
       std::printf(
           "tdsolve %s: binned %llu %s (%llu tested, the rest beyond the range) in %s "
           "(%.3g %s tested/s",
-          this->name(), (unsigned long long)mapping::pair_count(p.rows), what,
-          (unsigned long long)now, human_seconds(total).c_str(), double(now) / total, what);
+          this->name(), (unsigned long long)counted_pairs(p), what, (unsigned long long)now,
+          human_seconds(total).c_str(), double(now) / total, what);
       return;
     }
     std::printf("tdsolve %s: binned %llu %s in %s (%.3g %s/s", this->name(),
@@ -412,7 +415,7 @@ class Hist final : public PairCommand<T> {
  private:
   // The unordered pairs of a frame the histograms count.
   index_t counted_pairs(const Problem<T>& p) const {
-    if (with_) return p.rows * p.cols;
+    if (with_) return sizes(p).first * sizes(p).second;
     if (groups_.count == 0) return mapping::pair_count(p.rows);
     return std::accumulate(groups_.pairs.begin(), groups_.pairs.end(), index_t(0));
   }
@@ -533,9 +536,10 @@ class Hist final : public PairCommand<T> {
     }
   }
 
-  HistOptions h_;      // the options' (its box: a trajectory's cell where none is given)
-  bool with_;          // --with: the pairs of --input's points with the second set's
-  HistGroups groups_;  // the partial histograms, labels in input order
+  HistOptions h_;  // the options' (its box: a trajectory's cell where none is given)
+  bool with_;      // --with: the pairs of --input's points with the second set's
+  mutable std::pair<index_t, index_t> with_sizes_;  // --with: the two sets' points (complete())
+  HistGroups groups_;                               // the partial histograms, labels in input order
   std::vector<std::string> type_names_, pair_names_;  // --types: the types, the histograms' pairs
   std::vector<index_t> type_sizes_;                   // points of each type
   index_t excluded_ = 0;  // pairs of one molecule left out of the histograms, a frame

@@ -401,8 +401,8 @@ std::string job_identity(const PairCommand<T>& cmd, const Problem<T>& p, const S
   const AddKey add = [&](const std::string& k, const std::string& v) { s += k + "=" + v + "\n"; };
   add("input_fnv1a64", src.a_hash);
   if (cmd.second_set()) add("with_fnv1a64", src.b_hash);
-  add("rows", std::to_string(p.rows));
-  add("cols", std::to_string(p.cols));
+  add("rows", std::to_string(cmd.sizes(p).first));
+  add("cols", std::to_string(cmd.sizes(p).second));
   add("features", std::to_string(p.features));
   add("metric", metric_name(p.metric));
   // The metric's parameters, only where they apply (older files' jobs stay
@@ -933,12 +933,13 @@ class PairRun final : public OutputRun {
                  "\"ranks\": %d, \"chunks\": %llu, \"block\": %llu, \"total_s\": %.6f, "
                  "\"compute_s\": %.6f, \"transfer_s\": %.6f, \"write_s\": %.6f, \"setup_s\": %s, "
                  "%s\"complete\": %s}\n",
-                 cmd_.name(), (unsigned long long)p_.rows, (unsigned long long)p_.cols,
-                 (unsigned long long)p_.d, (unsigned long long)plan_.total(),
-                 cmd_.result_bytes(p_, plan_), metric_name(p_.metric), precision_name<T>(),
-                 kind_.c_str(), ranks_, (unsigned long long)plan_.chunks(),
-                 (unsigned long long)p_.rho, total_, worst_[0], worst_[1], worst_[2],
-                 setup_json().c_str(), cull_stats().c_str(), complete ? "true" : "false");
+                 cmd_.name(), (unsigned long long)cmd_.sizes(p_).first,
+                 (unsigned long long)cmd_.sizes(p_).second, (unsigned long long)p_.d,
+                 (unsigned long long)plan_.total(), cmd_.result_bytes(p_, plan_),
+                 metric_name(p_.metric), precision_name<T>(), kind_.c_str(), ranks_,
+                 (unsigned long long)plan_.chunks(), (unsigned long long)p_.rho, total_, worst_[0],
+                 worst_[1], worst_[2], setup_json().c_str(), cull_stats().c_str(),
+                 complete ? "true" : "false");
   }
 
  private:
@@ -1299,8 +1300,8 @@ template <typename T>
 void PairCommand<T>::print_before(const Problem<T>& p, const mapping::ChunkPlan& plan) const {
   const double bytes = p.stores_values() ? double(plan.total()) * sizeof(T) : 0;
   std::printf("tdsolve %s: %llu × %llu points, d = %llu, %llu %s%s, %s %s, block %llu\n", name(),
-              (unsigned long long)p.rows, (unsigned long long)p.cols, (unsigned long long)p.d,
-              (unsigned long long)plan.total(),
+              (unsigned long long)sizes(p).first, (unsigned long long)sizes(p).second,
+              (unsigned long long)p.d, (unsigned long long)plan.total(),
               p.domain == DomainKind::rect ? "distances" : "pairs",
               bytes > 0 ? (" (" + human_bytes(bytes) + ")").c_str() : "", metric_name(p.metric),
               precision_name<T>(), (unsigned long long)p.rho);

@@ -116,6 +116,10 @@ class PairCommand {
   // --cull (solver/cull.hpp; apply_cull adds the norm and the box); false
   // when the run has none.
   virtual bool cull_geometry(const Problem<T>& p, CullGeometry* g) const { return false; }
+  // The sizes of the sets as given (rows, cols) for the job's identity, the
+  // log and --stats: the problem's, unless culling recast it (a culled hist
+  // --with runs one array of both sets: apply_cull).
+  virtual std::pair<index_t, index_t> sizes(const Problem<T>& p) const { return {p.rows, p.cols}; }
 
   // ---- a run over the frames of a trajectory (hist --frames) ----
   // How many frames the run takes, one after the other into one result (0:

@@ -1,6 +1,6 @@
 """--cull (solver/cull.hpp): a culled run writes the dense run's bytes.
 
-hist, knn --radius, knn --k and collide, each run twice on the same points, with
+hist, hist --with (two sets), knn --radius, knn --k and collide, each run twice on the same points, with
 --cull on and --cull off, and every dataset of the two files compared byte
 for byte (the /progress records differ: a culled plan is cut by pairs
 tested). The cases are drawn at random (the seed is printed; TDSOLVE_CULL_SEED
@@ -119,9 +119,21 @@ class CullCase(TempDirTest):
             return what, knn
         hi = max(cut, 1e-12)
         hist = ["hist", *common, "--bins", str(int(rng.integers(1, 40))), "--range", f"{hi / 3!r}:{hi!r}"]
+        y = None
+        if command == "hist-with":  # a second set (the rectangle), of its own kind and size
+            kind_y = rng.choice(["uniform", "clustered", "duplicates", "lattice"] if kind != "lattice" else ["lattice"])
+            y = points(rng, kind_y, int(rng.integers(1, 700)), d)
+            if rng.random() < 0.3:  # some points of the one set are the other's
+                y[: min(len(y), n) // 2] = x[: min(len(y), n) // 2]
+            what += f" with {kind_y} k={len(y)}"
+            hist += ["--with", self.path("y.npy")]
+            np.save(self.path("y.npy"), y)
         if rng.random() < 0.4 and metric != "minkowski":  # a periodic box (hist's metrics of a difference)
-            box = np.ptp(x, axis=0) + rng.choice([0.0, 0.5]) * extent + 1e-3
-            np.save(src, x - x.min(axis=0))
+            both = x if y is None else np.vstack([x, y])
+            box = np.ptp(both, axis=0) + rng.choice([0.0, 0.5]) * extent + 1e-3
+            np.save(src, x - both.min(axis=0))
+            if y is not None:
+                np.save(self.path("y.npy"), y - both.min(axis=0))
             hist += ["--box", ",".join(repr(float(b)) for b in box)]
             what += f" box={box}"
         return what, hist
@@ -145,7 +157,7 @@ class CullEqualsDenseTest(CullCase):
 
     def test_random_cases_one_rank(self):
         rng = np.random.default_rng(SEED)
-        for command in ("hist", "knn", "collide", "knn-k"):
+        for command in ("hist", "hist-with", "knn", "collide", "knn-k"):
             for _ in range(10):
                 what, args = self.random_case(rng, command)
                 with self.subTest(what=what, seed=SEED):
@@ -153,7 +165,7 @@ class CullEqualsDenseTest(CullCase):
 
     def test_random_cases_three_ranks(self):
         rng = np.random.default_rng(SEED + 1)
-        for command in ("hist", "knn", "collide", "knn", "knn-k", "knn-k"):
+        for command in ("hist", "hist-with", "knn", "collide", "knn", "knn-k", "knn-k"):
             what, args = self.random_case(rng, command, d=3)
             with self.subTest(what=what, seed=SEED):
                 self.assert_same(args, np_=3)
@@ -279,6 +291,13 @@ class CullChoiceTest(CullCase):
         r = tdsolve("hist", *self.src, "--metric", "cosine", "--bins", "4", "--range", "0:0.01", "--output", out,
                     "--overwrite", check=True)
         self.assertIn("dense (auto: metric cosine has no box bound", r.stdout)
+        # hist --with: the tiles that pair the two sets, of all that could.
+        np.save(self.path("y.npy"), np.random.default_rng(6).random((1000, 3)))
+        for hi, words in (("0.05", "culled (auto)"), ("1.5", "dense (auto: more than half")):
+            r = tdsolve("hist", *self.src, "--with", self.path("y.npy"), "--bins", "4", "--range", f"0:{hi}",
+                        "--output", out, "--overwrite", check=True)
+            self.assertIn(words, r.stdout)
+            self.assertIn("2000 × 1000 points", r.stdout)
 
     def test_cull_on_refuses_what_it_cannot_cull(self):
         out = self.path("a.h5")
@@ -348,16 +367,22 @@ class CullResumeTest(CullCase):
     HIST = ["hist", "--generate", "uniform:40000:3:7", "--bins", "30", "--range", "0:0.25", "--block", "32",
             "--progress", "none", "--backend", "cpu"]
 
-    def test_killed_culled_histogram_resumes_to_the_dense_counts(self):
-        ref, out = self.path("ref.h5"), self.path("h.h5")
-        tdsolve(*self.HIST, "--cull", "off", "--output", ref, "--quiet", check=True)
-        r = tdsolve(*self.HIST, "--cull", "on", "--output", out, np_=2,
+    def killed_culled(self, args, ref, out):
+        """The dense run of args into ref, then the culled one into out,
+        killed on 2 ranks after some checkpoints: its chunks flagged (> 0)."""
+        tdsolve(*args, "--cull", "off", "--output", ref, "--quiet", check=True)
+        r = tdsolve(*args, "--cull", "on", "--output", out, np_=2,
                     env={"TDSOLVE_TEST_CHECKPOINT_S": "0.001", "TDSOLVE_TEST_FAULT": "0:3:kill"})
         self.assertNotEqual(r.returncode, 0)
         with h5py.File(out + ".partial", "r") as f:
             flagged = int(f["progress/done"][:].sum())
             self.assertEqual(int(f["progress"].attrs["culled"]), 1)
         self.assertGreater(flagged, 0)
+        return flagged
+
+    def test_killed_culled_histogram_resumes_to_the_dense_counts(self):
+        ref, out = self.path("ref.h5"), self.path("h.h5")
+        flagged = self.killed_culled(self.HIST, ref, out)
         i = tdsolve("info", out)
         self.assertEqual(i.returncode, 3, i.stdout)
         self.assertNotIn("INCONSISTENT", i.stdout)
@@ -371,6 +396,22 @@ class CullResumeTest(CullCase):
         a, b = datasets(ref), datasets(out)
         for k in ("counts", "underflow", "overflow"):
             self.assertEqual(a[k], b[k], k)
+
+    def test_killed_culled_histogram_of_two_sets_resumes_to_the_dense_counts(self):
+        # hist --with culled (the union's triangle cut to the tiles of both
+        # sets): killed after some checkpoints on 2 ranks, resumed on 3.
+        ref, out = self.path("ref.h5"), self.path("w.h5")
+        args = [*self.HIST[:3], "--with-generate", "uniform:30000:3:8", *self.HIST[3:]]
+        flagged = self.killed_culled(args, ref, out)
+        r = tdsolve(*args, "--cull", "on", "--output", out, "--resume", np_=3)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(f"{flagged} of", r.stdout)
+        a, b = datasets(ref), datasets(out)
+        for k in ("counts", "underflow", "overflow", "cumulative"):
+            self.assertEqual(a[k], b[k], k)
+        with h5py.File(out, "r") as f:
+            attrs = dict(f["counts"].attrs)
+            self.assertEqual((attrs["n"], attrs["with_n"], attrs["pairs"]), (40000, 30000, 40000 * 30000))
 
     def test_killed_culled_neighbours_start_over(self):
         # knn --k culled keeps its rows to the end: a run killed after a few
@@ -459,11 +500,24 @@ class CullVerdictTest(CullCase):
             files[cmd[0]] = out
             self.assertEqual(tdsolve("info", out).returncode, 0)
             self.assertTrue(str(pkg.check(out)).startswith("complete"), pkg.check(out))
-        # Damage: a culled flag that is neither 0 nor 1, an elements count past C(n,2).
-        for attr, value in (("culled", 2), ("elements", 3000 * 2999 // 2 + 1)):
-            for cmd, path in files.items():
-                with self.subTest(cmd=cmd, attr=attr):
-                    bad = self.path(f"bad_{cmd}_{attr}.h5")
+        # hist --with (3000 × 2000): a culled run tests pairs of the union.
+        np.save(self.path("y.npy"), np.random.default_rng(9).random((2000, 3)))
+        out = self.path("with.h5")
+        tdsolve("hist", "--bins", "8", "--range", "0:0.05", "--input", self.path("x.npy"), "--with",
+                self.path("y.npy"), "--block", "16", "--cull", "on", "--output", out, "--backend", "cpu", check=True)
+        files["hist --with"] = out
+        self.assertEqual(tdsolve("info", out).returncode, 0)
+        self.assertTrue(str(pkg.check(out)).startswith("complete"), pkg.check(out))
+        # Damage: a culled flag that is neither 0 nor 1, an elements count past
+        # C(n,2) (a culled --with run's past C(n + with_n, 2)), a culled --with
+        # file said to be dense (its elements then past n × with_n).
+        damage = {"hist": (("culled", 2), ("elements", 3000 * 2999 // 2 + 1)),
+                  "knn": (("culled", 2), ("elements", 3000 * 2999 // 2 + 1)),
+                  "hist --with": (("culled", 2), ("elements", 5000 * 4999 // 2 + 1), ("culled", 0))}
+        for cmd, path in files.items():
+            for attr, value in damage[cmd]:
+                with self.subTest(cmd=cmd, attr=attr, value=value):
+                    bad = self.path(f"bad_{cmd.replace(' ', '')}_{attr}{value}.h5")
                     with open(path, "rb") as s, open(bad, "wb") as t:
                         t.write(s.read())
                     with h5py.File(bad, "r+") as f:
@@ -582,7 +636,12 @@ class CullGpuTest(CullCase):
         x = rng.random((20000, 3))
         np.save(self.path("x.npy"), x)
         np.save(self.path("s.npy"), np.c_[x, rng.random(20000) * 0.01])
+        np.save(self.path("y.npy"), rng.random((13001, 3)))
         for args in (["hist", "--input", self.path("x.npy"), "--bins", "50", "--range", "0:0.05"],
+                     ["hist", "--input", self.path("x.npy"), "--with", self.path("y.npy"), "--bins", "50", "--range",
+                      "0:0.05"],
+                     ["hist", "--input", self.path("x.npy"), "--with", self.path("y.npy"), "--bins", "50", "--range",
+                      "0:0.05", "--box", "1,1,1", "--precision", "float64"],
                      ["hist", "--input", self.path("x.npy"), "--bins", "50", "--range", "0:0.05", "--box", "1,1,1"],
                      ["hist", "--input", self.path("x.npy"), "--bins", "9", "--range", "0:0.1", "--precision",
                       "float64", "--metric", "cityblock"],

@@ -8,7 +8,8 @@ same kernels' values), of a float64 NumPy nearest-image search (orthorhombic
 and triclinic boxes, exactly), and MDAnalysis InterRDF(A, B) (its count,
 rdf and cumulative count, to its float32 agreement). 1 and 3 ranks, other
 blocks and a stopped and resumed run: the same bytes. The in-process call
-tdsolve.hist(X, with_=Y) writes the command line's counts. Bad input: one
+tdsolve.hist(X, with_=Y) writes the command line's counts. (Culled --with
+runs against dense ones, and their resume: test_cull.py.) Bad input: one
 line each, nothing written. HistWithGpuTest: the CUDA backend's bytes are
 the CPU's (skips without a GPU; fails instead under TDSOLVE_REQUIRE_GPU=1).
 """
@@ -256,7 +257,7 @@ class HistWithTest(TempDirTest):
         for extra, expect in (
                 (["--with", pb, "--types", labels], ("--with", "--types")),
                 (["--with", pb, "--exclude-block", "5"], ("--with", "--exclude-block")),
-                (["--with", pb, "--cull", "on"], ("--cull on", "--with")),
+                (["--with", pb, "--cull", "on", "--metric", "cosine"], ("--cull on", "cosine")),
                 (["--with", b2], ("d = 3", "d = 2")),
                 (["--with-columns", "0:2"], ("--with",)),
                 (["--with", pb, "--with-generate", "uniform:5:3"], ("--with",)),

@@ -18,6 +18,7 @@
 #include "mapping/partition.hpp"
 #include "solver/bucket_sort.hpp"
 #include "solver/cull.hpp"
+#include "solver/cull_with.hpp"
 #include "solver/epilogue.hpp"
 
 using namespace tdsolve;
@@ -279,6 +280,67 @@ TEST(Cull, KeepsEveryPairWithinTheCutoff) {
     EXPECT_GT(within, 0u) << "p = " << p;
     EXPECT_GT(dropped, 0u) << "p = " << p;
   }
+}
+
+// hist --with (solver/cull_with.hpp): the first set's points stay in the
+// first rows, every tile pairs a block holding a point of the first set
+// with one holding a point of the second, the list is sorted and counted,
+// and every pair of a point of each within the cutoff is in a kept tile.
+TEST(Cull, TwoSetsKeepEveryPairOfOneOfEachWithinTheCutoff) {
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  index_t within = 0, dropped = 0, checked = 0;
+  for (index_t rho : {8, 16})
+    for (index_t split : {1, 7, 16, 40, 95, 99})
+      for (double cutoff : {0.0, 0.2, 0.5})
+        for (bool box : {false, true}) {
+          const index_t n = 100, d = 3;
+          std::vector<double> x(n * d);
+          for (auto& v : x)
+            v = std::floor(u(rng) * 8) / 4;  // a lattice: pairs at the cutoff
+          CullGeometry g;
+          g.cutoff = cutoff;
+          g.rel_tol = 1e-10;
+          if (box) {
+            g.box_dims = 3;
+            g.box[0] = g.box[1] = g.box[2] = 2;
+          }
+          Culled c;
+          ASSERT_TRUE(build_culled_with<double>(x.data(), n, d, rho, split, g, ~index_t(0), &c));
+          for (index_t q = 0; q < n; ++q)
+            ASSERT_EQ(c.order[q] < split, q < split) << "split " << split;
+          std::set<std::pair<index_t, index_t>> kept;
+          index_t tested = 0;
+          for (index_t I = 0; I < c.m; ++I) {
+            ASSERT_EQ(c.before[I], tested);
+            for (index_t t = c.tile_start[I]; t < c.tile_start[I + 1]; ++t) {
+              const index_t J = c.tiles[2 * t + 1];
+              ASSERT_EQ(c.tiles[2 * t], I);
+              ASSERT_GE(J, I);
+              ASSERT_LT(I * rho, split);                     // I holds a point of the first set
+              ASSERT_GT(std::min(n, (J + 1) * rho), split);  // J one of the second
+              if (t > c.tile_start[I]) ASSERT_LT(c.tiles[2 * t - 1], J);
+              kept.insert({I, J});
+              tested += tile_pairs(n, rho, I, J);
+            }
+          }
+          ASSERT_EQ(c.before[c.m], tested);
+          const std::vector<index_t> pos = positions(c);
+          for (index_t i = 0; i < split; ++i)
+            for (index_t j = split; j < n; ++j) {
+              if (!(value(x, d, i, j, 2.0, g) <= cutoff)) continue;
+              ++within;
+              const index_t a = pos[i] / rho, b = pos[j] / rho;
+              ASSERT_TRUE(kept.count({a, b})) << "pair (" << i << ", " << j << "), split " << split;
+            }
+          for (index_t I = 0; I * rho < split; ++I)
+            dropped += c.m - std::max(I, split / rho);
+          dropped -= kept.size();
+          ++checked;
+        }
+  EXPECT_GT(within, 0u);
+  EXPECT_GT(dropped, 0u);
+  EXPECT_EQ(checked, 2u * 6 * 3 * 2);
 }
 
 // A triclinic cell (LAMMPS's: lx, ly, lz, xy, xz, yz): its nearest image by
