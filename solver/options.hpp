@@ -49,6 +49,7 @@ struct ComputeOptions {
   BackendKind backend = BackendKind::automatic;
   MapKind map = MapKind::lambda;
   index_t block = 128;
+  bool block_given = false;     // --block on the command line or in a config
   double chunk_mb = 64;         // bench: 0 = as large as memory allows
   bool chunk_mb_given = false;  // --chunk-mb on the command line or in a config
   int threads = 0;              // 0: OMP_NUM_THREADS, else cores / node-local ranks

@@ -8,7 +8,7 @@ otherwise pick, on the same points in the same run, end to end:
               return_length=True) (all cores, but it only counts the pairs:
               no pair list comes out of it)
   knn-k       knn --k 16 vs cKDTree.query(x, k=17, workers=-1); tdsolve
-              culled (auto; on the CPU also with --block 32)
+              culled (auto; on the CPU also with --block 128, the GPU's)
   hist        hist of the pairs within 1/20 of the box, 50 bins over
               [0, 0.05], in the open unit cube and in a periodic one
               (--box 1,1,1), vs cKDTree.count_neighbors over the bin edges
@@ -213,12 +213,12 @@ def knn_k(b, x):
     b.section(f"knn --k {K}: the {K} nearest other points of each")
     _, idx = b.peer("knn-k", f"scipy cKDTree.query k={K + 1} workers=-1",
                     lambda: (n * K, cKDTree(x).query(x, k=K + 1, workers=-1)[1][:, 1:]))
-    # culled (auto; on the CPU --block 32 culls better than the default,
-    # the GPU kernel takes 128 rows a CUDA block); dense only with --dense
+    # culled (auto; on the CPU its tiles are of 32 points unless --block is
+    # given, so --block 128, the GPU's, beside it); dense only with --dense
     # and n <= --knn-k-max
     runs = [("auto", [])]
     if b.a.backend == "cpu":
-        runs.append(("auto", ["--block", "32"]))
+        runs.append(("auto", ["--block", "128"]))
     if b.a.dense and n <= b.a.knn_k_max:
         runs.append(("off", []))
     for cull, extra in runs:

@@ -181,7 +181,8 @@ po::options_description compute_group(ComputeOptions& o, Choices& c, int flags) 
   else
     g.add_options()(
         "block", po::value(&o.block)->default_value(128)->value_name("RHO"),
-        "tile side ρ, 1 to 65536: each block of work is a ρ×ρ tile (cuda: a multiple of 128)");
+        "tile side ρ, 1 to 65536: each block of work is a ρ×ρ tile (cuda: a multiple of 128; "
+        "knn --k culled on the cpu backend, unless given: 32 at d <= 3, 64 at d = 4)");
   if (flags & kChunks)
     g.add_options()("chunk-mb", po::value(&o.chunk_mb)->default_value(64)->value_name("MB"),
                     (flags & kTriplets)

@@ -299,6 +299,36 @@ class CullChoiceTest(CullCase):
             self.assertIn(words, r.stdout)
             self.assertIn("2000 × 1000 points", r.stdout)
 
+    def test_knn_k_on_the_cpu_takes_small_tiles_unless_told(self):
+        # Culled knn --k on the CPU without --block: tiles of 32 (d <= 3; 64
+        # at d = 4); given --block, dense, or where the small tiles do not
+        # cull (their list past its cap, or auto's choice: d = 4 here): the
+        # default's 128. The lists are the dense run's each time.
+        rng = np.random.default_rng(7)
+        src = {d: self.save_npy(f"x{d}.npy", rng.random((20000, d))) for d in (3, 4)}
+        ref = {}
+        for d in (3, 4):
+            out = self.path(f"dense{d}.h5")
+            tdsolve("knn", "--input", src[d], "--backend", "cpu", "--k", "8", "--cull", "off", "--output", out,
+                    check=True)
+            ref[d] = datasets(out)
+        cap = {"TDSOLVE_TEST_CULL_CAP": "50000"}  # 124029 tiles of 32 survive, 18228 of 128
+        for d, extra, env, block, culled in (
+                (3, [], None, 32, 1), (3, ["--block", "128"], None, 128, 1), (3, ["--cull", "off"], None, 128, 0),
+                (3, ["--cull", "on"], cap, 128, 1), (3, [], cap, 128, 1), (4, [], None, 128, 0)):
+            with self.subTest(d=d, extra=extra, env=env):
+                out = self.path("k.h5")
+                r = tdsolve("knn", "--input", src[d], "--backend", "cpu", "--k", "8", *extra, "--output", out,
+                            "--overwrite", env=env)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                self.assertIn(f"block {block}", r.stdout)
+                with h5py.File(out, "r") as f:
+                    self.assertEqual(int(f["distances"].attrs["block"]), block)
+                self.assertEqual(cull_attrs(out)[0], culled)
+                got = datasets(out)
+                for k in ("distances", "indices"):
+                    self.assertTrue(got[k][2] == ref[d][k][2], k)
+
     def test_cull_on_refuses_what_it_cannot_cull(self):
         out = self.path("a.h5")
         for args, words in (
