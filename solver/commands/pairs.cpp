@@ -1196,7 +1196,28 @@ void settle_problem(PairCommand<T>& cmd, Problem<T>& p, MPI_Comm comm, const Sou
     // CUDA block of 128 rows), a dense run too.
     // Where those do not cull (their list past its cap, or auto's choice),
     // the run is as with the default.
-    const bool small_tiles = p.knn() && !cuda_run && !o.compute.block_given && p.d <= 4;
+    bool small_tiles = p.knn() && !cuda_run && !o.compute.block_given && p.d <= 4;
+    // --resume without --block: the tiles of the run that made the file (a
+    // culled knn --k stopped on a GPU, at 128, goes on on the CPU at 128).
+    index_t file_block = 0;
+    if (small_tiles && o.out.resume)
+      on_root(comm, [&] {
+        for (const std::string& path : {o.out.output + ".partial", o.out.output}) {
+          if (access(path.c_str(), F_OK) != 0) continue;
+          try {
+            const std::string job = io::read_existing(path).job;
+            const std::size_t at = job.find("\nblock=");
+            if (at != std::string::npos) file_block = std::stoull(job.substr(at + 7));
+          } catch (const std::exception&) {  // damaged: the lifecycle says so, with the default
+          }
+          break;
+        }
+      });
+    bcast_u64(comm, &file_block);
+    if (file_block > 0) {
+      small_tiles = false;
+      p.rho = static_cast<index_t>(file_block);
+    }
     // The list's cap, the least over ranks: every rank decides alike.
     unsigned long long cap = cull_tile_cap(node.local_ranks), least = cap;
     check_mpi(MPI_Allreduce(&cap, &least, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, comm),

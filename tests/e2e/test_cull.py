@@ -462,6 +462,24 @@ class CullResumeTest(CullCase):
             self.assertEqual(a[k], b[k], k)
         self.assertEqual(tdsolve("info", out).returncode, 0)
 
+    def test_killed_culled_neighbours_at_128_resume_on_the_cpu_at_128(self):
+        # A culled knn --k stopped at ρ = 128 (a GPU's, or --block 128) goes
+        # on with --resume on the CPU without --block at the file's 128, not
+        # the CPU's 32 (a different job).
+        args = ["knn", "--generate", "uniform:60000:3:9", "--k", "10", "--backend", "cpu", "--progress", "none",
+                "--chunk-mb", "1", "--cull", "on"]
+        ref, out = self.path("ref.h5"), self.path("k.h5")
+        tdsolve(*args[:-1], "off", "--output", ref, "--quiet", check=True)
+        r = tdsolve(*args, "--block", "128", "--output", out, np_=2, env={"TDSOLVE_TEST_FAULT": "0:3:kill"})
+        self.assertNotEqual(r.returncode, 0)
+        self.assertTrue(os.path.exists(out + ".partial"))
+        r = tdsolve(*args, "--output", out, "--resume")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("block 128", r.stdout)
+        a, b = datasets(ref), datasets(out)
+        for k in ("distances", "indices"):
+            self.assertEqual(a[k], b[k], k)
+
     def test_collide_killed_before_its_rename_keeps_its_pairs(self):
         args = ["collide", "--generate", "spheres:5000:3:3:0.02", "--block", "16", "--backend", "cpu",
                 "--cull", "on"]
