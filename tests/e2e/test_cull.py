@@ -844,22 +844,27 @@ class CullGpuTest(CullCase):
 
     def test_gpu_killed_neighbours_start_over(self):
         # A culled knn --k killed on the GPU after a few chunks (rows kept to
-        # the end: nothing flagged done) resumes, on the GPU, to the dense
-        # CPU run's bytes.
+        # the end: nothing flagged done) resumes, on the GPU and on the CPU
+        # (without --block: at the file's 128, not the CPU's 32), to the
+        # dense CPU run's bytes.
         args = ["knn", "--generate", "uniform:60000:3:9", "--k", "10", "--progress", "none", "--chunk-mb", "1"]
-        ref, out = self.path("ref.h5"), self.path("k.h5")
+        ref = self.path("ref.h5")
         tdsolve(*args, "--backend", "cpu", "--cull", "off", "--output", ref, "--quiet", check=True)
-        r = tdsolve(*args, "--backend", "cuda", "--cull", "on", "--output", out, np_=2,
-                    env={"TDSOLVE_TEST_FAULT": "0:3:kill"})
-        self.assertNotEqual(r.returncode, 0)
-        with h5py.File(out + ".partial", "r") as f:
-            self.assertGreater(len(f["progress/done"]), 4)
-            self.assertEqual(int(f["progress/done"][:].sum()), 0)
-        r = tdsolve(*args, "--backend", "cuda", "--cull", "on", "--output", out, "--resume")
-        self.assertEqual(r.returncode, 0, r.stderr)
-        a, b = datasets(ref), datasets(out)
-        for k in ("distances", "indices"):
-            self.assertEqual(a[k], b[k], k)
+        for backend in ("cuda", "cpu"):
+            with self.subTest(resumed_on=backend):
+                out = self.path(f"k_{backend}.h5")
+                r = tdsolve(*args, "--backend", "cuda", "--cull", "on", "--output", out, np_=2,
+                            env={"TDSOLVE_TEST_FAULT": "0:3:kill"})
+                self.assertNotEqual(r.returncode, 0)
+                with h5py.File(out + ".partial", "r") as f:
+                    self.assertGreater(len(f["progress/done"]), 4)
+                    self.assertEqual(int(f["progress/done"][:].sum()), 0)
+                r = tdsolve(*args, "--backend", backend, "--cull", "on", "--output", out, "--resume")
+                self.assertEqual(r.returncode, 0, r.stderr)
+                self.assertIn("block 128", r.stdout)
+                a, b = datasets(ref), datasets(out)
+                for k in ("distances", "indices"):
+                    self.assertEqual(a[k], b[k], k)
 
 if __name__ == "__main__":
     unittest.main()
