@@ -322,30 +322,34 @@ std::vector<std::pair<std::string, std::string>> metric_parameters(const Command
   return kv;
 }
 
+// A job identity's keys and values (job_identity's "key=value" lines).
+std::vector<std::pair<std::string, std::string>> job_keys(const std::string& text) {
+  std::vector<std::pair<std::string, std::string>> kv;
+  size_t at = 0;
+  while (at < text.size()) {
+    const size_t end = std::min(text.find('\n', at), text.size());
+    const std::string line = text.substr(at, end - at);
+    const size_t eq = line.find('=');
+    if (eq != std::string::npos) kv.push_back({line.substr(0, eq), line.substr(eq + 1)});
+    at = end + 1;
+  }
+  return kv;
+}
+
+// The value of `key` in a job identity's keys, or `none`.
+std::string job_value(const std::vector<std::pair<std::string, std::string>>& kv,
+                      const std::string& key, const std::string& none) {
+  for (const auto& [k, v] : kv)
+    if (k == key) return v;
+  return none;
+}
+
 // "metric: cosine in the file, euclidean now; rows: ..." or "" when equal.
 std::string job_differences(const std::string& file, const std::string& now) {
-  const auto parse = [](const std::string& text) {
-    std::vector<std::pair<std::string, std::string>> kv;
-    size_t at = 0;
-    while (at < text.size()) {
-      const size_t end = std::min(text.find('\n', at), text.size());
-      const std::string line = text.substr(at, end - at);
-      const size_t eq = line.find('=');
-      if (eq != std::string::npos) kv.push_back({line.substr(0, eq), line.substr(eq + 1)});
-      at = end + 1;
-    }
-    return kv;
-  };
-  const auto f = parse(file), n = parse(now);
-  const auto find = [](const std::vector<std::pair<std::string, std::string>>& kv,
-                       const std::string& k) {
-    for (const auto& [key, v] : kv)
-      if (key == k) return v;
-    return std::string("(not recorded)");
-  };
+  const auto f = job_keys(file), n = job_keys(now);
   std::string diff;
   for (const auto& [k, v] : n) {
-    const std::string theirs = find(f, k);
+    const std::string theirs = job_value(f, k, "(not recorded)");
     if (theirs != v)
       diff += (diff.empty() ? "" : "; ") + k + ": " + theirs + " in the file, " + v + " now";
   }
@@ -401,8 +405,9 @@ std::string job_identity(const PairCommand<T>& cmd, const Problem<T>& p, const S
   const AddKey add = [&](const std::string& k, const std::string& v) { s += k + "=" + v + "\n"; };
   add("input_fnv1a64", src.a_hash);
   if (cmd.second_set()) add("with_fnv1a64", src.b_hash);
-  add("rows", std::to_string(cmd.sizes(p).first));
-  add("cols", std::to_string(cmd.sizes(p).second));
+  const auto [rows, cols] = cmd.sizes(p);
+  add("rows", std::to_string(rows));
+  add("cols", std::to_string(cols));
   add("features", std::to_string(p.features));
   add("metric", metric_name(p.metric));
   // The metric's parameters, only where they apply (older files' jobs stay
@@ -1205,9 +1210,8 @@ void settle_problem(PairCommand<T>& cmd, Problem<T>& p, MPI_Comm comm, const Sou
         for (const std::string& path : {o.out.output + ".partial", o.out.output}) {
           if (access(path.c_str(), F_OK) != 0) continue;
           try {
-            const std::string job = io::read_existing(path).job;
-            const std::size_t at = job.find("\nblock=");
-            if (at != std::string::npos) file_block = std::stoull(job.substr(at + 7));
+            file_block =
+                std::stoull(job_value(job_keys(io::read_existing(path).job), "block", "0"));
           } catch (const std::exception&) {  // damaged: the lifecycle says so, with the default
           }
           break;
