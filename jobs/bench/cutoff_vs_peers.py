@@ -129,6 +129,11 @@ def verdict(diff, exact, name="diff"):
     return f"{status} ({name} {diff})"
 
 
+def bins_check(want, exact):
+    """The check of a histogram row against the peer's counts `want`."""
+    return lambda got: verdict(int(np.abs(got - want).max()), exact, "largest bin diff")
+
+
 class Bench:
     """Runs the measurements, prints a row each and keeps them for --csv."""
 
@@ -233,9 +238,6 @@ def hist(b, x):
     mdanalysis = importlib.util.find_spec("MDAnalysis") is not None
     edges = np.linspace(0.0, R_MAX, BINS + 1)
 
-    def check(want, exact):
-        return lambda got: verdict(int(np.abs(got - want).max()), exact, "largest bin diff")
-
     for box in (False, True):
         what = "hist-box" if box else "hist"
         b.section(f"hist{' --box 1,1,1' if box else ''}: {BINS} bins over [0, {R_MAX}] (1/20 of the unit box)")
@@ -250,14 +252,14 @@ def hist(b, x):
         _, want = b.peer(what, f"scipy {peer}.count_neighbors (1 thread)", count_neighbors)
         if box and mdanalysis:
             b.peer(what, "MDAnalysis InterRDF (one frame, box 100 A, float32)", lambda: interrdf(x, edges),
-                   check(want, False))
+                   bins_check(want, False))
         elif box:
             print(f"{what:11s} MDAnalysis InterRDF: skipped, MDAnalysis is not installed")
         for cull in ["on", "off"] if b.a.dense else ["on"]:
             b.tdsolve(what, f"tdsolve hist --cull {cull} ({b.a.precision})",
                       ["hist", "--input", b.points, "--bins", str(BINS), "--range", f"0:{R_MAX}",
                        "--precision", b.a.precision, "--cull", cull, *(["--box", "1,1,1"] if box else [])],
-                      lambda f: (int(f["counts"][:].sum()), f["counts"][:]), check(want, b.exact))
+                      lambda f: (int(f["counts"][:].sum()), f["counts"][:]), bins_check(want, b.exact))
 
 
 def interrdf(x, edges, split=None):
@@ -288,9 +290,6 @@ def hist_with(b, x):
     np.save(a_path, x[:half])
     np.save(b_path, x[half:])
 
-    def check(want, exact):
-        return lambda got: verdict(int(np.abs(got - want).max()), exact, "largest bin diff")
-
     for box in (False, True):
         what = "with-box" if box else "with"
         b.section(f"hist --with{' --box 1,1,1' if box else ''}: A = the first {half} points, B = the other "
@@ -306,12 +305,12 @@ def hist_with(b, x):
         _, want = b.peer(what, f"scipy {peer}(A).count_neighbors({peer}(B)) (1 thread)", count_neighbors)
         if box and mdanalysis:
             b.peer(what, "MDAnalysis InterRDF(A, B) (one frame, box 100 A, float32)",
-                   lambda: interrdf(x, edges, half), check(want, False))
+                   lambda: interrdf(x, edges, half), bins_check(want, False))
         for cull in ["on", "off"] if b.a.dense else ["on"]:
             b.tdsolve(what, f"tdsolve hist --with --cull {cull} ({b.a.precision})",
                       ["hist", "--input", a_path, "--with", b_path, "--bins", str(BINS), "--range", f"0:{R_MAX}",
                        "--precision", b.a.precision, "--cull", cull, *(["--box", "1,1,1"] if box else [])],
-                      lambda f: (int(f["counts"][:].sum()), f["counts"][:]), check(want, b.exact))
+                      lambda f: (int(f["counts"][:].sum()), f["counts"][:]), bins_check(want, b.exact))
 
 
 def collide(b, s):
